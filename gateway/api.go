@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Header is one kept request header (the preserve-header hook); Name is lowercase.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Message is what a client pushes, and one part of a compound delivery.
+type Message struct {
+	// ContentType is the content-type given at push; "" when none was given
+	// (front ends report mapping.DefaultContentType then).
+	ContentType string
+	Body        []byte
+	// Kept are request headers kept by the preserve-header hook, in push order.
+	Kept []Header
+}
+
+// AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".
+type AccumState string
+
+// Push answers.
+const (
+	AccumNo  AccumState = "no"  // the queue does not accumulate
+	AccumNew AccumState = "new" // the push opened a window
+	AccumYes AccumState = "yes" // the push joined an open window
+)
+
+// Delivery is one handing-out of a message to a client.
+type Delivery struct {
+	Queue string
+	// ID is the fresh delivery id (a UUID) the client replies with.
+	ID string
+	// Compound is true for accumulated messages (LMQ "compound" / "package").
+	Compound bool
+	// RetryRemaining is LMQ's x-lmq-retry-remaining.
+	RetryRemaining int
+	// Message is the content of a normal message.
+	Message Message
+	// Parts are the parts of a compound message, in push order.
+	Parts []Message
+
+	// ref lets the core find the delivery again (Abandon).
+	ref *delivery
+}
+
+// ReplyKind is the client's answer to a delivery.
+type ReplyKind int
+
+// Replies: ack (done), nack (release; back to the queue at once, counts a retry),
+// ext (retain; restart the timeout).
+const (
+	Ack ReplyKind = iota + 1
+	Nack
+	Ext
+)
+
+// ParseReply maps LMQ's reply words (HTTP ack/nack/ext) to a ReplyKind.
+func ParseReply(s string) (ReplyKind, error) {
+	switch s {
+	case "ack":
+		return Ack, nil
+	case "nack":
+		return Nack, nil
+	case "ext":
+		return Ext, nil
+	}
+	return 0, fmt.Errorf("%w: reply must be ack, nack or ext, not %q", ErrInvalid, s)
+}
+
+func (k ReplyKind) String() string {
+	switch k {
+	case Ack:
+		return "ack"
+	case Nack:
+		return "nack"
+	case Ext:
+		return "ext"
+	}
+	return fmt.Sprintf("ReplyKind(%d)", int(k))
+}
+
+// Errors front ends map onto status codes (with errors.Is).
+var (
+	// ErrNotFound: unknown queue, unknown or expired delivery id. HTTP 404.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: invalid name, properties, regexp, reply. HTTP 400.
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnavailable: NATS/JetStream not reachable or not answering. HTTP 503.
+	ErrUnavailable = errors.New("jetstream unavailable")
+	// ErrTooLarge: message larger than the configured maximum. HTTP 413.
+	ErrTooLarge = errors.New("message too large")
+)
+
+// lowerHeaderName normalizes a kept header name.
+func lowerHeaderName(s string) string { return strings.ToLower(s) }

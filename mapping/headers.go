@@ -1,0 +1,34 @@
+package mapping
+
+// NATS headers the gateway stamps on every message it stores. A program using
+// nats.go can publish into a queue with any subset of them (none are required).
+const (
+	// HdrContentType is the content-type given at push; absent means none given.
+	HdrContentType = "Lmq-Content-Type"
+	// HdrPushedAt is the push time in Unix nanoseconds (decimal), for retention stats.
+	HdrPushedAt = "Lmq-Pushed"
+	// HdrRetry is the queue's retry property when the message was pushed.
+	HdrRetry = "Lmq-Retry"
+	// HdrDelivered counts the deliveries consumed by earlier copies of the message
+	// (a released message is re-published at the tail with this header raised).
+	HdrDelivered = "Lmq-Delivered"
+	// HdrKind is "compound" for accumulated messages; absent means normal.
+	HdrKind = "Lmq-Kind"
+	// HdrObject names an Object Store object holding the body of a message too
+	// large for one NATS message; the message body is then empty.
+	HdrObject = "Lmq-Object"
+	// HdrKeepPrefix prefixes request headers kept by the preserve-header hook:
+	// "Lmq-Keep-User-Agent" holds the push's user-agent.
+	HdrKeepPrefix = "Lmq-Keep-"
+	// HdrWindow identifies the accumulation window a part belongs to.
+	HdrWindow = "Lmq-Window"
+)
+
+// KindCompound is the HdrKind value of compound (accumulated) messages.
+const KindCompound = "compound"
+
+// ContentTypeMsgpack is the content-type of content pushed over MessagePack-RPC.
+const ContentTypeMsgpack = "application/x-msgpack"
+
+// DefaultContentType is reported for messages pushed without a content-type.
+const DefaultContentType = "application/octet-stream"
