@@ -2,7 +2,10 @@ package mapping
 
 import (
 	"errors"
+	"maps"
+	"math"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -12,6 +15,15 @@ const (
 	DefaultRetry   = 2
 	DefaultTimeout = 30.0
 )
+
+// MaxRetry is the largest retry value accepted. LMQ had no limit (Erlang
+// integers are unbounded), but the gateway computes retry+1 deliveries and
+// stores retry in a header, so it must fit an int with room to spare; no real
+// client needs two billion redeliveries.
+const MaxRetry = math.MaxInt32 - 1
+
+// HookPointPreHTTPPush is LMQ's only hook point: run on every HTTP push.
+const HookPointPreHTTPPush = "pre_http_push"
 
 // HookPreserveHeader is LMQ's only built-in hook: keep named request headers of
 // an HTTP push and return them when the message is pulled.
@@ -64,9 +76,95 @@ func (e Effective) AccumDuration() time.Duration { return secondsToDuration(e.Ac
 // TimeoutDuration converts the timeout property to a duration.
 func (e Effective) TimeoutDuration() time.Duration { return secondsToDuration(e.Timeout) }
 
+// secondsToDuration converts seconds to a duration, clamping instead of
+// overflowing: properties accept any non-negative number, and a float-to-int
+// conversion out of range is implementation-defined in Go.
 func secondsToDuration(s float64) time.Duration {
-	if s <= 0 {
+	if !(s > 0) { // also catches NaN
 		return 0
 	}
-	return time.Duration(s * float64(time.Second))
+	ns := s * float64(time.Second)
+	if ns >= math.MaxInt64 { // float64(MaxInt64) is 2^63, itself out of range
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
+}
+
+// IsZero reports whether no field is set.
+func (p Props) IsZero() bool {
+	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil
+}
+
+// Merge returns p with every field set in patch overriding p's. The result
+// shares no memory with either argument, so a stored Props can be merged into
+// without the caller worrying about aliasing.
+func (p Props) Merge(patch Props) Props {
+	out := Props{
+		Accum:   clonePtr(p.Accum),
+		Retry:   clonePtr(p.Retry),
+		Timeout: clonePtr(p.Timeout),
+		Hooks:   p.Hooks.clone(),
+	}
+	if patch.Accum != nil {
+		out.Accum = clonePtr(patch.Accum)
+	}
+	if patch.Retry != nil {
+		out.Retry = clonePtr(patch.Retry)
+	}
+	if patch.Timeout != nil {
+		out.Timeout = clonePtr(patch.Timeout)
+	}
+	if patch.Hooks != nil {
+		out.Hooks = patch.Hooks.clone()
+	}
+	return out
+}
+
+func clonePtr[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
+// clone deep-copies h, keeping nil (not set) distinct from empty (set, no hooks).
+func (h Hooks) clone() Hooks {
+	if h == nil {
+		return nil
+	}
+	out := make(Hooks, len(h))
+	for point, hooks := range h {
+		c := make([]Hook, len(hooks))
+		for i, hk := range hooks {
+			c[i] = Hook{Name: hk.Name, Args: slices.Clone(hk.Args)}
+		}
+		out[point] = c
+	}
+	return out
+}
+
+// PreservedHeaders returns the (lowercase) header names that the
+// lmq_hook_preserve_header hooks at pre_http_push keep, in configuration
+// order, each once.
+func (h Hooks) PreservedHeaders() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, hk := range h[HookPointPreHTTPPush] {
+		if hk.Name != HookPreserveHeader {
+			continue
+		}
+		for _, name := range hk.Args {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// sortedPoints returns the hook points in the order they are rendered.
+func (h Hooks) sortedPoints() []string {
+	return slices.Sorted(maps.Keys(h))
 }

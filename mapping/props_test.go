@@ -1,0 +1,342 @@
+package mapping
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePropsRender(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{`{}`, `{}`},
+		{` { } `, `{}`},
+		{`{"accum":30}`, `{"accum":30}`},
+		{`{"retry":0}`, `{"retry":0}`},
+		{`{"timeout":30,"retry":2,"accum":0}`, `{"accum":0,"retry":2,"timeout":30}`},
+		{`{"accum":0.2504}`, `{"accum":0.25}`},
+		{`{"accum":0.2506}`, `{"accum":0.251}`},
+		{`{"accum":0.0004}`, `{"accum":0}`},
+		{`{"accum":1.5e1}`, `{"accum":15}`},
+		{`{"pack":0.5}`, `{"accum":0.5}`},
+		{`{"pack":0.5,"accum":0.5}`, `{"accum":0.5}`},
+		{`{"timeout":0.00001}`, `{"timeout":1e-05}`},
+		{`{"timeout":0.2}`, `{"timeout":0.2}`},
+		{`{"timeout":0.30000000000000004}`, `{"timeout":0.3}`},
+		{`{"timeout":123456789012345}`, `{"timeout":123456789012345}`},
+		{`{"timeout":1e15}`, `{"timeout":1e+15}`},
+		{`{"timeout":1e300}`, `{"timeout":1e+300}`},
+		{`{"timeout":-0}`, `{"timeout":0}`},
+		{`{"timeout":0.0}`, `{"timeout":0}`},
+		{`{"timeout":1E400000}`, ``}, // invalid, see TestParsePropsInvalid
+		{`{"retry":-0}`, `{"retry":0}`},
+		{`{"retry":2147483646}`, `{"retry":2147483646}`},
+		{`{"hooks":{}}`, `{"hooks":{}}`},
+		{`{"hooks":{"pre_http_push":[]}}`, `{"hooks":{"pre_http_push":[]}}`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent"]]]}}`,
+			`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent"]]]}}`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["User-Agent","X-A&B"]],["lmq_hook_preserve_header",[]]]},"retry":1}`,
+			`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent","x-a&b"]],["lmq_hook_preserve_header",[]]]},"retry":1}`},
+	}
+	for _, tt := range tests {
+		if tt.want == "" {
+			continue
+		}
+		t.Run(tt.in, func(t *testing.T) {
+			p, err := ParseProps([]byte(tt.in))
+			if err != nil {
+				t.Fatalf("ParseProps: %v", err)
+			}
+			if got := string(p.JSON()); got != tt.want {
+				t.Fatalf("JSON() = %s, want %s", got, tt.want)
+			}
+			// The rendering parses back to the same thing: the gateway stores it.
+			p2, err := ParseProps(p.JSON())
+			if err != nil {
+				t.Fatalf("ParseProps(JSON()): %v", err)
+			}
+			if !reflect.DeepEqual(p, p2) {
+				t.Errorf("round trip: %#v, want %#v", p2, p)
+			}
+		})
+	}
+}
+
+func TestParsePropsInvalid(t *testing.T) {
+	tests := []struct {
+		in, msg string // msg: the exact error text
+	}{
+		{``, `invalid properties: empty body`},
+		{`null`, `invalid properties: expected a JSON object, got null`},
+		{`[]`, `invalid properties: expected a JSON object, got an array`},
+		{`"accum"`, `invalid properties: expected a JSON object, got a string`},
+		{`3`, `invalid properties: expected a JSON object, got a number`},
+		{`true`, `invalid properties: expected a JSON object, got a boolean`},
+		{`{`, `invalid properties: malformed JSON: unexpected EOF`},
+		{`{} {}`, `invalid properties: malformed JSON: data after the value`},
+		{`{}x`, `invalid properties: malformed JSON: data after the value`},
+		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks)`},
+		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks)`},
+		{`{"retry":2.5}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":2.0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":2e0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":"2"}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":-1}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":null}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":true}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":2147483647}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"retry":99999999999999999999}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"accum":-1}`, `invalid properties: accum must be a non-negative number (seconds)`},
+		{`{"accum":"1"}`, `invalid properties: accum must be a non-negative number (seconds)`},
+		{`{"pack":[]}`, `invalid properties: pack must be a non-negative number (seconds)`},
+		{`{"timeout":-0.5}`, `invalid properties: timeout must be a non-negative number (seconds)`},
+		{`{"timeout":null}`, `invalid properties: timeout must be a non-negative number (seconds)`},
+		{`{"timeout":1E400000}`, `invalid properties: timeout must be a non-negative number (seconds)`},
+		{`{"accum":1e308}`, `invalid properties: accum is too large`},
+		{`{"timeout":1.7976931348623157e308}`, `invalid properties: timeout is too large`},
+		{`{"accum":1,"pack":2}`, `invalid properties: accum and pack (its old name) are both given, with different values`},
+		// Several faults: the first key in sorted order is reported.
+		{`{"timeout":-1,"retry":-1}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
+		{`{"hooks":[]}`, `invalid properties: hooks must be an object {"pre_http_push": [[HOOK, ARGS], ...]}`},
+		{`{"hooks":null}`, `invalid properties: hooks must be an object {"pre_http_push": [[HOOK, ARGS], ...]}`},
+		{`{"hooks":{"post_pull":[]}}`, `invalid properties: unknown hook point "post_pull" (known: pre_http_push)`},
+		{`{"hooks":{"pre_http_push":{}}}`, `invalid properties: hooks.pre_http_push must be a list of [HOOK, ARGS] pairs`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header"]]}}`, `invalid properties: hooks.pre_http_push[0]: a hook must be a [HOOK, ARGS] pair`},
+		{`{"hooks":{"pre_http_push":["lmq_hook_preserve_header"]}}`, `invalid properties: hooks.pre_http_push[0]: a hook must be a [HOOK, ARGS] pair`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",[],1]]}}`, `invalid properties: hooks.pre_http_push[0]: a hook must be a [HOOK, ARGS] pair`},
+		{`{"hooks":{"pre_http_push":[[1,[]]]}}`, `invalid properties: hooks.pre_http_push[0]: a hook name must be a string`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",[]],["my_hook",[]]]}}`, `invalid properties: hooks.pre_http_push[1]: unknown hook "my_hook" (known: lmq_hook_preserve_header)`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header","user-agent"]]}}`, `invalid properties: hooks.pre_http_push[0]: the arguments of lmq_hook_preserve_header must be a list of header names`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",[1]]]}}`, `invalid properties: hooks.pre_http_push[0]: the arguments of lmq_hook_preserve_header must be HTTP header names`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",[""]]]}}`, `invalid properties: hooks.pre_http_push[0]: the arguments of lmq_hook_preserve_header must be HTTP header names`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user agent"]]]}}`, `invalid properties: hooks.pre_http_push[0]: the arguments of lmq_hook_preserve_header must be HTTP header names`},
+		{`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a:b"]]]}}`, `invalid properties: hooks.pre_http_push[0]: the arguments of lmq_hook_preserve_header must be HTTP header names`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			p, err := ParseProps([]byte(tt.in))
+			if err == nil {
+				t.Fatalf("ParseProps succeeded: %s", p.JSON())
+			}
+			if !errors.Is(err, ErrInvalidProps) {
+				t.Errorf("error %v does not wrap ErrInvalidProps", err)
+			}
+			if err.Error() != tt.msg {
+				t.Errorf("error = %q\n want   %q", err.Error(), tt.msg)
+			}
+			if !p.IsZero() {
+				t.Errorf("props returned with the error: %s", p.JSON())
+			}
+		})
+	}
+}
+
+func TestFormatSeconds(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{30, "30"}, {0.2, "0.2"}, {0, "0"}, {math.Copysign(0, -1), "0"}, {1e-05, "1e-05"},
+		{0.0001, "0.0001"}, {100, "100"}, {1.5, "1.5"}, {0.1 + 0.2, "0.3"},
+		{123456789012345, "123456789012345"}, {1e15, "1e+15"}, {1234567890123456, "1.23456789012346e+15"},
+		{1e21, "1e+21"}, {2.5e-7, "2.5e-07"}, {1.0 / 3, "0.333333333333333"},
+	}
+	for _, tt := range tests {
+		if got := formatSeconds(tt.in); got != tt.want {
+			t.Errorf("formatSeconds(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestPropsFromMap(t *testing.T) {
+	tests := []struct {
+		name string
+		in   map[string]any
+		want string // JSON of the result, "" = invalid
+	}{
+		{"empty", map[string]any{}, `{}`},
+		{"int64 retry", map[string]any{"retry": int64(3)}, `{"retry":3}`},
+		{"uint64 retry", map[string]any{"retry": uint64(0)}, `{"retry":0}`},
+		{"int retry", map[string]any{"retry": 5}, `{"retry":5}`},
+		{"int8 retry", map[string]any{"retry": int8(7)}, `{"retry":7}`},
+		{"uint8 retry", map[string]any{"retry": uint8(200)}, `{"retry":200}`},
+		{"float retry", map[string]any{"retry": 2.0}, ""},
+		{"float32 retry", map[string]any{"retry": float32(2)}, ""},
+		{"string retry", map[string]any{"retry": "2"}, ""},
+		{"bytes retry", map[string]any{"retry": []byte("2")}, ""},
+		{"negative retry", map[string]any{"retry": int64(-1)}, ""},
+		{"huge uint retry", map[string]any{"retry": uint64(math.MaxUint64)}, ""},
+		{"huge int retry", map[string]any{"retry": int64(math.MaxInt64)}, ""},
+		{"float64 pack", map[string]any{"pack": 0.2504}, `{"accum":0.25}`},
+		{"float32 accum", map[string]any{"accum": float32(0.2)}, `{"accum":0.2}`},
+		{"float32 timeout", map[string]any{"timeout": float32(0.2)}, `{"timeout":0.2}`},
+		{"int timeout", map[string]any{"timeout": int64(30)}, `{"timeout":30}`},
+		{"uint timeout", map[string]any{"timeout": uint16(30)}, `{"timeout":30}`},
+		{"NaN timeout", map[string]any{"timeout": math.NaN()}, ""},
+		{"Inf timeout", map[string]any{"timeout": math.Inf(1)}, ""},
+		{"negative accum", map[string]any{"accum": int64(-1)}, ""},
+		{"bool accum", map[string]any{"accum": true}, ""},
+		{"nil timeout", map[string]any{"timeout": nil}, ""},
+		{"unknown", map[string]any{"x": 1}, ""},
+		{"hooks bytes", map[string]any{"hooks": map[string]any{"pre_http_push": []any{
+			[]any{[]byte("lmq_hook_preserve_header"), []any{[]byte("User-Agent"), "x-id"}}}}},
+			`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent","x-id"]]]}}`},
+		{"hooks map[any]any", map[string]any{"hooks": map[any]any{"pre_http_push": []any{
+			[]any{"lmq_hook_preserve_header", []string{"a"}}}}},
+			`{"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a"]]]}}`},
+		{"hooks map[any]any int key", map[string]any{"hooks": map[any]any{1: []any{}}}, ""},
+		{"hooks empty", map[string]any{"hooks": map[string]any{}}, `{"hooks":{}}`},
+		{"hooks wrong", map[string]any{"hooks": []any{}}, ""},
+		{"all", map[string]any{"pack": 1.0, "retry": uint64(1), "timeout": 2.5},
+			`{"accum":1,"retry":1,"timeout":2.5}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PropsFromMap(tt.in)
+			if tt.want == "" {
+				if !errors.Is(err, ErrInvalidProps) {
+					t.Fatalf("PropsFromMap = %s, %v; want ErrInvalidProps", p.JSON(), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("PropsFromMap: %v", err)
+			}
+			if got := string(p.JSON()); got != tt.want {
+				t.Errorf("JSON() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPropsMap(t *testing.T) {
+	p, err := ParseProps([]byte(`{"pack":0.5,"retry":1,"timeout":3,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent"]]]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := map[string]any{"pre_http_push": []any{[]any{"lmq_hook_preserve_header", []any{"user-agent"}}}}
+	want := map[string]any{"pack": 0.5, "retry": int64(1), "timeout": 3.0, "hooks": hooks}
+	if got := p.Map("pack"); !reflect.DeepEqual(got, want) {
+		t.Errorf("Map(pack) = %#v\nwant %#v", got, want)
+	}
+	delete(want, "pack")
+	want["accum"] = 0.5
+	if got := p.Map(""); !reflect.DeepEqual(got, want) {
+		t.Errorf("Map(\"\") = %#v\nwant %#v", got, want)
+	}
+	// What Map produces, PropsFromMap reads back.
+	back, err := PropsFromMap(p.Map("pack"))
+	if err != nil || !reflect.DeepEqual(back, p) {
+		t.Errorf("PropsFromMap(Map()) = %#v, %v; want %#v", back, err, p)
+	}
+	if got := (Props{}).Map("accum"); len(got) != 0 || got == nil {
+		t.Errorf("empty Map = %#v, want empty non-nil map", got)
+	}
+	if got := (Props{Retry: ptr(0)}).Map("accum"); !reflect.DeepEqual(got, map[string]any{"retry": int64(0)}) {
+		t.Errorf("Map = %#v", got)
+	}
+}
+
+func TestEffective(t *testing.T) {
+	tests := []struct {
+		e    Effective
+		want string
+	}{
+		{Effective{Accum: 0, Retry: 2, Timeout: 30}, `{"accum":0,"retry":2,"timeout":30}`},
+		{Effective{Accum: 0.25, Retry: 0, Timeout: 1e-05, Hooks: Hooks{}}, `{"accum":0.25,"retry":0,"timeout":1e-05}`},
+		{Effective{Accum: 1, Retry: 3, Timeout: 0.5, Hooks: Hooks{"pre_http_push": {{Name: HookPreserveHeader, Args: []string{"user-agent"}}}}},
+			`{"accum":1,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["user-agent"]]]},"retry":3,"timeout":0.5}`},
+	}
+	for _, tt := range tests {
+		if got := string(tt.e.JSON()); got != tt.want {
+			t.Errorf("JSON() = %s, want %s", got, tt.want)
+		}
+	}
+	m := Effective{Accum: 0.5, Retry: 2, Timeout: 30}.Map("pack")
+	want := map[string]any{"pack": 0.5, "retry": int64(2), "timeout": 30.0}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("Map(pack) = %#v, want %#v", m, want)
+	}
+}
+
+func TestMergeIsZero(t *testing.T) {
+	base, _ := ParseProps([]byte(`{"accum":1,"retry":3,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a"]]]}}`))
+	tests := []struct {
+		patch, want string
+	}{
+		{`{}`, `{"accum":1,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a"]]]},"retry":3}`},
+		{`{"retry":0}`, `{"accum":1,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a"]]]},"retry":0}`},
+		{`{"timeout":5,"pack":2}`, `{"accum":2,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["a"]]]},"retry":3,"timeout":5}`},
+		{`{"hooks":{}}`, `{"accum":1,"hooks":{},"retry":3}`},
+	}
+	for _, tt := range tests {
+		patch, err := ParseProps([]byte(tt.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := base.Merge(patch)
+		if s := string(got.JSON()); s != tt.want {
+			t.Errorf("Merge(%s) = %s, want %s", tt.patch, s, tt.want)
+		}
+		// The result must not alias its inputs.
+		*got.Retry = 99
+		got.Hooks["pre_http_push"] = nil
+		if *base.Retry != 3 || len(base.Hooks["pre_http_push"]) != 1 {
+			t.Fatalf("Merge result aliases its receiver")
+		}
+		if patch.Retry != nil && *patch.Retry == 99 {
+			t.Fatalf("Merge result aliases the patch")
+		}
+	}
+	if !(Props{}).IsZero() {
+		t.Error("Props{}.IsZero() = false")
+	}
+	for _, p := range []Props{{Retry: ptr(0)}, {Accum: ptr(0.0)}, {Timeout: ptr(0.0)}, {Hooks: Hooks{}}} {
+		if p.IsZero() {
+			t.Errorf("%s.IsZero() = true", p.JSON())
+		}
+	}
+}
+
+func TestPreservedHeaders(t *testing.T) {
+	p, err := ParseProps([]byte(`{"hooks":{"pre_http_push":[
+		["lmq_hook_preserve_header",["User-Agent","x-b"]],
+		["lmq_hook_preserve_header",["x-a","user-agent"]]]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(p.Hooks.PreservedHeaders(), ","), "user-agent,x-b,x-a"; got != want {
+		t.Errorf("PreservedHeaders() = %s, want %s", got, want)
+	}
+	if got := (Hooks{}).PreservedHeaders(); got != nil {
+		t.Errorf("PreservedHeaders of no hooks = %v", got)
+	}
+	if got := Hooks(nil).PreservedHeaders(); got != nil {
+		t.Errorf("PreservedHeaders of nil = %v", got)
+	}
+}
+
+func TestDurations(t *testing.T) {
+	tests := []struct {
+		s    float64
+		want time.Duration
+	}{
+		{0, 0}, {-1, 0}, {math.NaN(), 0}, {0.25, 250 * time.Millisecond}, {30, 30 * time.Second},
+		{1e300, math.MaxInt64}, {math.Inf(1), math.MaxInt64},
+	}
+	for _, tt := range tests {
+		e := Effective{Accum: tt.s, Timeout: tt.s}
+		if got := e.AccumDuration(); got != tt.want {
+			t.Errorf("AccumDuration(%v) = %v, want %v", tt.s, got, tt.want)
+		}
+		if got := e.TimeoutDuration(); got != tt.want {
+			t.Errorf("TimeoutDuration(%v) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
