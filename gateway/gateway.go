@@ -1,24 +1,64 @@
 // Package gateway is the protocol-neutral core of lmq-gateway: push, pull,
 // reply, properties, the queue registry, deliveries and stats, on JetStream.
 // Both front ends (HTTP and MessagePack-RPC) call it; it knows neither.
+//
+// Layout: one WorkQueue stream per queue (mapping.StreamName) holding the
+// queue's deliverable messages on mapping.QueueSubject, with one durable pull
+// consumer. Properties and the default list live in the KV bucket LMQ_PROPS,
+// watched by every gateway. Bodies too large for one NATS message live in the
+// Object Store bucket LMQ_OBJ and the queued message carries a reference.
+//
+// Deliveries: JetStream accepts acks for stale deliveries (it keys on the
+// stream sequence) and redelivers timed-out messages ahead of everything else,
+// while LMQ gives each delivery a fresh id, answers 404 to stale ones, and
+// serves messages in the order they became available. So the gateway keeps its
+// own delivery table (id → stream sequence, ack subject, deadline) with a timer
+// per delivery. A nack, an expired timer or a vanished client releases a
+// delivery by re-publishing a copy at the tail of the stream (carrying the
+// deliveries used so far in Lmq-Delivered) and then terminating the original:
+// publish first, so a crash in between gives a duplicate, never a loss. The
+// consumer's AckWait is only a backstop for a gateway that died, set a margin
+// above the queue's timeout.
+//
+// Pulling: a client's pull registers a waiter on the queue's dispatcher. The
+// dispatcher issues no_wait pull requests (batch = waiting clients) and never
+// leaves a pull request standing in JetStream: a standing request would keep
+// taking messages after its client left, and giving such a message back either
+// reorders the queue or costs it a retry. While a queue is empty its waiters
+// sleep until a notification on lmq.n.<enc> (published by any gateway after
+// every stored push or release) or a periodic re-poll (which also catches
+// messages published by plain NATS programs and JetStream's own redeliveries).
+// An idle long-poll therefore costs no JetStream requests between re-polls.
 package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
-	"regexp"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Config configures a Gateway.
 type Config struct {
 	// Replicas of each queue's stream (1 on a single node).
 	Replicas int
+	// MaxMessageSize is the largest body accepted (default 256 MiB).
+	MaxMessageSize int64
+	// RepollInterval is how often a queue with waiting clients is polled even
+	// without a notification (default 2s).
+	RepollInterval time.Duration
+	// Observer receives events for statistics; nil ignores them.
+	Observer Observer
+	// Accumulator handles pushes to accumulating queues; nil rejects them.
+	Accumulator Accumulator
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -26,85 +66,168 @@ type Config struct {
 // Gateway is the core. Create it with New; it is safe for concurrent use.
 type Gateway struct {
 	nc  *nats.Conn
+	js  jetstream.JetStream
 	cfg Config
 	log *slog.Logger
+	obs Observer
+
+	// id identifies this gateway instance; it starts every delivery id it
+	// hands out so that a reply reaching another gateway can be relayed here.
+	id     string
+	idPfx  []byte
+	kv     jetstream.KeyValue
+	objMu  sync.Mutex
+	obj    jetstream.ObjectStore
+	props  *propCache
+	queues *registry
+	dels   *deliveryTable
+
+	fetchSeq atomic.Uint64
+
+	subs     []*nats.Subscription
+	closing  chan struct{}
+	closeOne sync.Once
+	bg       sync.WaitGroup
 }
 
-type delivery struct{}
+const (
+	propsBucket   = "LMQ_PROPS"
+	objectBucket  = "LMQ_OBJ"
+	notifyPrefix  = "lmq.n."
+	controlPrefix = "lmq.gw."
+	opTimeout     = 10 * time.Second
+)
 
-var errTODO = errors.New("not implemented yet")
-
-// New connects the core to JetStream over nc.
+// New connects the core to JetStream over nc and loads the queue registry and
+// properties. ctx bounds the start-up.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
-	return nil, errTODO
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = 256 << 20
+	}
+	if cfg.RepollInterval <= 0 {
+		cfg.RepollInterval = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	idb := make([]byte, 4)
+	if _, err := rand.Read(idb); err != nil {
+		return nil, fmt.Errorf("gateway id: %w", err)
+	}
+	g := &Gateway{
+		nc:      nc,
+		js:      js,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		obs:     cfg.Observer,
+		id:      hex.EncodeToString(idb),
+		idPfx:   idb,
+		closing: make(chan struct{}),
+	}
+	if g.obs == nil {
+		g.obs = nopObserver{}
+	}
+	g.dels = newDeliveryTable()
+	g.queues = newRegistry(g)
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      propsBucket,
+		Description: "lmq-gateway queue properties and default-properties list",
+		History:     1,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("properties bucket: %w", err)
+	}
+	g.kv = kv
+	if g.props, err = newPropCache(ctx, kv, g.log); err != nil {
+		return nil, err
+	}
+	sub, err := nc.Subscribe(notifyPrefix+"*", g.onNotify)
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("subscribe notifications: %w", err)
+	}
+	g.subs = append(g.subs, sub)
+	if sub, err = nc.Subscribe(controlPrefix+g.id+".reply", g.onRelayedReply); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("subscribe control: %w", err)
+	}
+	g.subs = append(g.subs, sub)
+	if err := g.queues.start(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.bg.Add(1)
+	go g.repollLoop()
+	if err := nc.FlushWithContext(ctx); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("flush: %w", err)
+	}
+	return g, nil
 }
 
-// Close stops the core: waiting pulls answer empty, in-flight deliveries stay
-// pending in JetStream (their timeout brings them back).
-func (g *Gateway) Close() {}
+// ID is this gateway instance's id (hex), the prefix of its delivery ids.
+func (g *Gateway) ID() string { return g.id }
 
-// Push stores msg in queue, creating the queue if needed. It returns once
-// JetStream has the message.
-func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
-	return "", errTODO
+// JetStream exposes the JetStream handle, for packages built on the core
+// (accumulator, stats) that need their own streams or KV buckets.
+func (g *Gateway) JetStream() jetstream.JetStream { return g.js }
+
+// Close stops the core: waiting pulls answer empty; in-flight deliveries stay
+// pending in JetStream and come back after the consumer's AckWait.
+func (g *Gateway) Close() {
+	g.closeOne.Do(func() {
+		close(g.closing)
+		for _, s := range g.subs {
+			_ = s.Unsubscribe()
+		}
+		if g.props != nil {
+			g.props.stop()
+		}
+		g.queues.stop()
+		g.dels.stopTimers()
+		g.bg.Wait()
+	})
 }
 
-// PushAll pushes msg to every existing queue whose name matches re; the result
-// maps each queue to its accumulation answer (empty when none matched).
-func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (map[string]AccumState, error) {
-	return nil, errTODO
+// Closing is closed when Close starts; front ends use it to end long-polls.
+func (g *Gateway) Closing() <-chan struct{} { return g.closing }
+
+func (g *Gateway) objectStore(ctx context.Context) (jetstream.ObjectStore, error) {
+	g.objMu.Lock()
+	defer g.objMu.Unlock()
+	if g.obj != nil {
+		return g.obj, nil
+	}
+	obj, err := g.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      objectBucket,
+		Description: "lmq-gateway bodies too large for one NATS message",
+		Replicas:    g.cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object store: %w", err)
+	}
+	g.obj = obj
+	return obj, nil
 }
 
-// Pull hands out the queue's next available message, creating the queue if
-// needed. wait < 0 waits until a message comes or ctx ends; wait == 0 does not
-// wait. It returns (nil, nil) when no message came in time.
-func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*Delivery, error) {
-	return nil, errTODO
-}
-
-// PullAny is Pull over every queue whose name matches re, including queues
-// created while it waits.
-func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*Delivery, error) {
-	return nil, errTODO
-}
-
-// Abandon gives back a delivery the front end could not hand to its client (the
-// client went away): the message is available again at once and the delivery
-// does not count as a retry.
-func (g *Gateway) Abandon(ctx context.Context, d *Delivery) {}
-
-// Reply applies a client's ack, nack or ext to the delivery id of queue.
-// Unknown, superseded or expired ids give ErrNotFound.
-func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) error {
-	return errTODO
-}
-
-// DeleteQueue drops the queue and all its messages; ErrNotFound if it does not exist.
-func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
-	return errTODO
-}
-
-// QueueProps returns the queue's effective properties without creating it.
-func (g *Gateway) QueueProps(ctx context.Context, queue string) (mapping.Effective, error) {
-	return mapping.Effective{}, errTODO
-}
-
-// UpdateProps merges patch into the queue's own properties, creating the queue.
-func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.Props) error {
-	return errTODO
-}
-
-// ResetProps drops the queue's own properties (back to the defaults).
-func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
-	return errTODO
-}
-
-// DefaultProps returns the default-properties list.
-func (g *Gateway) DefaultProps(ctx context.Context) (mapping.DefaultList, error) {
-	return nil, errTODO
-}
-
-// SetDefaultProps replaces the default-properties list (nil clears it).
-func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
-	return errTODO
+// jsErr classifies JetStream/NATS failures for front ends.
+func jsErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 }

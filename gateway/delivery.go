@@ -1,0 +1,367 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+type deliveryState int
+
+const (
+	active deliveryState = iota
+	busy                 // an ack is on its way to JetStream
+	finished
+)
+
+// delivery is one entry of the delivery table.
+type delivery struct {
+	id  string
+	raw *raw
+
+	mu       sync.Mutex
+	state    deliveryState
+	deadline time.Time
+	timer    *time.Timer
+}
+
+// deliveryTable maps delivery ids to this gateway's in-flight deliveries.
+type deliveryTable struct {
+	mu sync.Mutex
+	m  map[string]*delivery
+}
+
+func newDeliveryTable() *deliveryTable { return &deliveryTable{m: make(map[string]*delivery)} }
+
+func (t *deliveryTable) add(d *delivery) {
+	t.mu.Lock()
+	t.m[d.id] = d
+	t.mu.Unlock()
+}
+
+func (t *deliveryTable) get(id string) *delivery {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id]
+}
+
+func (t *deliveryTable) del(id string) {
+	t.mu.Lock()
+	delete(t.m, id)
+	t.mu.Unlock()
+}
+
+// dropQueue forgets the deliveries of a deleted queue.
+func (t *deliveryTable) dropQueue(queue string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, d := range t.m {
+		if d.raw.q.name == queue {
+			d.mu.Lock()
+			d.state = finished
+			if d.timer != nil {
+				d.timer.Stop()
+			}
+			d.mu.Unlock()
+			delete(t.m, id)
+		}
+	}
+}
+
+func (t *deliveryTable) stopTimers() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, d := range t.m {
+		d.mu.Lock()
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+		d.mu.Unlock()
+	}
+}
+
+// InFlight is the number of this gateway's deliveries not yet answered.
+func (g *Gateway) InFlight() int {
+	g.dels.mu.Lock()
+	defer g.dels.mu.Unlock()
+	return len(g.dels.m)
+}
+
+// newID makes a delivery id: a random (version 4) UUID whose first four bytes
+// are this gateway's id, so any gateway can tell where to relay a reply.
+func (g *Gateway) newID() string {
+	u := uuid.New()
+	copy(u[:4], g.idPfx)
+	return u.String()
+}
+
+// deliver turns a message JetStream handed over into a delivery: fresh id,
+// timer from the queue's current timeout.
+func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
+	q := r.q
+	msg, err := g.DecodeMessage(ctx, r.msg)
+	if err != nil {
+		go g.release(r, false)
+		return nil, err
+	}
+	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used()}
+	if r.msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
+		parts, err := DecodeCompound(msg.Body)
+		if err != nil {
+			g.log.Error("dropping undecodable compound message", "queue", q.name, "err", err)
+			go g.discard(r)
+			return nil, fmt.Errorf("compound message: %w", err)
+		}
+		out.Compound, out.Parts = true, parts
+	} else {
+		out.Message = msg
+	}
+	timeout := g.props.effective(q.name).TimeoutDuration()
+	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
+		go g.release(r, false)
+		return nil, err
+	}
+	d := &delivery{id: g.newID(), raw: r, deadline: time.Now().Add(timeout)}
+	out.ID, out.ref = d.id, d
+	if r.pushedAt > 0 {
+		g.obs.Pulled(q.name, time.Since(time.Unix(0, r.pushedAt)))
+	}
+	if timeout <= 0 {
+		// Available again at once: the next pull gets it with one retry less,
+		// and this id is dead before the client sees it.
+		d.state = finished
+		g.release(r, true)
+		return out, nil
+	}
+	g.dels.add(d)
+	d.mu.Lock()
+	d.timer = time.AfterFunc(timeout, func() { g.expire(d) })
+	d.mu.Unlock()
+	return out, nil
+}
+
+// take moves an active delivery to finished and out of the table; false if it
+// was not active (already answered, expired or being acked).
+func (g *Gateway) take(d *delivery) bool {
+	d.mu.Lock()
+	if d.state != active {
+		d.mu.Unlock()
+		return false
+	}
+	d.state = finished
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.mu.Unlock()
+	g.dels.del(d.id)
+	return true
+}
+
+func (g *Gateway) expire(d *delivery) {
+	if !g.take(d) {
+		return
+	}
+	g.obs.TimedOut(d.raw.q.name)
+	g.release(d.raw, true)
+}
+
+// Abandon gives back a delivery the front end could not hand to its client (the
+// client went away): the message is available again at once and the delivery
+// does not count as a retry.
+func (g *Gateway) Abandon(_ context.Context, d *Delivery) {
+	if d == nil || d.ref == nil {
+		return
+	}
+	if g.take(d.ref) {
+		g.release(d.ref.raw, false)
+	}
+}
+
+// release puts a message back at the tail of its queue: a copy carrying the
+// deliveries used so far is stored first, then the original is removed (a
+// crash in between duplicates the message; it never loses it). counted says
+// whether the delivery that ends here used up one of the message's retries.
+func (g *Gateway) release(r *raw, counted bool) {
+	used := r.used()
+	if !counted {
+		used--
+	}
+	if used >= r.retry+1 {
+		g.discard(r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cp := nats.NewMsg(r.q.subject)
+	for k, v := range r.msg.Header {
+		cp.Header[k] = v
+	}
+	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
+	cp.Data = r.msg.Data
+	if _, err := g.js.PublishMsg(ctx, cp); err != nil {
+		// Leave the original pending: JetStream's AckWait brings it back.
+		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
+		return
+	}
+	if err := g.ackRemove(ctx, r); err != nil {
+		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.q.name, "err", err)
+	}
+	g.Notify(r.q.name)
+}
+
+// discard drops a message whose retries are used up.
+func (g *Gateway) discard(r *raw) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := g.ackRemove(ctx, r); err != nil {
+		g.log.Warn("could not discard message", "queue", r.q.name, "err", err)
+		return
+	}
+	g.dropObject(ctx, r.msg)
+	g.obs.Discarded(r.q.name)
+}
+
+// ackRemove acks the JetStream message, which removes it from the WorkQueue
+// stream, and waits for JetStream's answer.
+func (g *Gateway) ackRemove(ctx context.Context, r *raw) error {
+	if _, err := g.nc.RequestWithContext(ctx, r.msg.Reply, []byte("+ACK")); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+
+// Reply applies a client's ack, nack or ext to the delivery id of queue.
+// Unknown, superseded or expired ids give ErrNotFound.
+func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	d := g.dels.get(id)
+	if d == nil {
+		return g.relayReply(ctx, queue, id, kind)
+	}
+	if d.raw.q.name != queue {
+		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)
+	}
+	return g.replyLocal(ctx, d, kind)
+}
+
+func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
+	notFound := fmt.Errorf("delivery %s: %w", d.id, ErrNotFound)
+	q := d.raw.q
+	switch kind {
+	case Ack:
+		d.mu.Lock()
+		if d.state != active || !time.Now().Before(d.deadline) {
+			d.mu.Unlock()
+			return notFound
+		}
+		d.state = busy
+		d.mu.Unlock()
+		if err := g.ackRemove(ctx, d.raw); err != nil {
+			d.mu.Lock()
+			d.state = active
+			expired := !time.Now().Before(d.deadline)
+			d.mu.Unlock()
+			if expired {
+				g.expire(d)
+			}
+			return jsErr("ack", err)
+		}
+		d.mu.Lock()
+		d.state = finished
+		d.timer.Stop()
+		d.mu.Unlock()
+		g.dels.del(d.id)
+		g.dropObject(ctx, d.raw.msg)
+	case Nack:
+		if !time.Now().Before(d.deadline) || !g.take(d) {
+			return notFound
+		}
+		g.release(d.raw, true)
+	case Ext:
+		timeout := g.props.effective(q.name).TimeoutDuration()
+		if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		if d.state != active || !time.Now().Before(d.deadline) {
+			d.mu.Unlock()
+			return notFound
+		}
+		d.deadline = time.Now().Add(timeout)
+		d.timer.Reset(timeout)
+		d.mu.Unlock()
+		// Restart JetStream's backstop clock as well.
+		if err := g.nc.Publish(d.raw.msg.Reply, []byte("+WPI")); err != nil {
+			return jsErr("ext", err)
+		}
+	default:
+		return fmt.Errorf("%w: reply %v", ErrInvalid, kind)
+	}
+	g.obs.Replied(q.name, kind)
+	return nil
+}
+
+// relayReply sends a reply for a delivery this gateway does not hold to the
+// gateway whose id starts the delivery id.
+func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKind) error {
+	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return notFound
+	}
+	owner := fmt.Sprintf("%x", u[:4])
+	if owner == g.id {
+		return notFound
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind))
+	if errors.Is(err, nats.ErrNoResponders) {
+		return notFound // that gateway is gone, and its deliveries with it
+	}
+	if err != nil {
+		return jsErr("relay reply", err)
+	}
+	switch string(resp.Data) {
+	case "ok":
+		return nil
+	case "not_found":
+		return notFound
+	}
+	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
+}
+
+func (g *Gateway) onRelayedReply(m *nats.Msg) {
+	var req relayRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		_ = m.Respond([]byte("bad request"))
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		err := ErrNotFound
+		if d := g.dels.get(req.ID); d != nil && d.raw.q.name == req.Queue {
+			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
+		}
+		switch {
+		case err == nil:
+			_ = m.Respond([]byte("ok"))
+		case errors.Is(err, ErrNotFound):
+			_ = m.Respond([]byte("not_found"))
+		default:
+			_ = m.Respond([]byte(err.Error()))
+		}
+	}()
+}

@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+const (
+	defaultsKey  = "defaults"
+	ownKeyPrefix = "q."
+)
+
+// propCache mirrors the LMQ_PROPS bucket in memory. Every gateway watches the
+// bucket, so a change made through one is seen by all; the writer also updates
+// its cache at once so that a client reads its own write.
+type propCache struct {
+	kv       jetstream.KeyValue
+	log      *slog.Logger
+	mu       sync.RWMutex
+	own      map[string]mapping.Props // by encoded queue name
+	defaults mapping.DefaultList
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func newPropCache(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
+	wctx, cancel := context.WithCancel(context.Background())
+	w, err := kv.WatchAll(wctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch properties: %w", err)
+	}
+	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), cancel: cancel, done: make(chan struct{})}
+	// The watcher first replays the current values, then sends nil.
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				cancel()
+				return nil, errors.New("properties watcher closed")
+			}
+			if e == nil {
+				go c.follow(w)
+				return c, nil
+			}
+			c.apply(e)
+		case <-ctx.Done():
+			cancel()
+			return nil, fmt.Errorf("load properties: %w", ctx.Err())
+		}
+	}
+}
+
+func (c *propCache) follow(w jetstream.KeyWatcher) {
+	defer close(c.done)
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e != nil {
+			c.apply(e)
+		}
+	}
+}
+
+func (c *propCache) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *propCache) apply(e jetstream.KeyValueEntry) {
+	key := e.Key()
+	deleted := e.Operation() != jetstream.KeyValuePut
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case key == defaultsKey:
+		if deleted {
+			c.defaults = nil
+			return
+		}
+		l, err := mapping.ParseDefaultList(e.Value())
+		if err != nil {
+			c.log.Warn("ignoring invalid default properties in KV", "err", err)
+			return
+		}
+		c.defaults = l
+	case len(key) > len(ownKeyPrefix) && key[:len(ownKeyPrefix)] == ownKeyPrefix:
+		enc := key[len(ownKeyPrefix):]
+		if deleted {
+			delete(c.own, enc)
+			return
+		}
+		p, err := mapping.ParseProps(e.Value())
+		if err != nil {
+			c.log.Warn("ignoring invalid queue properties in KV", "key", key, "err", err)
+			return
+		}
+		c.own[enc] = p
+	}
+}
+
+func (c *propCache) effective(queue string) mapping.Effective {
+	enc := mapping.EncodeName(queue)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return mapping.Resolve(c.defaults, queue, c.own[enc])
+}
+
+func (c *propCache) defaultList() mapping.DefaultList {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.defaults
+}
+
+func (c *propCache) ownOf(queue string) mapping.Props {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.own[mapping.EncodeName(queue)]
+}
+
+func (c *propCache) setLocal(enc string, p mapping.Props, present bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if present {
+		c.own[enc] = p
+	} else {
+		delete(c.own, enc)
+	}
+}
+
+// QueueProps returns the queue's effective properties without creating it.
+func (g *Gateway) QueueProps(_ context.Context, queue string) (mapping.Effective, error) {
+	if err := validName(queue); err != nil {
+		return mapping.Effective{}, err
+	}
+	return g.props.effective(queue), nil
+}
+
+// UpdateProps merges patch into the queue's own properties, creating the queue.
+func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.Props) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	if _, err := g.queues.ensure(ctx, queue); err != nil {
+		return err
+	}
+	enc := mapping.EncodeName(queue)
+	key := ownKeyPrefix + enc
+	for attempt := 0; ; attempt++ {
+		var cur mapping.Props
+		var rev uint64
+		e, err := g.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return jsErr("read properties", err)
+		default:
+			rev = e.Revision()
+			if cur, err = mapping.ParseProps(e.Value()); err != nil {
+				cur = mapping.Props{}
+			}
+		}
+		next := cur.Merge(patch)
+		if rev == 0 {
+			_, err = g.kv.Create(ctx, key, next.JSON())
+		} else {
+			_, err = g.kv.Update(ctx, key, next.JSON(), rev)
+		}
+		if err == nil {
+			g.props.setLocal(enc, next, true)
+			return g.queues.applyProps(ctx, queue)
+		}
+		conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+		if !conflict || attempt >= 10 {
+			return jsErr("write properties", err)
+		}
+	}
+}
+
+// ResetProps drops the queue's own properties (back to the defaults), creating
+// the queue as LMQ's update_props without properties did.
+func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	if _, err := g.queues.ensure(ctx, queue); err != nil {
+		return err
+	}
+	if err := g.dropOwnProps(ctx, queue); err != nil {
+		return err
+	}
+	return g.queues.applyProps(ctx, queue)
+}
+
+func (g *Gateway) dropOwnProps(ctx context.Context, queue string) error {
+	enc := mapping.EncodeName(queue)
+	if err := g.kv.Purge(ctx, ownKeyPrefix+enc); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return jsErr("delete properties", err)
+	}
+	g.props.setLocal(enc, mapping.Props{}, false)
+	return nil
+}
+
+// DefaultProps returns the default-properties list.
+func (g *Gateway) DefaultProps(context.Context) (mapping.DefaultList, error) {
+	return g.props.defaultList(), nil
+}
+
+// SetDefaultProps replaces the default-properties list (nil or empty clears it).
+func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
+	if len(list) == 0 {
+		if err := g.kv.Purge(ctx, defaultsKey); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return jsErr("clear default properties", err)
+		}
+		list = nil
+	} else if _, err := g.kv.Put(ctx, defaultsKey, list.JSON()); err != nil {
+		return jsErr("write default properties", err)
+	}
+	g.props.mu.Lock()
+	g.props.defaults = list
+	g.props.mu.Unlock()
+	return nil
+}
+
+func validName(queue string) error {
+	if err := mapping.ValidateQueueName(queue); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}

@@ -1,0 +1,519 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// maxBatch bounds one pull request.
+const maxBatch = 256
+
+// raw is a message JetStream handed to this gateway, not yet a delivery.
+type raw struct {
+	q        *queueState
+	msg      *nats.Msg
+	sseq     uint64
+	dc       int // JetStream's delivery count of this copy
+	prev     int // deliveries consumed by earlier copies (Lmq-Delivered)
+	retry    int
+	pushedAt int64
+}
+
+// used is the number of deliveries consumed including the current one.
+func (r *raw) used() int { return r.prev + r.dc }
+
+// waiter is one client pull waiting for a message, registered on one queue or,
+// for pull-any, on several: the first queue that claims it serves it.
+type waiter struct {
+	ch      chan *raw // receives exactly one value once claimed (nil = empty)
+	claimed atomic.Bool
+	noWait  bool
+	// pending counts the queues whose covering no_wait fetch has not yet come
+	// back empty; a no-wait waiter answers empty when it reaches zero.
+	pending atomic.Int32
+}
+
+func newWaiter(noWait bool, queues int) *waiter {
+	w := &waiter{ch: make(chan *raw, 1), noWait: noWait}
+	w.pending.Store(int32(queues))
+	return w
+}
+
+type waitEntry struct {
+	w   *waiter
+	seq uint64
+}
+
+// queueState is this gateway's dispatcher for one queue.
+type queueState struct {
+	g                       *Gateway
+	name, enc               string
+	stream, subject, reqSub string
+
+	mu       sync.Mutex
+	ackWait  time.Duration
+	waiters  []waitEntry
+	regSeq   uint64 // sequence of the last registered waiter
+	fetching bool
+	cur      *fetchReq // the outstanding pull request
+	inbox    string    // reply subject prefix of its pull requests
+	sub      *nats.Subscription
+	dirty    bool // a notification came while fetching
+	last     time.Time
+	dead     bool
+}
+
+func newQueueState(g *Gateway, name, stream string) (*queueState, error) {
+	q := &queueState{
+		g:       g,
+		name:    name,
+		enc:     mapping.EncodeName(name),
+		stream:  stream,
+		subject: mapping.QueueSubject(name),
+		reqSub:  "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + mapping.ConsumerName,
+		inbox:   g.nc.NewInbox() + ".",
+	}
+	sub, err := g.nc.Subscribe(q.inbox+"*", func(m *nats.Msg) { g.onPullReply(q, m) })
+	if err != nil {
+		return nil, fmt.Errorf("subscribe pull replies: %w", err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("pull replies: %w", err)
+	}
+	q.sub = sub
+	return q, nil
+}
+
+// fetchReq is one outstanding no_wait pull request.
+type fetchReq struct {
+	id     uint64
+	q      *queueState
+	batch  int
+	got    int
+	regSeq uint64    // waiters registered up to here are covered by it
+	noWait []*waiter // no-wait waiters covered by it
+}
+
+func (q *queueState) add(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.regSeq++
+	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
+	q.kickLocked()
+}
+
+func (q *queueState) remove(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, e := range q.waiters {
+		if e.w == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+func (q *queueState) notify() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fetching {
+		q.dirty = true
+		return
+	}
+	q.kickLocked()
+}
+
+// compactLocked drops claimed waiters and returns how many remain.
+func (q *queueState) compactLocked() int {
+	n := 0
+	for _, e := range q.waiters {
+		if !e.w.claimed.Load() {
+			q.waiters[n] = e
+			n++
+		}
+	}
+	clear(q.waiters[n:])
+	q.waiters = q.waiters[:n]
+	return n
+}
+
+// kickLocked issues a pull request for the waiting clients unless one is out.
+func (q *queueState) kickLocked() {
+	if q.fetching || q.dead {
+		return
+	}
+	n := q.compactLocked()
+	if n == 0 {
+		return
+	}
+	g := q.g
+	fr := &fetchReq{id: g.fetchSeq.Add(1), q: q, batch: min(n, maxBatch), regSeq: q.regSeq}
+	for _, e := range q.waiters {
+		if e.w.noWait {
+			fr.noWait = append(fr.noWait, e.w)
+		}
+	}
+	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
+	body := `{"batch":` + strconv.Itoa(fr.batch) + `,"no_wait":true}`
+	if err := g.nc.PublishRequest(q.reqSub, q.inbox+strconv.FormatUint(fr.id, 10), []byte(body)); err != nil {
+		g.log.Warn("pull request failed", "queue", q.name, "err", err)
+		q.cur, q.fetching = nil, false
+	}
+}
+
+// fetchDone ends a pull request. empty is true when JetStream said the queue
+// had nothing (more) for it.
+func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cur != fr {
+		return
+	}
+	q.cur, q.fetching = nil, false
+	if empty {
+		for _, w := range fr.noWait {
+			if w.pending.Add(-1) == 0 && w.claimed.CompareAndSwap(false, true) {
+				w.ch <- nil
+			}
+		}
+	}
+	if retryAfter > 0 {
+		time.AfterFunc(retryAfter, q.notify)
+		return
+	}
+	if !empty || q.dirty {
+		q.kickLocked()
+		return
+	}
+	// Empty: wait for a notification, unless a waiter came after the request.
+	for _, e := range q.waiters {
+		if e.seq > fr.regSeq && !e.w.claimed.Load() {
+			q.kickLocked()
+			return
+		}
+	}
+}
+
+// handoff gives a message to the longest-waiting client; false if none waits.
+func (q *queueState) handoff(r *raw) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.waiters) > 0 {
+		w := q.waiters[0].w
+		q.waiters[0] = waitEntry{}
+		q.waiters = q.waiters[1:]
+		if w.claimed.CompareAndSwap(false, true) {
+			w.ch <- r
+			return true
+		}
+	}
+	return false
+}
+
+func (q *queueState) markDirty() {
+	q.mu.Lock()
+	q.dirty = true
+	q.mu.Unlock()
+}
+
+// shutdown ends the dispatcher: its waiters answer empty.
+func (q *queueState) shutdown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dead = true
+	if q.sub != nil {
+		_ = q.sub.Unsubscribe()
+	}
+	q.cur, q.fetching = nil, false
+	for _, e := range q.waiters {
+		if e.w.claimed.CompareAndSwap(false, true) {
+			e.w.ch <- nil
+		}
+	}
+	q.waiters = nil
+}
+
+// repollLoop polls queues with waiting clients that saw no notification for a
+// while: messages from plain NATS publishers and JetStream's own redeliveries
+// arrive without one.
+func (g *Gateway) repollLoop() {
+	defer g.bg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.closing:
+			return
+		case <-t.C:
+		}
+		g.queues.mu.Lock()
+		states := make([]*queueState, 0, len(g.queues.states))
+		for _, q := range g.queues.states {
+			states = append(states, q)
+		}
+		g.queues.mu.Unlock()
+		waiting := 0
+		for _, q := range states {
+			q.mu.Lock()
+			if len(q.waiters) > 0 {
+				waiting++
+			}
+			q.mu.Unlock()
+		}
+		// Bound the re-poll rate to about 50 requests a second however many
+		// queues have waiting clients (a pull-any over many queues).
+		interval := max(g.cfg.RepollInterval, time.Duration(waiting)*time.Second/50)
+		now := time.Now()
+		for _, q := range states {
+			q.mu.Lock()
+			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
+				q.kickLocked()
+			}
+			q.mu.Unlock()
+		}
+	}
+}
+
+// onPullReply receives every message and status of this gateway's pull requests.
+//
+// JetStream delivers pulled messages with their stream subject, so they are
+// told apart by subscription (one per queue); status messages come on the
+// request's reply subject, which names the request.
+func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
+	q.mu.Lock()
+	fr := q.cur
+	q.mu.Unlock()
+	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
+		if err != nil || fr == nil || fr.id != id {
+			return
+		}
+		switch status {
+		case "404":
+			fr.q.fetchDone(fr, true, 0)
+		case "408":
+			// "Requests Pending": other gateways' requests are ahead; try again soon.
+			fr.q.fetchDone(fr, false, 5*time.Millisecond)
+		case "100":
+		default:
+			g.log.Warn("pull request refused", "queue", fr.q.name, "status", status, "description", m.Header.Get("Description"))
+			fr.q.fetchDone(fr, true, time.Second)
+		}
+		return
+	}
+	r, ok := g.parseRaw(q, m)
+	if !ok {
+		return
+	}
+	if r.used() > r.retry+1 {
+		// Retries used up (the message came back through JetStream's own
+		// redelivery): drop it, and look again for the waiting client.
+		q.markDirty()
+		go g.discard(r)
+	} else if !q.handoff(r) {
+		go g.release(r, false)
+	}
+	if fr != nil {
+		q.mu.Lock()
+		fr.got++
+		full := fr.got >= fr.batch
+		q.mu.Unlock()
+		if full {
+			q.fetchDone(fr, false, 0)
+		}
+	}
+}
+
+func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
+	tok := strings.Split(m.Reply, ".")
+	// $JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending> or, with
+	// the v2 format, two more tokens (domain, account hash) after $JS.ACK.
+	off := 4
+	if len(tok) >= 12 {
+		off = 6
+	} else if len(tok) < 9 {
+		return nil, false
+	}
+	dc, err1 := strconv.Atoi(tok[off])
+	sseq, err2 := strconv.ParseUint(tok[off+1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	r := &raw{q: q, msg: m, sseq: sseq, dc: dc}
+	r.prev, _ = strconv.Atoi(m.Header.Get(mapping.HdrDelivered))
+	if v, err := strconv.Atoi(m.Header.Get(mapping.HdrRetry)); err == nil && v >= 0 {
+		r.retry = v
+	} else {
+		r.retry = g.props.effective(q.name).Retry
+	}
+	if v, err := strconv.ParseInt(m.Header.Get(mapping.HdrPushedAt), 10, 64); err == nil {
+		r.pushedAt = v
+	} else if v, err := strconv.ParseInt(tok[off+3], 10, 64); err == nil {
+		r.pushedAt = v
+	}
+	return r, true
+}
+
+// localByEnc finds local queue state by encoded name.
+func (r *registry) localByEnc(enc string) *queueState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, ok := r.known[mapping.StreamPrefix+enc]
+	if !ok {
+		return nil
+	}
+	return r.states[name]
+}
+
+// Pull hands out the queue's next available message, creating the queue if
+// needed. wait < 0 waits until a message comes or ctx ends; wait == 0 does not
+// wait. It returns (nil, nil) when no message came in time.
+func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*Delivery, error) {
+	q, err := g.queues.ensure(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.await(ctx, []*queueState{q}, wait)
+	if r == nil || err != nil {
+		return nil, err
+	}
+	return g.deliver(ctx, r)
+}
+
+// PullAny is Pull over every queue whose name matches re, including queues
+// created while it waits. Queues are not created by it.
+func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*Delivery, error) {
+	var deadline <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	seen := make(map[string]bool)
+	var qs []*queueState
+	w := newWaiter(wait == 0, 0)
+	defer func() {
+		for _, q := range qs {
+			q.remove(w)
+		}
+	}()
+	for {
+		names, created := g.queues.matching(re)
+		var fresh []*queueState
+		for _, name := range names {
+			if seen[name] {
+				continue
+			}
+			q, err := g.queues.ensure(ctx, name)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			seen[name] = true
+			fresh = append(fresh, q)
+		}
+		if wait == 0 {
+			if len(fresh) == 0 {
+				return nil, nil
+			}
+			r, err := g.await(ctx, fresh, 0)
+			if r == nil || err != nil {
+				return nil, err
+			}
+			return g.deliver(ctx, r)
+		}
+		w.pending.Add(int32(len(fresh)))
+		for _, q := range fresh {
+			qs = append(qs, q)
+			q.add(w)
+		}
+		select {
+		case r := <-w.ch:
+			if r == nil {
+				// A queue went away and answered the waiter: start over.
+				for _, q := range qs {
+					q.remove(w)
+				}
+				w, qs, seen = newWaiter(false, 0), nil, make(map[string]bool)
+				continue
+			}
+			return g.deliver(ctx, r)
+		case <-created:
+			continue
+		case <-deadline:
+		case <-ctx.Done():
+		case <-g.closing:
+		}
+		r, err := g.giveUp(ctx, w)
+		if r == nil {
+			return nil, err
+		}
+		return g.deliver(ctx, r)
+	}
+}
+
+// await registers a waiter on qs and waits for a message.
+func (g *Gateway) await(ctx context.Context, qs []*queueState, wait time.Duration) (*raw, error) {
+	w := newWaiter(wait == 0, len(qs))
+	for _, q := range qs {
+		q.add(w)
+	}
+	defer func() {
+		for _, q := range qs {
+			q.remove(w)
+		}
+	}()
+	var deadline <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case r := <-w.ch:
+		return r, nil
+	case <-deadline:
+	case <-ctx.Done():
+	case <-g.closing:
+	}
+	return g.giveUp(ctx, w)
+}
+
+// giveUp ends a wait. If a message was handed over at the same moment, a
+// client that is still there gets it, one that left gives it back.
+func (g *Gateway) giveUp(ctx context.Context, w *waiter) (*raw, error) {
+	if w.claimed.CompareAndSwap(false, true) {
+		return nil, ctx.Err()
+	}
+	r := <-w.ch
+	if r == nil {
+		return nil, ctx.Err()
+	}
+	if ctx.Err() != nil {
+		go g.release(r, false)
+		return nil, ctx.Err()
+	}
+	return r, nil
+}
+
+type relayRequest struct {
+	Queue string `json:"queue"`
+	ID    string `json:"id"`
+	Kind  int    `json:"kind"`
+}
+
+func marshalRelay(queue, id string, kind ReplyKind) []byte {
+	b, _ := json.Marshal(relayRequest{Queue: queue, ID: id, Kind: int(kind)})
+	return b
+}

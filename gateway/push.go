@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// headerRoom is what a message's headers may take besides its body when
+// deciding whether the body fits one NATS message.
+const headerRoom = 8 << 10
+
+// Push stores msg in queue, creating the queue if needed. It returns once
+// JetStream has the message (or, on accumulating queues, the part).
+func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
+	if err := validName(queue); err != nil {
+		return "", err
+	}
+	if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
+		return "", fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, len(msg.Body), g.cfg.MaxMessageSize)
+	}
+	q, err := g.queues.ensure(ctx, queue)
+	if err != nil {
+		return "", err
+	}
+	eff := g.props.effective(queue)
+	if eff.Accum > 0 {
+		if g.cfg.Accumulator == nil {
+			return "", fmt.Errorf("%w: accumulation is not available", ErrUnavailable)
+		}
+		st, err := g.cfg.Accumulator.Push(ctx, queue, eff.AccumDuration(), eff.Retry, msg)
+		if err != nil {
+			return "", err
+		}
+		g.obs.Pushed(queue, len(msg.Body))
+		return st, nil
+	}
+	m, err := g.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), msg, eff.Retry)
+	if err != nil {
+		return "", err
+	}
+	if err := g.publish(ctx, q, m); err != nil {
+		g.dropObject(ctx, m)
+		return "", err
+	}
+	g.obs.Pushed(queue, len(msg.Body))
+	g.Notify(queue)
+	return AccumNo, nil
+}
+
+// publish stores m, re-creating the queue once if another gateway deleted it
+// after this one last saw it.
+func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) error {
+	_, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		g.queues.forget(q.name)
+		if _, err = g.queues.ensure(ctx, q.name); err != nil {
+			return err
+		}
+		_, err = g.js.PublishMsg(ctx, m)
+	}
+	if err != nil {
+		return jsErr("store message", err)
+	}
+	return nil
+}
+
+// PushAll pushes msg to every existing queue whose name matches re; the result
+// maps each queue to its accumulation answer (empty when none matched).
+// Queues are not created by it.
+func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (map[string]AccumState, error) {
+	names, _ := g.queues.matching(re)
+	out := make(map[string]AccumState, len(names))
+	for _, name := range names {
+		st, err := g.Push(ctx, name, msg)
+		if err != nil {
+			return out, fmt.Errorf("push to %q: %w", name, err)
+		}
+		out[name] = st
+	}
+	return out, nil
+}
+
+// Notify wakes the clients waiting on queue, on every gateway: it is called
+// after a message became available there.
+func (g *Gateway) Notify(queue string) {
+	if q := g.queues.local(queue); q != nil {
+		q.notify()
+	}
+	_ = g.nc.Publish(notifyPrefix+mapping.EncodeName(queue), g.idPfx)
+}
+
+func (g *Gateway) onNotify(m *nats.Msg) {
+	if bytes.Equal(m.Data, g.idPfx) {
+		return // our own, already applied locally
+	}
+	_, enc, ok := mapping.EncFromSubject(m.Subject)
+	if !ok {
+		return
+	}
+	if q := g.queues.localByEnc(enc); q != nil {
+		q.notify()
+	}
+}
+
+// EncodeMessage builds the NATS message storing msg on subject for queue: the
+// body inline, or in the Object Store when it is too large for one NATS
+// message; metadata in headers (mapping.Hdr*).
+func (g *Gateway) EncodeMessage(ctx context.Context, queue, subject string, msg Message, retry int) (*nats.Msg, error) {
+	m := nats.NewMsg(subject)
+	if msg.ContentType != "" {
+		m.Header.Set(mapping.HdrContentType, msg.ContentType)
+	}
+	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(time.Now().UnixNano(), 10))
+	m.Header.Set(mapping.HdrRetry, strconv.Itoa(retry))
+	for _, h := range msg.Kept {
+		m.Header.Add(mapping.HdrKeepPrefix+h.Name, h.Value)
+	}
+	if int64(len(msg.Body))+headerRoom <= g.nc.MaxPayload() {
+		m.Data = msg.Body
+		return m, nil
+	}
+	obj, err := g.objectStore(ctx)
+	if err != nil {
+		return nil, jsErr("store large message", err)
+	}
+	name := mapping.EncodeName(queue) + "/" + uuid.NewString()
+	if _, err := obj.PutBytes(ctx, name, msg.Body); err != nil {
+		return nil, jsErr("store large message", err)
+	}
+	m.Header.Set(mapping.HdrObject, name)
+	return m, nil
+}
+
+// DecodeMessage reads back a message stored by EncodeMessage (or published by
+// a plain NATS program, whose body is the content).
+func (g *Gateway) DecodeMessage(ctx context.Context, m *nats.Msg) (Message, error) {
+	msg := Message{ContentType: m.Header.Get(mapping.HdrContentType), Body: m.Data}
+	for k, vs := range m.Header {
+		name, ok := cutPrefixFold(k, mapping.HdrKeepPrefix)
+		if !ok {
+			continue
+		}
+		for _, v := range vs {
+			msg.Kept = append(msg.Kept, Header{Name: lowerHeaderName(name), Value: v})
+		}
+	}
+	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
+		obj, err := g.objectStore(ctx)
+		if err != nil {
+			return Message{}, jsErr("load large message", err)
+		}
+		if msg.Body, err = obj.GetBytes(ctx, ref); err != nil {
+			return Message{}, jsErr("load large message", err)
+		}
+	}
+	return msg, nil
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return "", false
+	}
+	return s[len(prefix):], true
+}
+
+// dropObject deletes the Object Store body a message refers to, if any.
+func (g *Gateway) dropObject(ctx context.Context, m *nats.Msg) {
+	ref := m.Header.Get(mapping.HdrObject)
+	if ref == "" {
+		return
+	}
+	obj, err := g.objectStore(ctx)
+	if err == nil {
+		err = obj.Delete(ctx, ref)
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		g.log.Warn("could not delete large-message body", "object", ref, "err", err)
+	}
+}
+
+// deleteQueueObjects removes the large bodies of a deleted queue.
+func (g *Gateway) deleteQueueObjects(ctx context.Context, queue string) {
+	g.objMu.Lock()
+	obj := g.obj
+	g.objMu.Unlock()
+	if obj == nil {
+		if _, err := g.js.ObjectStore(ctx, objectBucket); err != nil {
+			return // no large bodies were ever stored
+		}
+		var err error
+		if obj, err = g.objectStore(ctx); err != nil {
+			return
+		}
+	}
+	list, err := obj.List(ctx)
+	if err != nil {
+		return
+	}
+	prefix := mapping.EncodeName(queue) + "/"
+	for _, info := range list {
+		if strings.HasPrefix(info.Name, prefix) {
+			_ = obj.Delete(ctx, info.Name)
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// registry knows the queues that exist (streams named LMQ_*), across gateways:
+// it lists them at start and follows JetStream's stream created/deleted
+// advisories. It also holds this gateway's per-queue dispatcher state.
+type registry struct {
+	g       *Gateway
+	mu      sync.Mutex
+	known   map[string]string      // stream name → queue name, every existing queue
+	states  map[string]*queueState // queue name → local state (queues this gateway used)
+	created chan struct{}          // closed and replaced whenever a queue appears
+	subs    []*nats.Subscription
+}
+
+func newRegistry(g *Gateway) *registry {
+	return &registry{
+		g:       g,
+		known:   make(map[string]string),
+		states:  make(map[string]*queueState),
+		created: make(chan struct{}),
+	}
+}
+
+const (
+	advisoryCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED."
+	advisoryDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED."
+)
+
+func (r *registry) start(ctx context.Context) error {
+	for _, subj := range []string{advisoryCreated + mapping.StreamPrefix + "*", advisoryDeleted + mapping.StreamPrefix + "*"} {
+		sub, err := r.g.nc.Subscribe(subj, r.onAdvisory)
+		if err != nil {
+			return fmt.Errorf("subscribe stream advisories: %w", err)
+		}
+		r.subs = append(r.subs, sub)
+	}
+	names := r.g.js.StreamNames(ctx)
+	var streams []string
+	for s := range names.Name() {
+		if _, ok := mapping.QueueFromStream(s); ok {
+			streams = append(streams, s)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("list queues: %w", err)
+	}
+	for _, s := range streams {
+		name, err := r.queueNameOf(ctx, s)
+		if err != nil {
+			r.g.log.Warn("skipping stream", "stream", s, "err", err)
+			continue
+		}
+		r.addKnown(s, name)
+	}
+	return nil
+}
+
+func (r *registry) stop() {
+	for _, s := range r.subs {
+		_ = s.Unsubscribe()
+	}
+	r.mu.Lock()
+	states := make([]*queueState, 0, len(r.states))
+	for _, q := range r.states {
+		states = append(states, q)
+	}
+	r.mu.Unlock()
+	for _, q := range states {
+		q.shutdown()
+	}
+}
+
+// queueNameOf finds the queue name of a stream: decoded from its name, or from
+// its metadata for hashed (long) names.
+func (r *registry) queueNameOf(ctx context.Context, stream string) (string, error) {
+	enc, _ := mapping.QueueFromStream(stream)
+	if name, ok := mapping.DecodeName(enc); ok {
+		return name, nil
+	}
+	st, err := r.g.js.Stream(ctx, stream)
+	if err != nil {
+		return "", err
+	}
+	name := st.CachedInfo().Config.Metadata[mapping.MetaQueueName]
+	if name == "" {
+		return "", errors.New("no queue name in metadata")
+	}
+	return name, nil
+}
+
+func (r *registry) onAdvisory(m *nats.Msg) {
+	stream := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	if strings.HasPrefix(m.Subject, advisoryDeleted) {
+		r.mu.Lock()
+		name, ok := r.known[stream]
+		delete(r.known, stream)
+		q := r.states[name]
+		if ok && q != nil {
+			delete(r.states, name)
+		}
+		r.mu.Unlock()
+		if q != nil {
+			q.shutdown()
+		}
+		return
+	}
+	// Resolving a hashed name needs a JetStream request, which must not run
+	// on the subscription's goroutine.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		name, err := r.queueNameOf(ctx, stream)
+		if err != nil {
+			return
+		}
+		r.addKnown(stream, name)
+	}()
+}
+
+func (r *registry) addKnown(stream, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.known[stream]; ok {
+		return
+	}
+	r.known[stream] = name
+	close(r.created)
+	r.created = make(chan struct{})
+}
+
+// exists reports whether the queue is known to exist.
+func (r *registry) exists(queue string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.known[mapping.StreamName(queue)]
+	return ok
+}
+
+// matching returns the existing queues whose names match re, sorted, and a
+// channel closed when a new queue appears.
+func (r *registry) matching(re *regexp.Regexp) ([]string, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, name := range r.known {
+		if re.MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, r.created
+}
+
+// names returns every existing queue, sorted.
+func (r *registry) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.known))
+	for _, n := range r.known {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// local returns the queue's local state if this gateway has it.
+func (r *registry) local(queue string) *queueState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.states[queue]
+}
+
+// ensure returns the queue's local state, creating the queue (stream and
+// consumer) when it does not exist.
+func (r *registry) ensure(ctx context.Context, queue string) (*queueState, error) {
+	r.mu.Lock()
+	q := r.states[queue]
+	r.mu.Unlock()
+	if q != nil {
+		return q, nil
+	}
+	if err := validName(queue); err != nil {
+		return nil, err
+	}
+	q, err := r.create(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if prev := r.states[queue]; prev != nil {
+		r.mu.Unlock()
+		q.shutdown()
+		return prev, nil
+	}
+	r.states[queue] = q
+	r.mu.Unlock()
+	r.addKnown(q.stream, queue)
+	return q, nil
+}
+
+// backstop is the consumer AckWait for a queue timeout: JetStream redelivers
+// on its own only when the gateway that held the delivery is gone, so it must
+// stay clear of the gateway's own timer.
+func backstop(timeout time.Duration) time.Duration {
+	margin := timeout / 10
+	if margin < 5*time.Second {
+		margin = 5 * time.Second
+	}
+	return timeout + margin
+}
+
+func (r *registry) create(ctx context.Context, queue string) (*queueState, error) {
+	g := r.g
+	stream := mapping.StreamName(queue)
+	scfg := jetstream.StreamConfig{
+		Name:        stream,
+		Description: "lmq queue",
+		Subjects:    mapping.StreamSubjects(queue),
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    g.cfg.Replicas,
+		Metadata:    map[string]string{mapping.MetaQueueName: queue},
+	}
+	_, err := g.js.CreateStream(ctx, scfg)
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil, jsErr("create queue", err)
+	}
+	eff := g.props.effective(queue)
+	ackWait := backstop(eff.TimeoutDuration())
+	cons, err := g.js.CreateOrUpdateConsumer(ctx, stream, r.consumerConfig(queue, ackWait))
+	if err != nil {
+		return nil, jsErr("create queue consumer", err)
+	}
+	q, err := newQueueState(g, queue, stream)
+	if err != nil {
+		return nil, err
+	}
+	q.ackWait = cons.CachedInfo().Config.AckWait
+	return q, nil
+}
+
+func (r *registry) consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       mapping.ConsumerName,
+		Description:   "lmq deliveries",
+		FilterSubject: mapping.QueueSubject(queue),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: -1,
+		Replicas:      r.g.cfg.Replicas,
+	}
+}
+
+// ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
+// that JetStream's backstop never fires before the gateway's own timer.
+func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
+	want := backstop(timeout)
+	q.mu.Lock()
+	have := q.ackWait
+	q.mu.Unlock()
+	if want <= have {
+		return nil
+	}
+	if _, err := r.g.js.UpdateConsumer(ctx, q.stream, r.consumerConfig(q.name, want)); err != nil {
+		return jsErr("update queue consumer", err)
+	}
+	q.mu.Lock()
+	if want > q.ackWait {
+		q.ackWait = want
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// applyProps brings the consumer in line with changed properties.
+func (r *registry) applyProps(ctx context.Context, queue string) error {
+	q := r.local(queue)
+	if q == nil {
+		return nil
+	}
+	return r.ensureAckWait(ctx, q, r.g.props.effective(queue).TimeoutDuration())
+}
+
+// forget drops the local state of a queue that turned out not to exist.
+func (r *registry) forget(queue string) {
+	r.mu.Lock()
+	q := r.states[queue]
+	delete(r.states, queue)
+	delete(r.known, mapping.StreamName(queue))
+	r.mu.Unlock()
+	if q != nil {
+		q.shutdown()
+	}
+}
+
+// DeleteQueue drops the queue and all its messages; ErrNotFound if it does not
+// exist.
+func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	err := g.js.DeleteStream(ctx, mapping.StreamName(queue))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		g.queues.forget(queue)
+		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+	}
+	if err != nil {
+		return jsErr("delete queue", err)
+	}
+	g.queues.forget(queue)
+	g.dels.dropQueue(queue)
+	if err := g.dropOwnProps(ctx, queue); err != nil {
+		return err
+	}
+	g.deleteQueueObjects(ctx, queue)
+	return nil
+}
+
+// QueueNames lists every existing queue, sorted.
+func (g *Gateway) QueueNames() []string { return g.queues.names() }
+
+// QueueInfo is what JetStream knows about a queue.
+type QueueInfo struct {
+	Name string
+	// Size counts messages waiting and in flight (LMQ's size), compound
+	// messages as one; parts of open accumulation windows are not counted.
+	Size uint64
+	// Bytes stored for the queue, parts of open windows included.
+	Bytes uint64
+	// InFlight are messages delivered and not yet acked.
+	InFlight uint64
+	// Props are the effective properties.
+	Props mapping.Effective
+}
+
+// Queue returns JetStream's view of one queue; ErrNotFound if it does not exist.
+func (g *Gateway) Queue(ctx context.Context, queue string) (QueueInfo, error) {
+	if err := validName(queue); err != nil {
+		return QueueInfo{}, err
+	}
+	st, err := g.js.Stream(ctx, mapping.StreamName(queue))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return QueueInfo{}, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+	}
+	if err != nil {
+		return QueueInfo{}, jsErr("queue info", err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.QueueSubject(queue)))
+	if err != nil {
+		return QueueInfo{}, jsErr("queue info", err)
+	}
+	qi := QueueInfo{
+		Name:  queue,
+		Size:  info.State.Subjects[mapping.QueueSubject(queue)],
+		Bytes: info.State.Bytes,
+		Props: g.props.effective(queue),
+	}
+	if c, err := st.Consumer(ctx, mapping.ConsumerName); err == nil {
+		qi.InFlight = uint64(c.CachedInfo().NumAckPending)
+	}
+	return qi, nil
+}

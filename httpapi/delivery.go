@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// LMQ's response headers, written in LMQ's lowercase spelling. (Content-Type
+// keeps Go's canonical key: net/http consults it and would otherwise add a
+// second one.)
+const (
+	hdrQueueName      = "x-lmq-queue-name"
+	hdrMessageID      = "x-lmq-message-id"
+	hdrMessageType    = "x-lmq-message-type"
+	hdrRetryRemaining = "x-lmq-retry-remaining"
+)
+
+func contentTypeOf(m gateway.Message) string {
+	if m.ContentType == "" {
+		return mapping.DefaultContentType
+	}
+	return m.ContentType
+}
+
+// writeDelivery writes a delivered message in LMQ's HTTP form.
+func writeDelivery(w http.ResponseWriter, d *gateway.Delivery, cf string) error {
+	h := w.Header()
+	h[hdrQueueName] = []string{d.Queue}
+	h[hdrMessageID] = []string{d.ID}
+	h[hdrRetryRemaining] = []string{strconv.Itoa(d.RetryRemaining)}
+	var body []byte
+	if !d.Compound {
+		h[hdrMessageType] = []string{"normal"}
+		for _, k := range d.Message.Kept {
+			h[k.Name] = append(h[k.Name], k.Value)
+		}
+		h.Set("Content-Type", contentTypeOf(d.Message))
+		body = d.Message.Body
+	} else {
+		h[hdrMessageType] = []string{"compound"}
+		var err error
+		if cf == "msgpack" {
+			h.Set("Content-Type", mapping.ContentTypeMsgpack)
+			body, err = compoundMsgpack(d.Parts)
+		} else {
+			h.Set("Content-Type", "multipart/mixed; boundary="+d.ID)
+			body = compoundMultipart(d.ID, d.Parts)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(body)
+	return err
+}
+
+// compoundMultipart renders LMQ's multipart/mixed body: for each part
+// "\r\n--ID\r\n", its headers (content-type first), the transfer encoding, a
+// blank line and the bytes; closed by "\r\n--ID--\r\n".
+func compoundMultipart(id string, parts []gateway.Message) []byte {
+	var b bytes.Buffer
+	for _, p := range parts {
+		b.WriteString("\r\n--" + id + "\r\n")
+		b.WriteString("content-type: " + contentTypeOf(p) + "\r\n")
+		for _, k := range p.Kept {
+			b.WriteString(k.Name + ": " + k.Value + "\r\n")
+		}
+		b.WriteString("content-transfer-encoding: binary\r\n\r\n")
+		b.Write(p.Body)
+	}
+	b.WriteString("\r\n--" + id + "--\r\n")
+	return b.Bytes()
+}
+
+// compoundMsgpack renders LMQ's cf=msgpack body: an array of
+// [{header: value, ...}, content] pairs, metadata as str and content as bin.
+func compoundMsgpack(parts []gateway.Message) ([]byte, error) {
+	var b bytes.Buffer
+	enc := msgpack.NewEncoder(&b)
+	if err := enc.EncodeArrayLen(len(parts)); err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		if err := enc.EncodeArrayLen(2); err != nil {
+			return nil, err
+		}
+		if err := enc.EncodeMapLen(1 + len(p.Kept)); err != nil {
+			return nil, err
+		}
+		if err := enc.EncodeString("content-type"); err != nil {
+			return nil, err
+		}
+		if err := enc.EncodeString(contentTypeOf(p)); err != nil {
+			return nil, err
+		}
+		for _, k := range p.Kept {
+			if err := enc.EncodeString(k.Name); err != nil {
+				return nil, err
+			}
+			if err := enc.EncodeString(k.Value); err != nil {
+				return nil, err
+			}
+		}
+		if err := enc.EncodeBytes(p.Body); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
