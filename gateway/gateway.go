@@ -57,8 +57,6 @@ type Config struct {
 	RepollInterval time.Duration
 	// Observer receives events for statistics; nil ignores them.
 	Observer Observer
-	// Accumulator handles pushes to accumulating queues; nil rejects them.
-	Accumulator Accumulator
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -70,6 +68,7 @@ type Gateway struct {
 	cfg Config
 	log *slog.Logger
 	obs Observer
+	acc atomic.Pointer[Accumulator]
 
 	// id identifies this gateway instance; it starts every delivery id it
 	// hands out so that a reply reaching another gateway can be relayed here.
@@ -172,6 +171,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// SetAccumulator installs the handler of pushes to accumulating queues (it is
+// built on the core, so it comes after New). Until then such pushes fail.
+func (g *Gateway) SetAccumulator(a Accumulator) { g.acc.Store(&a) }
 
 // ID is this gateway instance's id (hex), the prefix of its delivery ids.
 func (g *Gateway) ID() string { return g.id }

@@ -36,10 +36,11 @@ func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumSta
 	}
 	eff := g.props.effective(queue)
 	if eff.Accum > 0 {
-		if g.cfg.Accumulator == nil {
+		acc := g.acc.Load()
+		if acc == nil {
 			return "", fmt.Errorf("%w: accumulation is not available", ErrUnavailable)
 		}
-		st, err := g.cfg.Accumulator.Push(ctx, queue, eff.AccumDuration(), eff.Retry, msg)
+		st, err := (*acc).Push(ctx, queue, eff.AccumDuration(), eff.Retry, msg)
 		if err != nil {
 			return "", err
 		}
