@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // newCore starts an embedded nats-server in a temp dir and a core on it.
@@ -60,5 +62,186 @@ func TestPushPullAck(t *testing.T) {
 	}
 	if d, err := g.Pull(ctx, "q", 0); d != nil || err != nil {
 		t.Fatalf("queue not empty after ack: %v %v", d, err)
+	}
+}
+
+func mustPush(t *testing.T, g *gateway.Gateway, q, body string) {
+	t.Helper()
+	if _, err := g.Push(ctxT(t), q, gateway.Message{Body: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPull(t *testing.T, g *gateway.Gateway, q string, wait time.Duration) *gateway.Delivery {
+	t.Helper()
+	d, err := g.Pull(ctxT(t), q, wait)
+	if err != nil || d == nil {
+		t.Fatalf("pull %s: %v %v", q, d, err)
+	}
+	return d
+}
+
+func timeoutProps(t *testing.T, g *gateway.Gateway, q string, timeout float64) {
+	t.Helper()
+	if err := g.UpdateProps(ctxT(t), q, mapping.Props{Timeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetryCountdownAndDiscard(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	mustPush(t, g, "r", "m")
+	var ids []string
+	for want := 2; want >= 0; want-- {
+		d := mustPull(t, g, "r", time.Second)
+		if d.RetryRemaining != want {
+			t.Fatalf("retry remaining %d, want %d", d.RetryRemaining, want)
+		}
+		for _, old := range ids {
+			if old == d.ID {
+				t.Fatal("delivery id reused")
+			}
+		}
+		ids = append(ids, d.ID)
+		if err := g.Reply(ctx, "r", d.ID, gateway.Nack); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Reply(ctx, "r", d.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+			t.Fatalf("ack after nack: %v", err)
+		}
+	}
+	if d, err := g.Pull(ctx, "r", 200*time.Millisecond); d != nil || err != nil {
+		t.Fatalf("exhausted message delivered again: %+v %v", d, err)
+	}
+	qi, err := g.Queue(ctx, "r")
+	if err != nil || qi.Size != 0 {
+		t.Fatalf("exhausted message left in stream: %+v %v", qi, err)
+	}
+}
+
+func TestNackGoesBehindWaiting(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	mustPush(t, g, "n", "1")
+	mustPush(t, g, "n", "2")
+	d := mustPull(t, g, "n", time.Second)
+	if string(d.Message.Body) != "1" {
+		t.Fatalf("got %q", d.Message.Body)
+	}
+	if err := g.Reply(ctx, "n", d.ID, gateway.Nack); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustPull(t, g, "n", time.Second); string(d.Message.Body) != "2" {
+		t.Fatalf("after nack got %q, want 2", d.Message.Body)
+	}
+	d = mustPull(t, g, "n", time.Second)
+	if string(d.Message.Body) != "1" || d.RetryRemaining != 1 {
+		t.Fatalf("got %q retry %d", d.Message.Body, d.RetryRemaining)
+	}
+}
+
+func TestTimeoutOrderAndStaleID(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	timeoutProps(t, g, "o", 0.3)
+	mustPush(t, g, "o", "a")
+	da := mustPull(t, g, "o", time.Second) // a times out at ~0.3s
+	time.Sleep(100 * time.Millisecond)
+	mustPush(t, g, "o", "b") // b available at ~0.1s, before a returns
+	time.Sleep(400 * time.Millisecond)
+	if err := g.Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+		t.Fatalf("ack after timeout: %v", err)
+	}
+	if d := mustPull(t, g, "o", time.Second); string(d.Message.Body) != "b" {
+		t.Fatalf("got %q, want b first", d.Message.Body)
+	}
+	d := mustPull(t, g, "o", time.Second)
+	if string(d.Message.Body) != "a" || d.RetryRemaining != 1 {
+		t.Fatalf("got %q retry %d", d.Message.Body, d.RetryRemaining)
+	}
+}
+
+func TestExtRestartsTimer(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	timeoutProps(t, g, "x", 0.4)
+	mustPush(t, g, "x", "m")
+	d := mustPull(t, g, "x", time.Second)
+	for i := 0; i < 3; i++ {
+		time.Sleep(250 * time.Millisecond)
+		if err := g.Reply(ctx, "x", d.ID, gateway.Ext); err != nil {
+			t.Fatalf("ext %d: %v", i, err)
+		}
+	}
+	if err := g.Reply(ctx, "x", d.ID, gateway.Ack); err != nil {
+		t.Fatalf("ack after exts: %v", err)
+	}
+}
+
+func TestTimeoutZero(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	timeoutProps(t, g, "z", 0)
+	mustPush(t, g, "z", "m")
+	d1 := mustPull(t, g, "z", 0)
+	d2 := mustPull(t, g, "z", 0)
+	if d1.RetryRemaining != 2 || d2.RetryRemaining != 1 {
+		t.Fatalf("retry %d then %d", d1.RetryRemaining, d2.RetryRemaining)
+	}
+	if err := g.Reply(ctx, "z", d1.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+		t.Fatalf("ack with timeout 0: %v", err)
+	}
+}
+
+func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	// A waiter that goes away.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = g.Pull(cctx, "w", -1)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	// A waiter that stays, woken by a push.
+	got := make(chan *gateway.Delivery, 1)
+	go func() {
+		d, _ := g.Pull(ctx, "w", -1)
+		got <- d
+	}()
+	time.Sleep(100 * time.Millisecond)
+	mustPush(t, g, "w", "m")
+	select {
+	case d := <-got:
+		if d == nil || string(d.Message.Body) != "m" || d.RetryRemaining != 2 {
+			t.Fatalf("got %+v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("long poll not woken")
+	}
+}
+
+func TestManyInFlight(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	const n = 1200 // above JetStream's default MaxAckPending of 1000
+	for i := 0; i < n; i++ {
+		mustPush(t, g, "many", "m")
+	}
+	for i := 0; i < n; i++ {
+		if d, err := g.Pull(ctx, "many", time.Second); d == nil || err != nil {
+			t.Fatalf("pull %d: %v", i, err)
+		}
 	}
 }

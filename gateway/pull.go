@@ -16,8 +16,12 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// maxBatch bounds one pull request.
-const maxBatch = 256
+const (
+	// maxBatch bounds one pull request.
+	maxBatch = 256
+	// stuckFetch is how long a no_wait pull request may go unanswered.
+	stuckFetch = 5 * time.Second
+)
 
 // raw is a message JetStream handed to this gateway, not yet a delivery.
 type raw struct {
@@ -278,6 +282,10 @@ func (g *Gateway) repollLoop() {
 		now := time.Now()
 		for _, q := range states {
 			q.mu.Lock()
+			if q.fetching && now.Sub(q.last) > stuckFetch {
+				// Its answer never came (a lost status, a reconnect): forget it.
+				q.cur, q.fetching = nil, false
+			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
 				q.kickLocked()
 			}

@@ -60,6 +60,35 @@ func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumSta
 	return AccumNo, nil
 }
 
+// PushCompound stores an already accumulated compound message (parts in
+// order) in queue with the given retry, creating the queue: for migrations of
+// packages waiting in an old LMQ.
+func (g *Gateway) PushCompound(ctx context.Context, queue string, parts []Message, retry int) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	q, err := g.queues.ensure(ctx, queue)
+	if err != nil {
+		return err
+	}
+	body, err := EncodeCompound(parts)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	m, err := g.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), Message{Body: body}, retry)
+	if err != nil {
+		return err
+	}
+	m.Header.Set(mapping.HdrKind, mapping.KindCompound)
+	if err := g.publish(ctx, q, m); err != nil {
+		g.dropObject(ctx, m)
+		return err
+	}
+	g.obs.Pushed(queue, len(body))
+	g.Notify(queue)
+	return nil
+}
+
 // publish stores m, re-creating the queue once if another gateway deleted it
 // after this one last saw it.
 func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) error {
