@@ -1,0 +1,462 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Message types of MessagePack-RPC.
+const (
+	typeRequest      = 0
+	typeResponse     = 1
+	typeNotification = 2
+)
+
+// maxParams is more than any method takes; longer params arrays are refused
+// without being split, so a hostile one costs nothing.
+const maxParams = 8
+
+// errNotRPC marks a well-formed MessagePack object that is not a
+// MessagePack-RPC request or notification; the connection is closed.
+var errNotRPC = errors.New("not a MessagePack-RPC request")
+
+// request is one decoded request or notification.
+type request struct {
+	notification bool
+	msgid        uint32
+	// method is "" when the method field is not a string.
+	method string
+	// params holds the raw bytes of each parameter; nil with paramsOK false
+	// when params is not an array.
+	params   [][]byte
+	paramsOK bool
+}
+
+// parseFrame checks the RPC envelope of one frame. Only a broken envelope
+// (not an array, wrong length, wrong type field, msgid not a uint32) is an
+// error; a bad method or params is answered as an RPC error.
+func parseFrame(frame []byte, lim Limits) (request, error) {
+	var req request
+	elems, ok := splitArray(frame, 4, lim.MaxDepth)
+	if !ok || len(elems) < 3 {
+		return req, fmt.Errorf("%w: not an array of 3 or 4", errNotRPC)
+	}
+	typ, ok := decodeUint32(elems[0])
+	switch {
+	case ok && typ == typeRequest && len(elems) == 4:
+		if req.msgid, ok = decodeUint32(elems[1]); !ok {
+			return req, fmt.Errorf("%w: msgid is not a 32-bit unsigned integer", errNotRPC)
+		}
+		elems = elems[2:]
+	case ok && typ == typeNotification && len(elems) == 3:
+		req.notification = true
+		elems = elems[1:]
+	default:
+		return req, fmt.Errorf("%w: bad type field or length", errNotRPC)
+	}
+	req.method, _ = decodeString(elems[0])
+	req.params, req.paramsOK = splitArray(elems[1], maxParams, lim.MaxDepth)
+	return req, nil
+}
+
+// rpcError is an error answered to the client as a string: code, or
+// "code: detail". Codes: undef, badarg, not_found, invalid_regexp,
+// invalid_props, too_large, unavailable, internal_error.
+type rpcError struct {
+	code   string
+	detail string
+}
+
+func (e *rpcError) Error() string {
+	if e.detail == "" {
+		return e.code
+	}
+	return e.code + ": " + e.detail
+}
+
+func badarg(format string, args ...any) error {
+	return &rpcError{code: "badarg", detail: fmt.Sprintf(format, args...)}
+}
+
+var errClientGone = errors.New("client went away")
+
+// result is what a method answers: encoded bytes, and the delivery they carry
+// (to abandon if they cannot be written).
+type result struct {
+	b        []byte
+	delivery *gateway.Delivery
+}
+
+// handle runs one request and queues its answer.
+func (c *conn) handle(req request) {
+	res, err := c.call(req)
+	resp := make([]byte, 0, 16+len(res.b))
+	resp = appendArrayHeader(resp, 4)
+	resp = appendUint(resp, typeResponse)
+	resp = appendUint(resp, uint64(req.msgid))
+	if err != nil {
+		resp = appendStr(resp, c.errorString(req, err), c.s.opt.Dialect)
+		resp = appendNil(resp)
+	} else {
+		resp = appendNil(resp)
+		resp = append(resp, res.b...)
+	}
+	if res.delivery == nil {
+		c.send(resp, false)
+		return
+	}
+	// If the client is gone, give the message back at once, without counting a
+	// retry, instead of letting it wait for its timeout.
+	werr := errClientGone
+	if !c.clientGone.Load() {
+		werr = c.send(resp, true)
+	}
+	if werr != nil {
+		c.log.Debug("rpc delivery not written, abandoning", "queue", res.delivery.Queue, "err", werr)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
+		defer cancel()
+		c.s.core.Abandon(ctx, res.delivery)
+	}
+}
+
+// errorString maps an error to the string sent to the client.
+func (c *conn) errorString(req request, err error) string {
+	var re *rpcError
+	switch {
+	case errors.As(err, &re):
+		return re.Error()
+	case errors.Is(err, gateway.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, mapping.ErrInvalidProps):
+		return "invalid_props: " + err.Error()
+	case errors.Is(err, gateway.ErrInvalid):
+		return "badarg: " + err.Error()
+	case errors.Is(err, gateway.ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, gateway.ErrUnavailable):
+		c.log.Warn("rpc core unavailable", "method", req.method, "err", err)
+		return "unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "unavailable: request cancelled"
+	}
+	c.log.Error("rpc request failed", "method", req.method, "err", err)
+	return "internal_error"
+}
+
+// call dispatches a request to its method.
+func (c *conn) call(req request) (result, error) {
+	if req.method == "" {
+		return result{}, &rpcError{code: "undef", detail: "method is not a string"}
+	}
+	m, ok := methods[req.method]
+	if !ok {
+		// create was removed in LMQ 0.4; like LMQ, it is simply not there.
+		return result{}, &rpcError{code: "undef", detail: req.method}
+	}
+	if !req.paramsOK {
+		return result{}, badarg("params is not an array")
+	}
+	if len(req.params) < m.minArgs || len(req.params) > m.maxArgs {
+		return result{}, badarg("%s takes %s", req.method, m.usage)
+	}
+	return m.fn(c, req.params)
+}
+
+type method struct {
+	minArgs, maxArgs int
+	usage            string
+	fn               func(c *conn, p [][]byte) (result, error)
+}
+
+// methods is LMQ's RPC method table (lmq_mpac). It is read-only.
+var methods = map[string]method{
+	"push":              {2, 2, "(name, content)", (*conn).push},
+	"pull":              {1, 2, "(name[, timeout])", (*conn).pull},
+	"push_all":          {2, 2, "(regexp, content)", (*conn).pushAll},
+	"pull_any":          {1, 2, "(regexp[, timeout])", (*conn).pullAny},
+	"done":              {2, 2, "(name, id)", replyMethod(gateway.Ack)},
+	"retain":            {2, 2, "(name, id)", replyMethod(gateway.Ext)},
+	"release":           {2, 2, "(name, id)", replyMethod(gateway.Nack)},
+	"delete":            {1, 1, "(name)", (*conn).deleteQueue},
+	"update_props":      {1, 2, "(name[, props])", (*conn).updateProps},
+	"set_default_props": {1, 1, "(list)", (*conn).setDefaultProps},
+	"get_default_props": {0, 0, "no arguments", (*conn).getDefaultProps},
+}
+
+func (c *conn) str(s string) result { return result{b: appendStr(nil, s, c.s.opt.Dialect)} }
+
+func argString(p []byte, what string) (string, error) {
+	s, ok := decodeString(p)
+	if !ok {
+		return "", badarg("%s must be a string", what)
+	}
+	return s, nil
+}
+
+func argRegexp(p []byte) (*regexp.Regexp, error) {
+	s, err := argString(p, "regexp")
+	if err != nil {
+		return nil, err
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return nil, &rpcError{code: "invalid_regexp", detail: err.Error()}
+	}
+	return re, nil
+}
+
+// argWait reads the optional timeout in seconds (integer or float). Absent
+// means wait forever.
+func argWait(p [][]byte) (time.Duration, error) {
+	if len(p) < 2 {
+		return -1, nil
+	}
+	f, ok := decodeNumber(p[1])
+	if !ok || math.IsNaN(f) || f < 0 {
+		return 0, badarg("timeout must be a non-negative number of seconds")
+	}
+	if f*float64(time.Second) >= math.MaxInt64 {
+		return -1, nil // longer than anyone waits: forever
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// content stores pushed content as the MessagePack bytes the client sent.
+func content(p []byte) gateway.Message {
+	return gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: p}
+}
+
+func (c *conn) push(p [][]byte) (result, error) {
+	name, err := argString(p[0], "name")
+	if err != nil {
+		return result{}, err
+	}
+	st, err := c.s.core.Push(c.ctx, name, content(p[1]))
+	if err != nil {
+		return result{}, err
+	}
+	switch st {
+	case gateway.AccumNew:
+		return c.str("packing started"), nil
+	case gateway.AccumYes:
+		return c.str("packed"), nil
+	}
+	return c.str("ok"), nil
+}
+
+func (c *conn) pushAll(p [][]byte) (result, error) {
+	re, err := argRegexp(p[0])
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := c.s.core.PushAll(c.ctx, re, content(p[1])); err != nil {
+		return result{}, err
+	}
+	return c.str("ok"), nil
+}
+
+func (c *conn) pull(p [][]byte) (result, error) {
+	name, err := argString(p[0], "name")
+	if err != nil {
+		return result{}, err
+	}
+	wait, err := argWait(p)
+	if err != nil {
+		return result{}, err
+	}
+	return c.deliver(func(ctx context.Context) (*gateway.Delivery, error) {
+		return c.s.core.Pull(ctx, name, wait)
+	})
+}
+
+func (c *conn) pullAny(p [][]byte) (result, error) {
+	re, err := argRegexp(p[0])
+	if err != nil {
+		return result{}, err
+	}
+	wait, err := argWait(p)
+	if err != nil {
+		return result{}, err
+	}
+	return c.deliver(func(ctx context.Context) (*gateway.Delivery, error) {
+		return c.s.core.PullAny(ctx, re, wait)
+	})
+}
+
+// deliver runs a pull on the connection's wait context and encodes what it
+// got. A pull cut short by the client leaving or the server draining answers
+// "empty" (if anyone still listens).
+func (c *conn) deliver(pull func(context.Context) (*gateway.Delivery, error)) (result, error) {
+	d, err := pull(c.waitCtx)
+	if err != nil {
+		if c.waitCtx.Err() != nil {
+			return c.str("empty"), nil
+		}
+		return result{}, err
+	}
+	if d == nil {
+		return c.str("empty"), nil
+	}
+	return result{b: c.appendDelivery(nil, d), delivery: d}, nil
+}
+
+// appendDelivery encodes a delivery as LMQ did: a map with the keys in the
+// order queue, id, type, retry, content.
+func (c *conn) appendDelivery(b []byte, d *gateway.Delivery) []byte {
+	dl := c.s.opt.Dialect
+	b = appendMapHeader(b, 5)
+	b = appendStr(b, "queue", dl)
+	b = appendStr(b, d.Queue, dl)
+	b = appendStr(b, "id", dl)
+	b = appendStr(b, d.ID, dl)
+	b = appendStr(b, "type", dl)
+	if d.Compound {
+		b = appendStr(b, "package", dl)
+	} else {
+		b = appendStr(b, "normal", dl)
+	}
+	b = appendStr(b, "retry", dl)
+	b = appendInt(b, int64(d.RetryRemaining))
+	b = appendStr(b, "content", dl)
+	if !d.Compound {
+		return c.appendContent(b, d.Message)
+	}
+	b = appendArrayHeader(b, len(d.Parts))
+	for _, part := range d.Parts {
+		b = c.appendContent(b, part)
+	}
+	return b
+}
+
+// appendContent writes a message's content: MessagePack content (pushed over
+// RPC) as the object it holds, in the answer dialect; anything else, or
+// MessagePack content that does not decode, as binary.
+func (c *conn) appendContent(b []byte, m gateway.Message) []byte {
+	if isMsgpack(m.ContentType) {
+		if out, err := transcode(b, m.Body, c.s.opt.Dialect, c.s.opt.Limits.MaxDepth); err == nil {
+			return out
+		}
+	}
+	return appendBin(b, m.Body, c.s.opt.Dialect)
+}
+
+func isMsgpack(contentType string) bool {
+	if contentType == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(strings.ToLower(contentType), ";")
+		mt = strings.TrimSpace(mt)
+	}
+	return mt == mapping.ContentTypeMsgpack
+}
+
+func replyMethod(kind gateway.ReplyKind) func(c *conn, p [][]byte) (result, error) {
+	return func(c *conn, p [][]byte) (result, error) {
+		name, err := argString(p[0], "name")
+		if err != nil {
+			return result{}, err
+		}
+		id, err := argString(p[1], "id")
+		if err != nil {
+			return result{}, err
+		}
+		if err := c.s.core.Reply(c.ctx, name, id, kind); err != nil {
+			return result{}, err
+		}
+		return c.str("ok"), nil
+	}
+}
+
+func (c *conn) deleteQueue(p [][]byte) (result, error) {
+	name, err := argString(p[0], "name")
+	if err != nil {
+		return result{}, err
+	}
+	// LMQ's delete answered ok whether or not the queue existed.
+	if err := c.s.core.DeleteQueue(c.ctx, name); err != nil && !errors.Is(err, gateway.ErrNotFound) {
+		return result{}, err
+	}
+	return c.str("ok"), nil
+}
+
+// decodeArg decodes a structured argument into Go values within the limits.
+func (c *conn) decodeArg(p []byte) (any, error) {
+	budget := c.s.opt.Limits.MaxElements
+	v, _, err := decodeValue(p, c.s.opt.Limits.MaxDepth, &budget)
+	if err != nil {
+		return nil, badarg("%v", err)
+	}
+	return v, nil
+}
+
+func (c *conn) updateProps(p [][]byte) (result, error) {
+	name, err := argString(p[0], "name")
+	if err != nil {
+		return result{}, err
+	}
+	if len(p) == 1 {
+		if err := c.s.core.ResetProps(c.ctx, name); err != nil {
+			return result{}, err
+		}
+		return c.str("ok"), nil
+	}
+	v, err := c.decodeArg(p[1])
+	if err != nil {
+		return result{}, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return result{}, &rpcError{code: "invalid_props", detail: "props must be a map"}
+	}
+	props, err := mapping.PropsFromMap(m)
+	if err != nil {
+		return result{}, err
+	}
+	if err := c.s.core.UpdateProps(c.ctx, name, props); err != nil {
+		return result{}, err
+	}
+	return c.str("ok"), nil
+}
+
+func (c *conn) setDefaultProps(p [][]byte) (result, error) {
+	v, err := c.decodeArg(p[0])
+	if err != nil {
+		return result{}, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return result{}, &rpcError{code: "invalid_props", detail: "the default list must be an array of [regexp, props]"}
+	}
+	list, err := mapping.DefaultListFromSlice(arr)
+	if err != nil {
+		return result{}, err
+	}
+	if err := c.s.core.SetDefaultProps(c.ctx, list); err != nil {
+		return result{}, err
+	}
+	return c.str("ok"), nil
+}
+
+func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
+	list, err := c.s.core.DefaultProps(c.ctx)
+	if err != nil {
+		return result{}, err
+	}
+	// LMQ reported accum under its old name.
+	b, err := appendAny(nil, list.Slice("pack"), c.s.opt.Dialect)
+	if err != nil {
+		return result{}, fmt.Errorf("encode default list: %w", err)
+	}
+	return result{b: b}, nil
+}

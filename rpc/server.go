@@ -1,0 +1,451 @@
+// Package rpc is lmq-gateway's MessagePack-RPC front end: LMQ's second API,
+// used by its older clients, over TCP (port 18800 by default). It is a thin
+// layer over the core (package gateway): it decodes requests
+// [0, msgid, method, params], calls the core, and answers
+// [1, msgid, error, result], many requests in flight per connection.
+//
+// It reads both MessagePack dialects (LMQ's raw one and the current one with
+// str8 and bin) and answers in LMQ's raw dialect unless told otherwise, so that
+// client libraries older than the 2013 spec change keep working.
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Core is what the front end needs of the core; *gateway.Gateway implements it.
+type Core interface {
+	Push(ctx context.Context, queue string, msg gateway.Message) (gateway.AccumState, error)
+	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error)
+	Pull(ctx context.Context, queue string, wait time.Duration) (*gateway.Delivery, error)
+	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error)
+	Abandon(ctx context.Context, d *gateway.Delivery)
+	Reply(ctx context.Context, queue, id string, kind gateway.ReplyKind) error
+	DeleteQueue(ctx context.Context, queue string) error
+	UpdateProps(ctx context.Context, queue string, patch mapping.Props) error
+	ResetProps(ctx context.Context, queue string) error
+	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
+	SetDefaultProps(ctx context.Context, list mapping.DefaultList) error
+}
+
+var _ Core = (*gateway.Gateway)(nil)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+	// Dialect of the answers; DialectRaw (LMQ's) by default.
+	Dialect Dialect
+	// Limits on request frames.
+	Limits Limits
+	// MaxInFlight bounds the requests of one connection being handled at once
+	// (default 1024). When reached, the server stops reading from that
+	// connection until one finishes, so TCP pushes back on the client.
+	MaxInFlight int
+	// MaxInFlightBytes bounds the request bytes of one connection held at once
+	// (default 2 × Limits.MaxFrameSize).
+	MaxInFlightBytes int
+	// WriteTimeout bounds writing one batch of answers to a client that does
+	// not read them (default 30 s); when it passes the connection is closed.
+	WriteTimeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxInFlight  = 1024
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("rpc: server closed")
+
+// Server serves MessagePack-RPC. Create it with New; it is safe for concurrent
+// use, and Serve may be called with several listeners.
+type Server struct {
+	core Core
+	opt  Options
+	log  *slog.Logger
+
+	// drainCtx is cancelled when Shutdown starts: waiting pulls answer "empty".
+	drainCtx context.Context
+	drain    context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	connWG    sync.WaitGroup
+}
+
+// New returns a Server answering with core.
+func New(core Core, opt Options) *Server {
+	opt.Limits = opt.Limits.withDefaults()
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.MaxInFlight <= 0 {
+		opt.MaxInFlight = DefaultMaxInFlight
+	}
+	if opt.MaxInFlightBytes <= 0 {
+		opt.MaxInFlightBytes = 2 * opt.Limits.MaxFrameSize
+	}
+	if opt.WriteTimeout <= 0 {
+		opt.WriteTimeout = DefaultWriteTimeout
+	}
+	drainCtx, drain := context.WithCancel(context.Background())
+	return &Server{
+		core:      core,
+		opt:       opt,
+		log:       opt.Logger,
+		drainCtx:  drainCtx,
+		drain:     drain,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+}
+
+// Serve accepts connections on l until Shutdown (then it returns
+// ErrServerClosed) or until ctx ends (then it closes l and the connections it
+// accepted, and returns ctx.Err()). It always closes l.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+	// Accept does not take a context: closing the listener is what stops it.
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: wait, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("rpc accept", "err", err, "retry_in", backoff)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return fmt.Errorf("rpc accept: %w", err)
+		}
+		backoff = 0
+		s.startConn(ctx, nc)
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Shutdown stops accepting, makes waiting pulls answer "empty", stops reading
+// new requests, and waits until the requests in flight are answered and every
+// connection is closed, or until ctx ends (then it closes what is left and
+// returns ctx.Err()).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	s.drain()
+	for _, c := range conns {
+		// Wakes the reader blocked in Read; it then stops taking requests.
+		c.nc.SetReadDeadline(time.Now())
+	}
+
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.abort()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (s *Server) startConn(ctx context.Context, nc net.Conn) {
+	c := newConn(ctx, s, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.connWG.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+}
+
+// conn is one client connection: a reader goroutine (serve) that spawns a
+// goroutine per request, and a writer goroutine that serializes answers.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	log *slog.Logger
+
+	// ctx ends when the connection is torn down (malformed input, write
+	// failure, Serve's context); every core call uses it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// waitCtx also ends when the client stops sending (EOF) or the server
+	// drains: blocking pulls wait on it.
+	waitCtx    context.Context
+	cancelWait context.CancelFunc
+	stopDrain  func() bool
+
+	// clientGone is set when reading stopped for a reason other than a drain.
+	clientGone atomic.Bool
+
+	out      chan outMsg
+	handlers sync.WaitGroup
+	budget   *budget
+}
+
+// outMsg is one encoded answer; done, when not nil, learns whether it was
+// written (a delivery that was not must be abandoned).
+type outMsg struct {
+	b    []byte
+	done chan error
+}
+
+func newConn(ctx context.Context, s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		log:    s.log.With("remote", nc.RemoteAddr().String()),
+		out:    make(chan outMsg, 64),
+		budget: newBudget(s.opt.MaxInFlight, s.opt.MaxInFlightBytes),
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.waitCtx, c.cancelWait = context.WithCancel(c.ctx)
+	c.stopDrain = context.AfterFunc(s.drainCtx, c.cancelWait)
+	return c
+}
+
+// abort tears the connection down at once.
+func (c *conn) abort() {
+	c.cancel()
+	c.nc.Close()
+}
+
+func (c *conn) serve() {
+	c.log.Debug("rpc connection open")
+	defer c.stopDrain()
+	// Serve's context ending closes the socket so the reader wakes up.
+	stop := context.AfterFunc(c.ctx, func() { c.nc.Close() })
+	defer stop()
+
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+
+	err := c.readLoop()
+	if c.s.drainCtx.Err() == nil {
+		// Reading stopped because of the client (it left, or sent garbage):
+		// whatever it is handed now can never be acked on this connection.
+		c.clientGone.Store(true)
+	}
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		c.log.Debug("rpc connection closed by client")
+	case c.waitCtx.Err() != nil:
+		// Shutdown or teardown already under way: the read error is its echo.
+	case errors.Is(err, errMalformed), errors.Is(err, errTooLarge), errors.Is(err, errTooDeep),
+		errors.Is(err, errNotRPC):
+		c.log.Warn("rpc closing connection on bad frame", "err", err)
+		c.abort()
+	default:
+		c.log.Debug("rpc connection read ended", "err", err)
+	}
+	// No more requests: waiting pulls stop waiting (their clients are gone or
+	// the server is draining); the others finish and are answered.
+	c.cancelWait()
+	c.handlers.Wait()
+	close(c.out)
+	<-writerDone
+	c.nc.Close()
+	c.cancel()
+}
+
+func (c *conn) readLoop() error {
+	fr := newFrameReader(bufio.NewReaderSize(c.nc, 64<<10), c.s.opt.Limits)
+	for {
+		frame, err := fr.ReadFrame()
+		if err != nil {
+			return err
+		}
+		// Frames already buffered when a drain starts are not taken.
+		if c.waitCtx.Err() != nil {
+			return nil
+		}
+		req, err := parseFrame(frame, c.s.opt.Limits)
+		if err != nil {
+			return err
+		}
+		if req.notification {
+			continue // accepted and ignored, as MessagePack-RPC allows
+		}
+		cost := min(len(frame), c.s.opt.MaxInFlightBytes)
+		if err := c.budget.acquire(c.waitCtx, cost); err != nil {
+			return nil
+		}
+		c.handlers.Add(1)
+		go func() {
+			defer c.handlers.Done()
+			defer c.budget.release(cost)
+			c.handle(req)
+		}()
+	}
+}
+
+// writeLoop writes answers until c.out is closed, flushing whenever nothing
+// more is queued or someone waits to know the outcome. After a write error it
+// keeps draining c.out so that no handler blocks.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var werr error
+	var waiters []chan error
+	for m := range c.out {
+		if werr == nil {
+			c.nc.SetWriteDeadline(time.Now().Add(c.s.opt.WriteTimeout))
+			_, werr = bw.Write(m.b)
+		}
+		if m.done != nil {
+			waiters = append(waiters, m.done)
+		}
+		flushNow := len(c.out) == 0 || len(waiters) > 0
+		if werr == nil && flushNow {
+			werr = bw.Flush()
+		}
+		if werr != nil && c.ctx.Err() == nil {
+			c.log.Debug("rpc write failed, closing connection", "err", werr)
+			c.abort()
+		}
+		if flushNow || werr != nil {
+			for _, w := range waiters {
+				w <- werr
+			}
+			waiters = waiters[:0]
+		}
+	}
+	if werr == nil {
+		werr = bw.Flush()
+	}
+	for _, w := range waiters {
+		w <- werr
+	}
+}
+
+// send queues an answer and, when wait is true, returns whether it was written.
+func (c *conn) send(b []byte, wait bool) error {
+	m := outMsg{b: b}
+	if wait {
+		m.done = make(chan error, 1)
+	}
+	c.out <- m
+	if !wait {
+		return nil
+	}
+	return <-m.done
+}
+
+// budget is a semaphore over requests in flight and their bytes. Only the
+// reader acquires, so it needs no fairness.
+type budget struct {
+	mu    sync.Mutex
+	slots int
+	bytes int
+	wake  chan struct{} // closed and replaced on every release
+}
+
+func newBudget(slots, bytes int) *budget {
+	return &budget{slots: slots, bytes: bytes, wake: make(chan struct{})}
+}
+
+func (b *budget) acquire(ctx context.Context, n int) error {
+	for {
+		b.mu.Lock()
+		if b.slots > 0 && b.bytes >= n {
+			b.slots--
+			b.bytes -= n
+			b.mu.Unlock()
+			return nil
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *budget) release(n int) {
+	b.mu.Lock()
+	b.slots++
+	b.bytes += n
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}

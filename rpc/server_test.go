@@ -1,0 +1,685 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// fakeCore is an in-memory Core for testing the front end alone. Queues whose
+// name starts with "pkg" accumulate: pushes join one package until it is pulled.
+type fakeCore struct {
+	mu        sync.Mutex
+	queues    map[string][]gateway.Message
+	wake      chan struct{} // closed and replaced on every push
+	inflight  map[string]fakeInflight
+	nextID    int
+	abandoned []string
+	props     map[string]mapping.Props
+	defaults  mapping.DefaultList
+	pushes    int
+	// deliverOnCancel makes Pull hand out a message at the moment its context
+	// ends, as a real core may when the two race.
+	deliverOnCancel bool
+	waiting         chan struct{} // gets a value whenever a Pull starts waiting
+}
+
+type fakeInflight struct {
+	queue string
+	msgs  []gateway.Message
+	pkg   bool
+}
+
+func newFakeCore() *fakeCore {
+	return &fakeCore{
+		queues:   make(map[string][]gateway.Message),
+		wake:     make(chan struct{}),
+		inflight: make(map[string]fakeInflight),
+		props:    make(map[string]mapping.Props),
+		waiting:  make(chan struct{}, 100),
+	}
+}
+
+func (f *fakeCore) Push(_ context.Context, q string, msg gateway.Message) (gateway.AccumState, error) {
+	if err := mapping.ValidateQueueName(q); err != nil {
+		return "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pushes++
+	msg.Body = bytes.Clone(msg.Body)
+	first := len(f.queues[q]) == 0
+	f.queues[q] = append(f.queues[q], msg)
+	close(f.wake)
+	f.wake = make(chan struct{})
+	if strings.HasPrefix(q, "pkg") {
+		if first {
+			return gateway.AccumNew, nil
+		}
+		return gateway.AccumYes, nil
+	}
+	return gateway.AccumNo, nil
+}
+
+func (f *fakeCore) PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error) {
+	f.mu.Lock()
+	var names []string
+	for q := range f.queues {
+		if re.MatchString(q) {
+			names = append(names, q)
+		}
+	}
+	f.mu.Unlock()
+	out := make(map[string]gateway.AccumState)
+	for _, q := range names {
+		st, err := f.Push(ctx, q, msg)
+		if err != nil {
+			return nil, err
+		}
+		out[q] = st
+	}
+	return out, nil
+}
+
+// take hands out the first message of a matching queue; f.mu is held.
+func (f *fakeCore) take(match func(string) bool) *gateway.Delivery {
+	for q, msgs := range f.queues {
+		if !match(q) || len(msgs) == 0 {
+			continue
+		}
+		f.nextID++
+		id := fmt.Sprintf("id-%d", f.nextID)
+		d := &gateway.Delivery{Queue: q, ID: id, RetryRemaining: 2}
+		in := fakeInflight{queue: q}
+		if strings.HasPrefix(q, "pkg") {
+			d.Compound, d.Parts, in.msgs, in.pkg = true, msgs, msgs, true
+			f.queues[q] = nil
+		} else {
+			d.Message, in.msgs = msgs[0], msgs[:1]
+			f.queues[q] = msgs[1:]
+		}
+		f.inflight[id] = in
+		return d
+	}
+	return nil
+}
+
+func (f *fakeCore) pull(ctx context.Context, match func(string) bool, create string, wait time.Duration) (*gateway.Delivery, error) {
+	var timeout <-chan time.Time
+	if wait > 0 {
+		tm := time.NewTimer(wait)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	for {
+		f.mu.Lock()
+		if _, ok := f.queues[create]; !ok && create != "" {
+			f.queues[create] = nil
+		}
+		if d := f.take(match); d != nil {
+			f.mu.Unlock()
+			return d, nil
+		}
+		wake := f.wake
+		f.mu.Unlock()
+		if wait == 0 {
+			return nil, nil
+		}
+		select {
+		case f.waiting <- struct{}{}:
+		default:
+		}
+		select {
+		case <-wake:
+		case <-timeout:
+			return nil, nil
+		case <-ctx.Done():
+			if f.deliverOnCancel {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				if d := f.take(match); d != nil {
+					return d, nil
+				}
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (f *fakeCore) Pull(ctx context.Context, q string, wait time.Duration) (*gateway.Delivery, error) {
+	if err := mapping.ValidateQueueName(q); err != nil {
+		return nil, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+	}
+	return f.pull(ctx, func(s string) bool { return s == q }, q, wait)
+}
+
+func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error) {
+	return f.pull(ctx, re.MatchString, "", wait)
+}
+
+func (f *fakeCore) Abandon(_ context.Context, d *gateway.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abandoned = append(f.abandoned, d.ID)
+	if in, ok := f.inflight[d.ID]; ok {
+		delete(f.inflight, d.ID)
+		f.queues[in.queue] = append(append([]gateway.Message{}, in.msgs...), f.queues[in.queue]...)
+	}
+}
+
+func (f *fakeCore) Reply(_ context.Context, q, id string, kind gateway.ReplyKind) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, ok := f.inflight[id]
+	if !ok || in.queue != q {
+		return fmt.Errorf("delivery %s: %w", id, gateway.ErrNotFound)
+	}
+	switch kind {
+	case gateway.Ack:
+		delete(f.inflight, id)
+	case gateway.Nack:
+		delete(f.inflight, id)
+		f.queues[q] = append(f.queues[q], in.msgs...)
+	}
+	return nil
+}
+
+func (f *fakeCore) DeleteQueue(_ context.Context, q string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.queues[q]; !ok {
+		return fmt.Errorf("queue %s: %w", q, gateway.ErrNotFound)
+	}
+	delete(f.queues, q)
+	return nil
+}
+
+func (f *fakeCore) UpdateProps(_ context.Context, q string, p mapping.Props) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.props[q] = f.props[q].Merge(p)
+	return nil
+}
+
+func (f *fakeCore) ResetProps(_ context.Context, q string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.props, q)
+	return nil
+}
+
+func (f *fakeCore) DefaultProps(context.Context) (mapping.DefaultList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.defaults, nil
+}
+
+func (f *fakeCore) SetDefaultProps(_ context.Context, l mapping.DefaultList) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.defaults = l
+	return nil
+}
+
+func (f *fakeCore) put(q string, msg gateway.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queues[q] = append(f.queues[q], msg)
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startServer serves core on a loopback port until the test ends.
+func startServer(t testing.TB, core Core, opt Options) (string, *Server) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt.Logger == nil {
+		opt.Logger = quietLogger()
+	}
+	s := New(core, opt)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(context.Background(), l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return l.Addr().String(), s
+}
+
+func TestFakeMethods(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+
+	c.ok("ok", "push", "q", map[string]any{"a": 1})
+	r := c.call("pull", "q")
+	d := r.delivery(t)
+	if d.Queue != "q" || d.Type != "normal" || d.Retry != 2 || d.ID == "" {
+		t.Fatalf("delivery %+v", d)
+	}
+	if !reflect.DeepEqual(d.Content, map[string]any{"a": int8(1)}) {
+		t.Fatalf("content %#v", d.Content)
+	}
+	assertRawDialect(t, r.result)
+	c.ok("ok", "retain", "q", d.ID)
+	c.ok("ok", "done", "q", d.ID)
+	if e := c.fails("done", "q", d.ID); e != "not_found" {
+		t.Fatalf("done twice: %q", e)
+	}
+
+	c.ok("ok", "push", "q", "again")
+	d = c.call("pull", "q", 0).delivery(t)
+	c.ok("ok", "release", "q", d.ID)
+	d = c.call("pull", "q", 0.5).delivery(t)
+	c.ok("ok", "done", "q", d.ID)
+	c.ok("empty", "pull", "q", 0)
+	c.ok("empty", "pull", "q", 0.05)
+	c.ok("empty", "pull", "q", 1) // integer timeout
+	c.ok("empty", "pull_any", "^q$", 0.05)
+
+	c.ok("packing started", "push", "pkg1", "a")
+	c.ok("packed", "push", "pkg1", []byte{1, 2})
+	d = c.call("pull_any", "^pkg").delivery(t)
+	if d.Type != "package" || !reflect.DeepEqual(d.Content, []any{"a", "\x01\x02"}) {
+		t.Fatalf("package %+v", d)
+	}
+
+	c.ok("ok", "push_all", "^q$|^pkg", 3.5)
+	d = c.call("pull", "q").delivery(t)
+	if d.Content != 3.5 {
+		t.Fatalf("push_all content %#v", d.Content)
+	}
+
+	c.ok("ok", "delete", "q")
+	c.ok("ok", "delete", "never-existed")
+
+	c.ok("ok", "update_props", "q", map[string]any{"pack": 0.5, "retry": 3})
+	c.ok("ok", "update_props", "r", map[string]any{"accum": 1, "timeout": 2.5})
+	core.mu.Lock()
+	p, pr := core.props["q"], core.props["r"]
+	core.mu.Unlock()
+	if p.Accum == nil || *p.Accum != 0.5 || p.Retry == nil || *p.Retry != 3 || pr.Accum == nil || *pr.Accum != 1 || *pr.Timeout != 2.5 {
+		t.Fatalf("props %+v %+v", p, pr)
+	}
+	c.ok("ok", "update_props", "q")
+	core.mu.Lock()
+	_, still := core.props["q"]
+	core.mu.Unlock()
+	if still {
+		t.Fatal("update_props without props did not reset")
+	}
+
+	r = c.call("get_default_props")
+	if v := r.value(t); !reflect.DeepEqual(v, []any{}) {
+		t.Fatalf("empty default list: %#v", v)
+	}
+	c.ok("ok", "set_default_props", []any{[]any{"accum/.*", map[string]any{"accum": 30}}, []any{".*", map[string]any{"retry": 0}}})
+	r = c.call("get_default_props")
+	assertRawDialect(t, r.result)
+	want := []any{
+		[]any{"accum/.*", map[string]any{"pack": 30.0}},
+		[]any{".*", map[string]any{"retry": int8(0)}},
+	}
+	if v := r.value(t); !reflect.DeepEqual(v, want) {
+		t.Fatalf("get_default_props = %#v, want %#v", v, want)
+	}
+	c.fails("create", "q")
+}
+
+func TestFakeBadInput(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+
+	cases := []struct {
+		method string
+		params []any
+		prefix string
+	}{
+		{"nosuch", nil, "undef"},
+		{"create", []any{"q"}, "undef"},
+		{"push", []any{"q"}, "badarg"},
+		{"push", []any{"q", 1, 2}, "badarg"},
+		{"push", []any{1, "x"}, "badarg"},
+		{"push", []any{"", "x"}, "badarg"},
+		{"pull", []any{}, "badarg"},
+		{"pull", []any{"q", "soon"}, "badarg"},
+		{"pull", []any{"q", -1}, "badarg"},
+		{"pull", []any{[]any{"q"}}, "badarg"},
+		{"done", []any{"q"}, "badarg"},
+		{"done", []any{"q", 5}, "badarg"},
+		{"done", []any{"q", "no-such-id"}, "not_found"},
+		{"release", []any{"q", "no-such-id"}, "not_found"},
+		{"retain", []any{"q", "no-such-id"}, "not_found"},
+		{"push_all", []any{"(", "x"}, "invalid_regexp"},
+		{"pull_any", []any{"[z-a]", 0}, "invalid_regexp"},
+		{"update_props", []any{"q", map[string]any{"retry": 1.5}}, "invalid_props"},
+		{"update_props", []any{"q", map[string]any{"colour": 1}}, "invalid_props"},
+		{"update_props", []any{"q", "retry"}, "invalid_props"},
+		{"update_props", []any{"q", map[int]any{1: 1}}, "badarg"},
+		{"set_default_props", []any{[]any{[]any{"(", map[string]any{}}}}, "invalid_props"},
+		{"set_default_props", []any{map[string]any{}}, "invalid_props"},
+		{"get_default_props", []any{1}, "badarg"},
+	}
+	for _, tc := range cases {
+		e := c.fails(tc.method, tc.params...)
+		if !strings.HasPrefix(e, tc.prefix) {
+			t.Errorf("%s%v: error %q, want %s", tc.method, tc.params, e, tc.prefix)
+		}
+	}
+
+	// params not an array, method not a string: errors, connection kept.
+	c.write([]byte{0x94, 0x00, 0xcd, 0x10, 0x00, 0xa4, 'p', 'u', 'l', 'l', 0xa1, 'q'})
+	if r := c.recv(); r.msgid != 0x1000 || r.err == nil {
+		t.Fatalf("params not an array: %+v", r)
+	}
+	c.write([]byte{0x94, 0x00, 0xcd, 0x10, 0x01, 0x07, 0x90})
+	if r := c.recv(); r.msgid != 0x1001 || r.err == nil {
+		t.Fatalf("method not a string: %+v", r)
+	}
+	core.mu.Lock()
+	pushes := core.pushes
+	core.mu.Unlock()
+	if pushes != 0 {
+		t.Fatalf("bad requests pushed %d messages", pushes)
+	}
+	c.ok("ok", "push", "q", "still working")
+}
+
+// Requests and answers written byte by byte, in both dialects.
+func TestRawFrames(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+
+	// Old dialect: [0, 1, "push", ["q", "hello"]].
+	c.write([]byte{0x94, 0x00, 0x01, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xa5, 'h', 'e', 'l', 'l', 'o'})
+	want := []byte{0x94, 0x01, 0x01, 0xc0, 0xa2, 'o', 'k'}
+	got := make([]byte, len(want))
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c.conn, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("push answer % x, %v; want % x", got, err, want)
+	}
+	// New dialect: [0, 2, str8 "push", [bin8 "q", [str8 <40 x>, bin8 {1,2,3}]]].
+	long := strings.Repeat("x", 40)
+	b := []byte{0x94, 0x00, 0x02, 0xd9, 0x04, 'p', 'u', 's', 'h', 0x92, 0xc4, 0x01, 'q', 0x92, 0xd9, 40}
+	b = append(b, long...)
+	b = append(b, 0xc4, 0x03, 1, 2, 3)
+	c.write(b)
+	if r := c.recv(); r.msgid != 2 || r.str(t) != "ok" {
+		t.Fatalf("new-dialect push: %+v", r)
+	}
+	// A message pushed over HTTP (not MessagePack) comes back as raw bytes.
+	core.put("q", gateway.Message{ContentType: "text/plain", Body: []byte(long)})
+
+	// Answers, in LMQ's dialect: no str8, no bin.
+	wantContents := []any{"hello", []any{long, "\x01\x02\x03"}, long}
+	for i, wc := range wantContents {
+		r := c.call("pull", "q", 0)
+		assertRawDialect(t, r.result)
+		d := r.delivery(t)
+		if !reflect.DeepEqual(d.Content, wc) {
+			t.Fatalf("pull %d: content %#v, want %#v", i, d.Content, wc)
+		}
+		c.ok("ok", "done", "q", d.ID)
+	}
+	// The exact bytes of a pulled message.
+	core.put("q", gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x91, 0xc0}})
+	r := c.call("pull", "q", 0)
+	d := r.delivery(t)
+	wantRes := []byte{0x85,
+		0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'q',
+		0xa2, 'i', 'd'}
+	wantRes = appendStr(wantRes, d.ID, DialectRaw)
+	wantRes = append(wantRes, 0xa4, 't', 'y', 'p', 'e', 0xa6, 'n', 'o', 'r', 'm', 'a', 'l',
+		0xa5, 'r', 'e', 't', 'r', 'y', 0x02,
+		0xa7, 'c', 'o', 'n', 't', 'e', 'n', 't', 0x91, 0xc0)
+	if !bytes.Equal(r.result, wantRes) {
+		t.Fatalf("pull result\n% x\nwant\n% x", []byte(r.result), wantRes)
+	}
+}
+
+func TestCurrentDialect(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{Dialect: DialectCurrent})
+	c := dialRPC(t, addr)
+	long := strings.Repeat("y", 40)
+	c.ok("ok", "push", "q", []any{long, []byte{9}})
+	core.put("q", gateway.Message{Body: []byte("bytes")})
+	r := c.call("pull", "q", 0)
+	if !bytes.Contains(r.result, append([]byte{0xd9, 40}, long...)) || !bytes.Contains(r.result, []byte{0xc4, 0x01, 9}) {
+		t.Fatalf("current dialect pull: % x", []byte(r.result))
+	}
+	if d := r.delivery(t); !reflect.DeepEqual(d.Content, []any{long, []byte{9}}) {
+		t.Fatalf("content %#v", d.Content)
+	}
+	if d := c.call("pull", "q", 0).delivery(t); !bytes.Equal(d.raw, []byte{0xc4, 5, 'b', 'y', 't', 'e', 's'}) {
+		t.Fatalf("binary content % x", []byte(d.raw))
+	}
+}
+
+// A blocking pull does not hold up other requests on its connection, and
+// answers are matched by msgid.
+func TestPipelining(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+
+	pullID := c.send("pull", "wait-here")
+	<-core.waiting
+	// Several requests in one write.
+	var b []byte
+	for i := range 5 {
+		b = append(b, encodeRequest(t, uint32(100+i), "push", fmt.Sprintf("other%d", i), i)...)
+	}
+	c.write(b)
+	seen := map[uint32]bool{}
+	for range 5 {
+		r := c.recv()
+		if r.msgid < 100 || r.msgid > 104 || seen[r.msgid] || r.str(t) != "ok" {
+			t.Fatalf("unexpected answer %+v", r)
+		}
+		seen[r.msgid] = true
+	}
+	pushID := c.send("push", "wait-here", "wake")
+	got := map[uint32]response{}
+	for range 2 {
+		r := c.recv()
+		got[r.msgid] = r
+	}
+	if got[pushID].str(t) != "ok" {
+		t.Fatalf("push answer %+v", got[pushID])
+	}
+	if d := got[pullID].delivery(t); d.Content != "wake" {
+		t.Fatalf("pull answer %+v", d)
+	}
+}
+
+func TestNotificationIgnored(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+	// [2, "push", ["q", "x"]] then a request: only the request is answered.
+	c.write([]byte{0x93, 0x02, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xa1, 'x'})
+	c.ok("empty", "pull", "q", 0)
+	core.mu.Lock()
+	defer core.mu.Unlock()
+	if core.pushes != 0 {
+		t.Fatal("a notification was executed")
+	}
+}
+
+func TestHostileFrames(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{Limits: Limits{MaxFrameSize: 1 << 20}})
+	bystander := dialRPC(t, addr)
+	bystanderPull := bystander.send("pull", "bystander")
+
+	cases := map[string][]byte{
+		"not an array":         {0xa3, 'a', 'b', 'c'},
+		"integer":              {0x05},
+		"wrong type field":     {0x94, 0x07, 0x01, 0xa1, 'x', 0x90},
+		"response from client": {0x94, 0x01, 0x01, 0xc0, 0xc0},
+		"msgid not an int":     {0x94, 0x00, 0xa1, 'x', 0xa1, 'x', 0x90},
+		"never-used byte":      {0x94, 0x00, 0x01, 0xc1},
+		"huge str32":           {0x94, 0x00, 0x01, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xdb, 0xff, 0xff, 0xff, 0xff, 'x'},
+		"huge array32":         {0x94, 0x00, 0x01, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xdd, 0xff, 0xff, 0xff, 0xff},
+		"huge map32":           {0xdf, 0x7f, 0xff, 0xff, 0xff},
+		"deep nesting":         bytes.Repeat([]byte{0x91}, 1000),
+		"random bytes":         {0xde, 0x12, 0x9c, 0xff, 0xc1, 0x00, 0x42, 0x13, 0x37},
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := dialRPC(t, addr)
+			c.write(b)
+			c.closed()
+		})
+	}
+	// A frame cut short by the client leaving: nothing to answer, no harm.
+	c := dialRPC(t, addr)
+	c.write([]byte{0x94, 0x00, 0x01, 0xa4, 'p', 'u'})
+	c.conn.Close()
+
+	// The other client noticed nothing.
+	bystander.ok("ok", "push", "q", "x")
+	pushID := bystander.send("push", "bystander", "y")
+	for range 2 {
+		r := bystander.recv()
+		if r.err != nil || (r.msgid != pushID && r.msgid != bystanderPull) {
+			t.Fatalf("bystander answer %+v", r)
+		}
+	}
+}
+
+// A message handed out while its client is leaving goes back to the queue.
+func TestAbandonOnDisconnect(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	core.deliverOnCancel = true
+	addr, _ := startServer(t, core, Options{})
+	c := dialRPC(t, addr)
+	c.send("pull", "q")
+	<-core.waiting
+	core.put("q", gateway.Message{Body: []byte("precious")})
+	c.conn.Close()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		core.mu.Lock()
+		n, left := len(core.abandoned), len(core.queues["q"])
+		core.mu.Unlock()
+		if n == 1 && left == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("abandoned %d, left in queue %d", n, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c2 := dialRPC(t, addr)
+	if d := c2.call("pull", "q", 0).delivery(t); d.Content != "precious" {
+		t.Fatalf("content %#v", d.Content)
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(core, Options{Logger: quietLogger()})
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(context.Background(), l) }()
+	c := dialRPC(t, l.Addr().String())
+	id := c.send("pull", "q")
+	<-core.waiting
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if r := c.recv(); r.msgid != id || r.str(t) != "empty" {
+		t.Fatalf("waiting pull answered %+v, want empty", r)
+	}
+	c.closed()
+	if err := <-errc; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {
+		t.Fatal("still accepting after Shutdown")
+	}
+	if err := s.Serve(context.Background(), l); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+}
+
+// Serve's context ending closes its listener and connections.
+func TestServeContext(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(newFakeCore(), Options{Logger: quietLogger()})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ctx, l) }()
+	c := dialRPC(t, l.Addr().String())
+	c.ok("ok", "push", "q", 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve: %v", err)
+	}
+	c.closed()
+}
+
+// With MaxInFlight reached, the server stops reading that connection.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	core := newFakeCore()
+	addr, _ := startServer(t, core, Options{MaxInFlight: 2})
+	c := dialRPC(t, addr)
+	p1 := c.send("pull", "a", 0.3)
+	p2 := c.send("pull", "b", 1)
+	push := c.send("push", "c", 1)
+	var order []uint32
+	for range 3 {
+		order = append(order, c.recv().msgid)
+	}
+	// The push waits for the first pull to free a slot, then overtakes the second.
+	if want := []uint32{p1, push, p2}; !reflect.DeepEqual(order, want) {
+		t.Fatalf("answer order %v, want %v", order, want)
+	}
+}
