@@ -82,6 +82,7 @@ type Gateway struct {
 	dels   *deliveryTable
 
 	fetchSeq atomic.Uint64
+	rr       atomic.Uint64 // rotates pull-any's first queue
 
 	subs     []*nats.Subscription
 	closing  chan struct{}

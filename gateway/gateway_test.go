@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -243,5 +245,87 @@ func TestManyInFlight(t *testing.T) {
 		if d, err := g.Pull(ctx, "many", time.Second); d == nil || err != nil {
 			t.Fatalf("pull %d: %v", i, err)
 		}
+	}
+}
+
+func TestPullAnyFairAndExactlyOnce(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	const perQueue = 200
+	queues := []string{"fa", "fb", "fc"}
+	for i := 0; i < perQueue; i++ {
+		for _, q := range queues {
+			mustPush(t, g, q, fmt.Sprintf("%s-%d", q, i))
+		}
+	}
+	re := regexp.MustCompile(`^f`)
+	seen := make(map[string]bool)
+	served := make(map[string]int)
+	// The first 300 pulls must spread over all queues.
+	for i := 0; i < 3*perQueue; i++ {
+		d, err := g.PullAny(ctx, re, 0)
+		if err != nil || d == nil {
+			t.Fatalf("pull-any %d: %v %v", i, d, err)
+		}
+		body := string(d.Message.Body)
+		if seen[body] {
+			t.Fatalf("%s delivered twice", body)
+		}
+		seen[body] = true
+		if i < 3*perQueue/2 {
+			served[d.Queue]++
+		}
+		if err := g.Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range queues {
+		if served[q] < perQueue/4 {
+			t.Fatalf("queue %s starved: %v", q, served)
+		}
+	}
+	if d, err := g.PullAny(ctx, re, 0); d != nil || err != nil {
+		t.Fatalf("left over: %+v %v", d, err)
+	}
+}
+
+func TestPullAnyIncludesNewQueue(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	got := make(chan *gateway.Delivery, 1)
+	go func() {
+		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 5*time.Second)
+		got <- d
+	}()
+	time.Sleep(200 * time.Millisecond)
+	mustPush(t, g, "new-queue", "hi")
+	select {
+	case d := <-got:
+		if d == nil || d.Queue != "new-queue" {
+			t.Fatalf("got %+v", d)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("not woken")
+	}
+	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0); d != nil || err != nil {
+		t.Fatalf("no queue: %v %v", d, err)
+	}
+}
+
+func TestPushAll(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	mustPush(t, g, "pa/1", "x")
+	mustPush(t, g, "pa/2", "x")
+	mustPush(t, g, "other", "x")
+	res, err := g.PushAll(ctx, regexp.MustCompile(`^pa/`), gateway.Message{Body: []byte("all")})
+	if err != nil || len(res) != 2 || res["pa/1"] != gateway.AccumNo || res["pa/2"] != gateway.AccumNo {
+		t.Fatalf("push all: %v %v", res, err)
+	}
+	if res, err := g.PushAll(ctx, regexp.MustCompile(`^none`), gateway.Message{}); err != nil || len(res) != 0 {
+		t.Fatalf("no match: %v %v", res, err)
 	}
 }

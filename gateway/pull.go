@@ -21,6 +21,10 @@ const (
 	maxBatch = 256
 	// stuckFetch is how long a no_wait pull request may go unanswered.
 	stuckFetch = 5 * time.Second
+	// recentPush: a queue notified this recently may have a message that its
+	// consumer has not counted yet; pull requests then wait up to settleWait.
+	recentPush = 200 * time.Millisecond
+	settleWait = 50 * time.Millisecond
 )
 
 // raw is a message JetStream handed to this gateway, not yet a delivery.
@@ -65,17 +69,19 @@ type queueState struct {
 	name, enc               string
 	stream, subject, reqSub string
 
-	mu       sync.Mutex
-	ackWait  time.Duration
-	waiters  []waitEntry
-	regSeq   uint64 // sequence of the last registered waiter
-	fetching bool
-	cur      *fetchReq // the outstanding pull request
-	inbox    string    // reply subject prefix of its pull requests
-	sub      *nats.Subscription
-	dirty    bool // a notification came while fetching
-	last     time.Time
-	dead     bool
+	mu         sync.Mutex
+	ackWait    time.Duration
+	waiters    []waitEntry
+	regSeq     uint64 // sequence of the last registered waiter
+	fetching   bool
+	cur        *fetchReq       // the outstanding pull request
+	probes     []chan struct{} // closed when the next pull request is answered
+	inbox      string          // reply subject prefix of its pull requests
+	sub        *nats.Subscription
+	dirty      bool      // a notification came while fetching
+	last       time.Time // last pull request
+	lastNotify time.Time // last notification of a new message
+	dead       bool
 }
 
 func newQueueState(g *Gateway, name, stream string) (*queueState, error) {
@@ -108,6 +114,7 @@ type fetchReq struct {
 	got    int
 	regSeq uint64    // waiters registered up to here are covered by it
 	noWait []*waiter // no-wait waiters covered by it
+	probes []chan struct{}
 }
 
 func (q *queueState) add(w *waiter) {
@@ -116,6 +123,37 @@ func (q *queueState) add(w *waiter) {
 	q.regSeq++
 	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
 	q.kickLocked()
+}
+
+// addPassive registers w without fetching for it: a fetch for any reason
+// (another client, a notification, a probe) serves it.
+func (q *queueState) addPassive(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.regSeq++
+	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
+}
+
+// probe makes sure a pull request covering the current waiters is issued and
+// returns a channel closed when it has been answered.
+func (q *queueState) probe() <-chan struct{} {
+	ch := make(chan struct{})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		close(ch)
+		return ch
+	}
+	q.probes = append(q.probes, ch)
+	q.kickLocked()
+	if !q.fetching {
+		// Nobody waits any more (the waiter was served elsewhere).
+		for _, c := range q.probes {
+			close(c)
+		}
+		q.probes = nil
+	}
+	return ch
 }
 
 func (q *queueState) remove(w *waiter) {
@@ -132,6 +170,7 @@ func (q *queueState) remove(w *waiter) {
 func (q *queueState) notify() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.lastNotify = time.Now()
 	if q.fetching {
 		q.dirty = true
 		return
@@ -169,11 +208,22 @@ func (q *queueState) kickLocked() {
 			fr.noWait = append(fr.noWait, e.w)
 		}
 	}
+	fr.probes, q.probes = q.probes, nil
 	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
 	body := `{"batch":` + strconv.Itoa(fr.batch) + `,"no_wait":true}`
+	if time.Since(q.lastNotify) < recentPush {
+		// JetStream acknowledges a publish before the consumer has counted
+		// the message, and a bare no_wait request is refused at once when it
+		// sees nothing pending: with expires it waits that long for the first
+		// message, and still returns as soon as it has some.
+		body = `{"batch":` + strconv.Itoa(fr.batch) + `,"no_wait":true,"expires":` + strconv.FormatInt(int64(settleWait), 10) + `}`
+	}
 	if err := g.nc.PublishRequest(q.reqSub, q.inbox+strconv.FormatUint(fr.id, 10), []byte(body)); err != nil {
 		g.log.Warn("pull request failed", "queue", q.name, "err", err)
 		q.cur, q.fetching = nil, false
+		for _, c := range fr.probes {
+			close(c)
+		}
 	}
 }
 
@@ -186,6 +236,9 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 		return
 	}
 	q.cur, q.fetching = nil, false
+	for _, c := range fr.probes {
+		close(c)
+	}
 	if empty {
 		for _, w := range fr.noWait {
 			if w.pending.Add(-1) == 0 && w.claimed.CompareAndSwap(false, true) {
@@ -240,7 +293,15 @@ func (q *queueState) shutdown() {
 	if q.sub != nil {
 		_ = q.sub.Unsubscribe()
 	}
-	q.cur, q.fetching = nil, false
+	if q.cur != nil {
+		for _, c := range q.cur.probes {
+			close(c)
+		}
+	}
+	for _, c := range q.probes {
+		close(c)
+	}
+	q.cur, q.fetching, q.probes = nil, false, nil
 	for _, e := range q.waiters {
 		if e.w.claimed.CompareAndSwap(false, true) {
 			e.w.ch <- nil
@@ -284,6 +345,9 @@ func (g *Gateway) repollLoop() {
 			q.mu.Lock()
 			if q.fetching && now.Sub(q.last) > stuckFetch {
 				// Its answer never came (a lost status, a reconnect): forget it.
+				for _, c := range q.cur.probes {
+					close(c)
+				}
 				q.cur, q.fetching = nil, false
 			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
@@ -310,14 +374,19 @@ func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
 		}
 		switch status {
 		case "404":
-			fr.q.fetchDone(fr, true, 0)
+			q.fetchDone(fr, true, 0)
 		case "408":
-			// "Requests Pending": other gateways' requests are ahead; try again soon.
-			fr.q.fetchDone(fr, false, 5*time.Millisecond)
+			if strings.Contains(m.Header.Get("Description"), "Pending") {
+				// "Requests Pending": other gateways' requests are ahead of
+				// this one; try again soon.
+				q.fetchDone(fr, false, 5*time.Millisecond)
+			} else {
+				q.fetchDone(fr, true, 0) // "Request Timeout": nothing came
+			}
 		case "100":
 		default:
 			g.log.Warn("pull request refused", "queue", fr.q.name, "status", status, "description", m.Header.Get("Description"))
-			fr.q.fetchDone(fr, true, time.Second)
+			q.fetchDone(fr, true, time.Second)
 		}
 		return
 	}
@@ -402,6 +471,11 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 
 // PullAny is Pull over every queue whose name matches re, including queues
 // created while it waits. Queues are not created by it.
+//
+// The waiter is registered on every matching queue without fetching, then the
+// queues are probed one at a time, starting at a rotating offset so that busy
+// queues share the pulls fairly. Probing all at once would take a message
+// from each non-empty queue and have to give all but one back.
 func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*Delivery, error) {
 	var deadline <-chan time.Time
 	if wait > 0 {
@@ -411,7 +485,7 @@ func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Dura
 	}
 	seen := make(map[string]bool)
 	var qs []*queueState
-	w := newWaiter(wait == 0, 0)
+	w := newWaiter(false, 0)
 	defer func() {
 		for _, q := range qs {
 			q.remove(w)
@@ -430,45 +504,59 @@ func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Dura
 			}
 			seen[name] = true
 			fresh = append(fresh, q)
+			qs = append(qs, q)
+			q.addPassive(w)
 		}
-		if wait == 0 {
-			if len(fresh) == 0 {
-				return nil, nil
+		r, gotOne, stop := g.probe(ctx, w, fresh)
+		if !gotOne && !stop && wait != 0 {
+			select {
+			case r = <-w.ch:
+				gotOne = true
+			case <-created:
+				continue
+			case <-deadline:
+			case <-ctx.Done():
+			case <-g.closing:
 			}
-			r, err := g.await(ctx, fresh, 0)
-			if r == nil || err != nil {
+		}
+		if gotOne && r == nil {
+			// A queue went away and answered the waiter: start over.
+			for _, q := range qs {
+				q.remove(w)
+			}
+			w, qs, seen = newWaiter(false, 0), nil, make(map[string]bool)
+			continue
+		}
+		if !gotOne {
+			var err error
+			if r, err = g.giveUp(ctx, w); r == nil {
 				return nil, err
 			}
-			return g.deliver(ctx, r)
-		}
-		w.pending.Add(int32(len(fresh)))
-		for _, q := range fresh {
-			qs = append(qs, q)
-			q.add(w)
-		}
-		select {
-		case r := <-w.ch:
-			if r == nil {
-				// A queue went away and answered the waiter: start over.
-				for _, q := range qs {
-					q.remove(w)
-				}
-				w, qs, seen = newWaiter(false, 0), nil, make(map[string]bool)
-				continue
-			}
-			return g.deliver(ctx, r)
-		case <-created:
-			continue
-		case <-deadline:
-		case <-ctx.Done():
-		case <-g.closing:
-		}
-		r, err := g.giveUp(ctx, w)
-		if r == nil {
-			return nil, err
 		}
 		return g.deliver(ctx, r)
 	}
+}
+
+// probe fetches for w from each of qs in turn until w is served. stop is true
+// when the caller's context or the gateway ended the wait.
+func (g *Gateway) probe(ctx context.Context, w *waiter, qs []*queueState) (r *raw, gotOne, stop bool) {
+	if len(qs) == 0 {
+		return nil, false, false
+	}
+	start := int(g.rr.Add(1) % uint64(len(qs)))
+	for i := range qs {
+		done := qs[(start+i)%len(qs)].probe()
+		select {
+		case r = <-w.ch:
+			return r, true, false
+		case <-done:
+		case <-ctx.Done():
+			return nil, false, true
+		case <-g.closing:
+			return nil, false, true
+		}
+	}
+	return nil, false, false
 }
 
 // await registers a waiter on qs and waits for a message.
