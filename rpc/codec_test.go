@@ -3,7 +3,6 @@ package rpc
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -450,14 +449,3 @@ func TestParseDialect(t *testing.T) {
 		t.Error("ParseDialect(bson) accepted")
 	}
 }
-
-// frame builds a request frame from hand-picked element encodings.
-func frame(elems ...[]byte) []byte {
-	b := appendArrayHeader(nil, len(elems))
-	for _, e := range elems {
-		b = append(b, e...)
-	}
-	return b
-}
-
-func be32(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }

@@ -137,13 +137,13 @@ func TestIntegrationMethods(t *testing.T) {
 		t.Fatalf("initial default list %#v", v)
 	}
 	c.ok("ok", "set_default_props", []any{
-		[]any{"accum/.*", map[string]any{"accum": 30}},
+		[]any{"accum/.*", map[string]any{"accum": 30.0, "timeout": 0.5}},
 		[]any{".*", map[string]any{"retry": 0}},
 	})
 	r = c.call("get_default_props")
 	assertRawDialect(t, r.result)
 	want := []any{
-		[]any{"accum/.*", map[string]any{"pack": 30.0}},
+		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
 		[]any{".*", map[string]any{"retry": int8(0)}},
 	}
 	if v := r.value(t); !reflect.DeepEqual(v, want) {

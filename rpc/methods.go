@@ -454,9 +454,35 @@ func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
 		return result{}, err
 	}
 	// LMQ reported accum under its old name.
-	b, err := appendAny(nil, list.Slice("pack"), c.s.opt.Dialect)
+	b, err := appendAny(nil, wholeAsInt(list.Slice("pack")), c.s.opt.Dialect)
 	if err != nil {
 		return result{}, fmt.Errorf("encode default list: %w", err)
 	}
 	return result{b: b}, nil
+}
+
+// wholeAsInt turns whole float64 values into int64, recursively. Properties
+// keep seconds as floats, but LMQ answered the numbers it was given, and
+// clients gave whole seconds as integers (30, not 30.0); the JSON side prints
+// them the same way (%.15g).
+func wholeAsInt(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int64(v)
+		}
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = wholeAsInt(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = wholeAsInt(e)
+		}
+		return out
+	}
+	return v
 }

@@ -336,11 +336,11 @@ func TestFakeMethods(t *testing.T) {
 	if v := r.value(t); !reflect.DeepEqual(v, []any{}) {
 		t.Fatalf("empty default list: %#v", v)
 	}
-	c.ok("ok", "set_default_props", []any{[]any{"accum/.*", map[string]any{"accum": 30}}, []any{".*", map[string]any{"retry": 0}}})
+	c.ok("ok", "set_default_props", []any{[]any{"accum/.*", map[string]any{"accum": 30, "timeout": 0.5}}, []any{".*", map[string]any{"retry": 0}}})
 	r = c.call("get_default_props")
 	assertRawDialect(t, r.result)
 	want := []any{
-		[]any{"accum/.*", map[string]any{"pack": 30.0}},
+		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
 		[]any{".*", map[string]any{"retry": int8(0)}},
 	}
 	if v := r.value(t); !reflect.DeepEqual(v, want) {
