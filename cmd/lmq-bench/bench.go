@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// bench is one run: its targets, the deployment under test, and the results
+// collected for the report.
+type bench struct {
+	cfg   config
+	log   *slog.Logger
+	epoch time.Time // zero of message timestamps (monotonic)
+	runID string
+
+	gw       *gatewayProc
+	httpAddr string
+	rpcAddr  string
+	natsURL  string
+	gwPID    int
+	natsPID  int
+
+	targets []target
+
+	facts    machineFacts
+	cells    []cellResult
+	e2es     []e2eResult
+	maxRates []maxRateResult
+	mems     []memResult
+	setups   []setupResult
+	notes    []string
+}
+
+func newBench(cfg config, stderr io.Writer) (*bench, error) {
+	var id [3]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("run id: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	return &bench{cfg: cfg, log: log, epoch: time.Now(), runID: hex.EncodeToString(id[:])}, nil
+}
+
+// run performs the whole benchmark and writes the report, also when it was
+// interrupted (with what was measured so far).
+func (b *bench) run(ctx context.Context, stdout io.Writer) (err error) {
+	b.facts = gatherFacts(ctx)
+	defer func() {
+		for _, t := range b.targets {
+			if cerr := t.close(); cerr != nil {
+				b.log.Warn("closing target", "target", t.name(), "err", cerr)
+			}
+		}
+		b.gw.stop()
+	}()
+
+	if err := b.openTargets(ctx); err != nil {
+		return err
+	}
+	b.facts.loadStart = readLoadAvg()
+	b.facts.started = time.Now()
+
+	runErr := b.measure(ctx)
+	if runErr != nil {
+		b.notes = append(b.notes, "RUN INCOMPLETE: "+firstLine(runErr.Error()))
+	}
+
+	b.facts.loadEnd = readLoadAvg()
+	b.facts.elapsed = time.Since(b.facts.started)
+	report := b.report()
+	if _, err := io.WriteString(stdout, report); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	if b.cfg.out != "" {
+		if err := os.WriteFile(b.cfg.out, []byte(report), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", b.cfg.out, err)
+		}
+	}
+	return runErr
+}
+
+// openTargets starts or connects what the selected targets need. A target
+// whose deployment is not given is skipped with a note, so that a partial
+// deployment (only NATS, say) can still be measured.
+func (b *bench) openTargets(ctx context.Context) error {
+	cfg := b.cfg
+	maxConc := slices.Max(cfg.conc)
+	maxConc = max(maxConc, cfg.maxRateConc, cfg.memConc, cfg.setupConc)
+	needGW := slices.ContainsFunc(cfg.targets, func(n string) bool { return n != tNoop })
+	if cfg.spawn && needGW {
+		g, err := spawnGateway(ctx, cfg, b.log)
+		if err != nil {
+			return err
+		}
+		b.gw = g
+		b.httpAddr, b.rpcAddr, b.natsURL = g.httpAddr, g.rpcAddr, g.natsURL
+		b.gwPID = g.pid()
+	} else {
+		b.httpAddr, b.rpcAddr, b.natsURL = cfg.httpAddr, cfg.rpcAddr, cfg.natsURL
+		b.gwPID, b.natsPID = cfg.gatewayPID, cfg.natsPID
+	}
+	// Baselines first, so that a long run shows them before the gateway rows.
+	for _, name := range []string{tNoop, tJS, tHTTP, tRPC} {
+		if !slices.Contains(cfg.targets, name) {
+			continue
+		}
+		var t target
+		switch name {
+		case tNoop:
+			nt, err := newNoopHTTPTarget(maxConc)
+			if err != nil {
+				return err
+			}
+			t = nt
+		case tJS:
+			if b.natsURL == "" {
+				b.skip(name, "no --nats URL")
+				continue
+			}
+			jt, err := newJSTarget(b.natsURL, cfg.jsConns)
+			if err != nil {
+				return err
+			}
+			t = jt
+		case tHTTP:
+			if b.httpAddr == "" {
+				b.skip(name, "no --http address")
+				continue
+			}
+			t = newGatewayHTTPTarget(b.httpAddr, maxConc)
+		case tRPC:
+			if b.rpcAddr == "" {
+				b.skip(name, "no --rpc address")
+				continue
+			}
+			t = newRPCTarget(b.rpcAddr, cfg.rpcDepth)
+		}
+		b.targets = append(b.targets, t)
+	}
+	if len(b.targets) == 0 {
+		return errors.New("no target can run (give --http/--rpc/--nats, or spawn)")
+	}
+	return nil
+}
+
+func (b *bench) skip(target, why string) {
+	b.log.Warn("skipping target", "target", target, "why", why)
+	b.notes = append(b.notes, fmt.Sprintf("target %s skipped: %s", target, why))
+}
+
+// measure runs the selected workloads, in an order that lets each reuse the
+// queues the previous one left: push fills, pull drains, mixed runs on the
+// drained queues.
+func (b *bench) measure(ctx context.Context) error {
+	cfg := b.cfg
+	if cfg.has(wPush) || cfg.has(wPull) || cfg.has(wMixed) {
+		for qi, nq := range cfg.queues {
+			for _, t := range b.targets {
+				// The ceiling keeps no queues: one queue count is enough.
+				if !t.stateful() && qi > 0 {
+					continue
+				}
+				if err := b.matrix(ctx, t, nq); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if cfg.has(wE2E) {
+		for _, nq := range cfg.e2eQueues {
+			for _, t := range b.targets {
+				if !t.stateful() {
+					continue // the ceiling hands out bodies without timestamps
+				}
+				if err := b.e2eSeries(ctx, t, nq); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if cfg.has(wMaxRate) {
+		for _, t := range b.targets {
+			if !t.stateful() {
+				continue
+			}
+			if err := b.maxRate(ctx, t); err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.has(wMemory) {
+		if err := b.memory(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// matrix runs push, pull and mixed over sizes and concurrencies on one set
+// of nq queues of target t.
+func (b *bench) matrix(ctx context.Context, t target, nq int) error {
+	cfg := b.cfg
+	qs, err := b.createQueues(ctx, t, fmt.Sprintf("q%d", nq), nq)
+	if err != nil {
+		return err
+	}
+	defer b.removeQueues(ctx, t, qs)
+	for _, size := range cfg.sizes {
+		if s, ok := t.(sizer); ok {
+			s.setSize(size)
+		}
+		for _, c := range cfg.conc {
+			if cfg.has(wPush) || cfg.has(wPull) {
+				r, err := b.pushCell(ctx, t, qs, c, size)
+				if err != nil {
+					return err
+				}
+				if cfg.has(wPush) {
+					b.addCell(r)
+				}
+			}
+			if cfg.has(wPull) {
+				r, err := b.pullCell(ctx, t, qs, c, size)
+				if err != nil {
+					return err
+				}
+				b.addCell(r)
+			}
+			if err := b.drain(ctx, t, qs); err != nil {
+				return err
+			}
+			if cfg.has(wMixed) {
+				r, err := b.mixedCell(ctx, t, qs, c, size)
+				if err != nil {
+					return err
+				}
+				b.addCell(r)
+				if err := b.drain(ctx, t, qs); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) addCell(r cellResult) {
+	b.cells = append(b.cells, r)
+	b.log.Info("cell",
+		"workload", r.workload, "target", r.target, "C", r.conc, "size", r.size, "queues", r.queues,
+		"msgs", r.msgs, "rate", fmtRate(r.rate), "p50", fmtDur(r.lat.p50), "p99", fmtDur(r.lat.p99),
+		"errors", r.errors)
+}
+
+// createQueues makes nq queues exist on t (timed, for the queues table).
+func (b *bench) createQueues(ctx context.Context, t target, tag string, nq int) (*queueSet, error) {
+	qs := newQueueSet(fmt.Sprintf("lmqb-%s-%s-%s", b.runID, t.name(), tag), nq)
+	if !t.stateful() {
+		return qs, nil
+	}
+	start := time.Now()
+	err := parallel(ctx, nq, b.cfg.setupConc, func(ctx context.Context, i int) error {
+		return t.setup(ctx, qs.names[i])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: creating %d queues: %w", t.name(), nq, err)
+	}
+	el := time.Since(start)
+	b.setups = append(b.setups, setupResult{target: t.name(), queues: nq, create: el})
+	b.log.Info("queues created", "target", t.name(), "queues", nq, "took", el.Round(time.Millisecond))
+	return qs, nil
+}
+
+// removeQueues deletes a queue set; failures only warn, the run goes on.
+func (b *bench) removeQueues(ctx context.Context, t target, qs *queueSet) {
+	if !t.stateful() || ctx.Err() != nil {
+		return
+	}
+	start := time.Now()
+	err := parallel(ctx, len(qs.names), b.cfg.setupConc, func(ctx context.Context, i int) error {
+		return t.remove(ctx, qs.names[i])
+	})
+	el := time.Since(start)
+	if err != nil {
+		b.log.Warn("removing queues", "target", t.name(), "err", err)
+		return
+	}
+	// Record the delete time next to the matching creation.
+	for i := len(b.setups) - 1; i >= 0; i-- {
+		if s := &b.setups[i]; s.target == t.name() && s.queues == len(qs.names) && s.remove == 0 {
+			s.remove = el
+			break
+		}
+	}
+}
+
+// checkAlive turns a dead spawned gateway into an error.
+func (b *bench) checkAlive() error { return b.gw.alive() }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// serverCPU is the CPU time so far of the processes serving target t: the
+// gateway (which embeds NATS when spawned) and a separate nats-server. Zero
+// when unknown (noop-http runs inside the bench; remote without PIDs).
+func (b *bench) serverCPU(t target) time.Duration {
+	if !t.stateful() {
+		return 0
+	}
+	var total time.Duration
+	for _, pid := range b.serverPIDs(t) {
+		if d, err := procCPU(pid); err == nil {
+			total += d
+		}
+	}
+	return total
+}
+
+func (b *bench) serverPIDs(t target) []int {
+	separateNATS := b.natsPID > 0 && b.natsPID != b.gwPID
+	var pids []int
+	// Raw JetStream does not pass through the gateway; when NATS runs
+	// separately, the gateway's CPU is not part of that target's cost.
+	if b.gwPID > 0 && !(t.name() == tJS && separateNATS) {
+		pids = append(pids, b.gwPID)
+	}
+	if separateNATS {
+		pids = append(pids, b.natsPID)
+	}
+	return pids
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target and workload names, as given to --targets and --workloads.
+const (
+	tNoop = "noop-http"
+	tJS   = "jetstream"
+	tHTTP = "http"
+	tRPC  = "rpc"
+
+	wPush    = "push"
+	wPull    = "pull"
+	wMixed   = "mixed"
+	wE2E     = "e2e"
+	wMaxRate = "maxrate"
+	wMemory  = "memory"
+)
+
+var (
+	allTargets   = []string{tNoop, tJS, tHTTP, tRPC}
+	allWorkloads = []string{wPush, wPull, wMixed, wE2E, wMaxRate, wMemory}
+)
+
+// config is everything the flags say.
+type config struct {
+	args []string // the command line, for the report
+
+	targets   []string
+	workloads []string
+	conc      []int
+	sizes     []int
+	queues    []int
+	duration  time.Duration
+
+	// Deployment: spawn a gateway, or use addresses of a running one.
+	spawn       bool
+	gatewayBin  string
+	gatewayArgs []string
+	keep        bool
+	httpAddr    string
+	rpcAddr     string
+	natsURL     string
+	gatewayPID  int
+	natsPID     int
+
+	// Target tuning.
+	rpcDepth int
+	jsConns  int
+	pullWait time.Duration
+
+	// e2e and max-rate search.
+	e2eRates      []float64
+	e2eQueues     []int
+	maxRateConc   int
+	maxRateSize   int
+	maxRateStart  float64
+	maxRateMax    float64
+	maxRateP99    time.Duration
+	maxRateSteps  int
+	maxRateTrialD time.Duration
+	e2eGrace      time.Duration
+	memMsgs       int
+	memSamples    int
+	memConc       int
+	setupConc     int
+	drainTimeout  time.Duration
+	out           string
+	verbose       bool
+	quick         bool
+	explicitlySet map[string]bool
+	logLevel      slog.Level
+	memIdle       time.Duration
+}
+
+const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
+JetStream on the same NATS server and against a no-op HTTP handler, and prints
+markdown tables (msgs/s, latency percentiles, ratios), machine facts and the
+command line.
+
+Usage:
+  lmq-bench [flags]                       spawn a gateway and bench it (default)
+  lmq-bench --http 127.0.0.1:9980 --rpc 127.0.0.1:18800 --nats nats://127.0.0.1:4222
+                                          bench a running deployment
+  lmq-bench --quick                       seconds-long smoke run of everything
+
+Targets (--targets):
+  http       the gateway's HTTP API: POST /messages/NAME; GET /messages/NAME?t=W
+             then POST /messages/NAME/ID?reply=ack
+  rpc        MessagePack-RPC push/pull/done, one TCP connection per client,
+             --rpc-depth requests in flight per connection
+  jetstream  raw nats.go on the gateway's NATS: WorkQueue stream + durable pull
+             consumer per queue; sync Publish; Fetch(1) + DoubleAck
+  noop-http  a no-op net/http handler inside the bench, same HTTP client code:
+             the HTTP ceiling
+
+Workloads (--workloads):
+  push     closed loop: each client pushes and waits for the answer
+  pull     pull+ack draining what push left (push runs unreported if not selected)
+  mixed    C pushers and C pullers at once; latency is push->pull
+  e2e      open loop at each --e2e-rate: p50/p99/p999 of pull time minus the
+           scheduled push time, and the delivered rate
+  maxrate  search the highest offered rate with p99 <= --maxrate-p99
+  memory   RSS of the gateway (and of NATS if separate) while --mem-msgs
+           messages of 256 B pile up in one queue, sampled as it grows
+
+Every push/pull/mixed cell runs for each concurrency, size and queue count;
+clients are spread over the queues (client w uses queues j with j%C == w, or
+queue w%Q when there are fewer queues than clients).
+
+Flags:
+`
+
+// parseFlags parses args into a config. It returns flag.ErrHelp after
+// printing the usage for -h/--help.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := config{args: args}
+	fs := flag.NewFlagSet("lmq-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
+
+	targets := fs.String("targets", strings.Join(allTargets, ","), "targets to bench, comma-separated: "+strings.Join(allTargets, ", "))
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads, comma-separated: "+strings.Join(allWorkloads, ", "))
+	conc := fs.String("conc", "1,16,64", "concurrent clients per cell, comma-separated")
+	sizes := fs.String("sizes", "256,64KiB", "message sizes in bytes (K/KiB/M/MiB suffixes allowed), comma-separated")
+	queues := fs.String("queues", "1,100,10000", "queue counts for push, pull and mixed, comma-separated")
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "duration of each measured cell")
+
+	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc or --nats is given)")
+	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
+	gwArgs := fs.String("gateway-args", "", "extra arguments for the spawned gateway, space-separated")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the spawned gateway's temp dir (data, log) after the run")
+	fs.StringVar(&cfg.httpAddr, "http", "", "HTTP address of a running gateway (host:port)")
+	fs.StringVar(&cfg.rpcAddr, "rpc", "", "MessagePack-RPC address of a running gateway (host:port)")
+	fs.StringVar(&cfg.natsURL, "nats", "", "NATS URL for the jetstream target against a running deployment")
+	fs.IntVar(&cfg.gatewayPID, "gateway-pid", 0, "PID of the running gateway, for RSS and CPU figures (spawn mode knows it)")
+	fs.IntVar(&cfg.natsPID, "nats-pid", 0, "PID of a separate nats-server, for RSS and CPU figures")
+
+	fs.IntVar(&cfg.rpcDepth, "rpc-depth", 1, "requests in flight per RPC connection (pipelining); 1 keeps C operations in flight, like the other targets")
+	fs.IntVar(&cfg.jsConns, "js-conns", 1, "NATS connections shared by the jetstream target's clients (the gateway also shares one)")
+	fs.DurationVar(&cfg.pullWait, "pull-wait", time.Second, "long-poll wait of pulls that expect to wait (mixed, e2e)")
+
+	rates := fs.String("e2e-rate", "2000", "offered rates (msgs/s) of the e2e workload, comma-separated")
+	e2eQueues := fs.String("e2e-queues", "1", "queue counts of the e2e workload, comma-separated")
+	fs.DurationVar(&cfg.e2eGrace, "e2e-grace", 2*time.Second, "how long e2e pullers keep pulling after the offered window")
+	fs.IntVar(&cfg.maxRateConc, "maxrate-conc", 16, "pushers and pullers of the max-rate search")
+	maxRateSize := fs.String("maxrate-size", "256", "message size of the max-rate search")
+	fs.Float64Var(&cfg.maxRateStart, "maxrate-start", 2000, "first offered rate of the max-rate search (doubled until it fails)")
+	fs.Float64Var(&cfg.maxRateMax, "maxrate-max", 200000, "highest offered rate tried")
+	fs.DurationVar(&cfg.maxRateP99, "maxrate-p99", 20*time.Millisecond, "p99 bound of the max-rate search")
+	fs.IntVar(&cfg.maxRateSteps, "maxrate-steps", 4, "bisection steps after the first failing rate")
+	fs.DurationVar(&cfg.maxRateTrialD, "maxrate-duration", 0, "duration of each max-rate trial (default: --duration)")
+
+	fs.IntVar(&cfg.memMsgs, "mem-msgs", 1_000_000, "backlog of 256-byte messages for the memory workload")
+	fs.IntVar(&cfg.memSamples, "mem-samples", 10, "RSS samples as the backlog grows")
+	fs.IntVar(&cfg.memConc, "mem-conc", 64, "pushers filling the memory backlog")
+	fs.DurationVar(&cfg.memIdle, "mem-idle", 2*time.Second, "memory: idle time before the baseline, after the fill and after deleting the queue")
+	fs.IntVar(&cfg.setupConc, "setup-conc", 16, "parallel requests when creating and deleting queues")
+	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "bound on emptying queues between cells")
+	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
+	fs.BoolVar(&cfg.verbose, "v", false, "debug logging")
+	fs.BoolVar(&cfg.quick, "quick", false, "seconds-long smoke run: short cells, small matrix, small backlog (explicit flags still win)")
+
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.explicitlySet = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cfg.explicitlySet[f.Name] = true })
+
+	// --quick replaces the defaults the user did not override.
+	if cfg.quick {
+		quick := map[string]string{
+			"conc": "1,4", "sizes": "256", "queues": "1,10", "duration": "400ms",
+			"e2e-rate": "500", "maxrate-start": "1000", "maxrate-max": "8000", "maxrate-steps": "1",
+			"maxrate-duration": "400ms", "maxrate-conc": "4", "mem-msgs": "5000",
+			"mem-samples": "5", "e2e-grace": "1s", "drain-timeout": "10s", "mem-idle": "300ms",
+		}
+		for name, v := range quick {
+			if !cfg.explicitlySet[name] {
+				if err := fs.Set(name, v); err != nil {
+					return cfg, fmt.Errorf("quick default %s=%s: %w", name, v, err)
+				}
+			}
+		}
+	}
+
+	var err error
+	if cfg.targets, err = parseNames(*targets, allTargets); err != nil {
+		return cfg, fmt.Errorf("--targets: %w", err)
+	}
+	if cfg.workloads, err = parseNames(*workloads, allWorkloads); err != nil {
+		return cfg, fmt.Errorf("--workloads: %w", err)
+	}
+	if cfg.conc, err = parseInts(*conc, parseInt); err != nil {
+		return cfg, fmt.Errorf("--conc: %w", err)
+	}
+	if cfg.sizes, err = parseInts(*sizes, parseSize); err != nil {
+		return cfg, fmt.Errorf("--sizes: %w", err)
+	}
+	if cfg.queues, err = parseInts(*queues, parseInt); err != nil {
+		return cfg, fmt.Errorf("--queues: %w", err)
+	}
+	if cfg.e2eQueues, err = parseInts(*e2eQueues, parseInt); err != nil {
+		return cfg, fmt.Errorf("--e2e-queues: %w", err)
+	}
+	if cfg.maxRateSize, err = parseSize(*maxRateSize); err != nil {
+		return cfg, fmt.Errorf("--maxrate-size: %w", err)
+	}
+	for _, s := range splitList(*rates) {
+		r, err := strconv.ParseFloat(s, 64)
+		if err != nil || r <= 0 {
+			return cfg, fmt.Errorf("--e2e-rate: %q is not a positive number", s)
+		}
+		cfg.e2eRates = append(cfg.e2eRates, r)
+	}
+	if *gwArgs != "" {
+		cfg.gatewayArgs = strings.Fields(*gwArgs)
+	}
+	if cfg.maxRateTrialD == 0 {
+		cfg.maxRateTrialD = cfg.duration
+	}
+	for _, s := range cfg.sizes {
+		// The e2e timestamp and the sequence header need 16 bytes.
+		if s < 16 {
+			return cfg, fmt.Errorf("--sizes: %d is below the 16-byte minimum", s)
+		}
+	}
+	switch {
+	case cfg.duration <= 0:
+		return cfg, errors.New("--duration must be positive")
+	case cfg.rpcDepth < 1 || cfg.jsConns < 1 || cfg.memConc < 1 || cfg.setupConc < 1 || cfg.maxRateConc < 1:
+		return cfg, errors.New("--rpc-depth, --js-conns, --mem-conc, --setup-conc and --maxrate-conc must be >= 1")
+	case cfg.memSamples < 1:
+		return cfg, errors.New("--mem-samples must be >= 1")
+	}
+	// An address of a running deployment means: do not spawn.
+	if cfg.httpAddr != "" || cfg.rpcAddr != "" || cfg.natsURL != "" {
+		if cfg.explicitlySet["spawn"] && cfg.spawn {
+			return cfg, errors.New("--spawn contradicts --http/--rpc/--nats")
+		}
+		cfg.spawn = false
+	}
+	cfg.logLevel = slog.LevelInfo
+	if cfg.verbose {
+		cfg.logLevel = slog.LevelDebug
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseNames(s string, known []string) ([]string, error) {
+	var out []string
+	for _, n := range splitList(s) {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+func parseInts(s string, parse func(string) (int, error)) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := parse(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+func parseInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a positive integer", s)
+	}
+	return n, nil
+}
+
+// parseSize reads "256", "64K", "64KiB", "1M", "1MiB" (binary units).
+func parseSize(s string) (int, error) {
+	mult := 1
+	num := s
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"k", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return n * mult, nil
+}
+
+func (c config) has(workload string) bool { return slices.Contains(c.workloads, workload) }

@@ -1,0 +1,62 @@
+// Command lmq-bench measures lmq-gateway against the engine underneath it and
+// against the HTTP ceiling, in one run, and prints markdown tables.
+//
+// Four targets are driven by the same workload code:
+//
+//   - http: the gateway's HTTP API (POST /messages/NAME to push; GET
+//     /messages/NAME?t=... to pull, then POST /messages/NAME/ID?reply=ack).
+//   - rpc: the gateway's MessagePack-RPC API, one TCP connection per client,
+//     requests pipelined on it (push, pull, done).
+//   - jetstream: raw nats.go JetStream on the same NATS server (one WorkQueue
+//     stream and durable pull consumer per queue; sync Publish; Fetch(1) +
+//     DoubleAck), so that every gateway figure has its ratio to the engine.
+//   - noop-http: a no-op net/http handler started inside the bench and driven
+//     by the HTTP client code of the http target: the HTTP ceiling.
+//
+// Workloads: push-only; pull+ack draining the queues the push left behind;
+// push and pull+ack at once; end-to-end latency at a fixed offered rate (open
+// loop); a search for the highest offered rate with p99 within a bound; and
+// the gateway's memory with a large backlog. By default the tool builds and
+// starts its own gateway (--spawn) on free loopback ports and a temporary data
+// directory, and uses that gateway's embedded NATS for the jetstream target.
+//
+// Run `go run ./cmd/lmq-bench --help` for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lmq-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main without the process: it parses args, runs the benchmark and
+// writes the report to stdout. Tests call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := newBench(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	return b.run(ctx, stdout)
+}

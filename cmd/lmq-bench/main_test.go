@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/rpc"
+)
+
+// startNATS runs an in-process JetStream server on a random loopback port.
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host:      "127.0.0.1",
+		Port:      -1,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	})
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// startGateway runs the gateway core with its HTTP and MessagePack-RPC front
+// ends in this process, on loopback listeners, over the server s.
+func startGateway(t *testing.T, s *server.Server) (httpAddr, rpcAddr string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatalf("gateway nats connect: %v", err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	startCtx, startCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer startCancel()
+	core, err := gateway.New(startCtx, nc, gateway.Config{Logger: quiet})
+	if err != nil {
+		t.Fatalf("gateway core: %v", err)
+	}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: httpapi.New(core, httpapi.Options{Logger: quiet}), ReadHeaderTimeout: 5 * time.Second}
+	rs := rpc.New(core, rpc.Options{Logger: quiet})
+	go func() { _ = hs.Serve(hl) }()
+	go func() { _ = rs.Serve(ctx, rl) }()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = hs.Shutdown(sctx)
+		_ = rs.Shutdown(sctx)
+		cancel()
+		core.Close()
+		nc.Close()
+	})
+	return hl.Addr().String(), rl.Addr().String()
+}
+
+// TestSmoke runs every workload briefly against every target, all started in
+// this process: the no-op HTTP handler, raw JetStream on an in-process
+// nats-server, and the gateway's HTTP and RPC front ends on that server. It
+// checks that messages were counted and the tables printed, and asserts
+// nothing about speed.
+func TestSmoke(t *testing.T) {
+	s := startNATS(t)
+	httpAddr, rpcAddr := startGateway(t, s)
+	pid := strconv.Itoa(os.Getpid())
+	args := []string{
+		"--http", httpAddr, "--rpc", rpcAddr, "--nats", s.ClientURL(),
+		// Everything serves from this process: its RSS and CPU are ours.
+		"--gateway-pid", pid,
+		// Two clients over three queues: client 0 owns two of them.
+		"--conc", "2", "--sizes", "256", "--queues", "3",
+		"--duration", "80ms", "--pull-wait", "200ms", "--rpc-depth", "2",
+		"--e2e-rate", "300", "--e2e-grace", "300ms",
+		"--maxrate-start", "300", "--maxrate-max", "300", "--maxrate-conc", "2",
+		"--mem-msgs", "300", "--mem-samples", "3", "--mem-conc", "4", "--mem-idle", "10ms",
+		"--setup-conc", "4",
+	}
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	b, err := newBench(cfg, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := b.run(ctx, &out); err != nil {
+		t.Fatalf("run: %v\nlogs:\n%s", err, logs.String())
+	}
+	report := out.String()
+
+	// push, pull, mixed for each of the four targets.
+	if want := 3 * 4; len(b.cells) != want {
+		t.Errorf("got %d cells, want %d", len(b.cells), want)
+	}
+	for _, c := range b.cells {
+		if c.msgs <= 0 || c.errors > 0 {
+			t.Errorf("cell %s %s: %d msgs, %d errors (%s)", c.workload, c.target, c.msgs, c.errors, c.firstErr)
+		}
+	}
+	if len(b.e2es) != 3 {
+		t.Errorf("got %d e2e results, want 3 (jetstream, http, rpc)", len(b.e2es))
+	}
+	for _, r := range b.e2es {
+		if r.sent == 0 || r.lat.n == 0 || r.errors > 0 {
+			t.Errorf("e2e %s: sent %d, %d latency samples, %d errors (%s)", r.target, r.sent, r.lat.n, r.errors, r.firstErr)
+		}
+	}
+	if len(b.maxRates) != 3 {
+		t.Errorf("maxrate: %d results, want 3", len(b.maxRates))
+	}
+	if len(b.mems) != 2 {
+		t.Errorf("memory: %d fills, want 2 (jetstream, http)", len(b.mems))
+	}
+	for _, m := range b.mems {
+		if len(m.samples) < 3 || m.samples[0].rss <= 0 || m.errors > 0 {
+			t.Errorf("memory %s: %+v", m.target, m)
+		}
+	}
+	for _, want := range []string{
+		"# lmq-bench run", "- machine:", "- command: `go run ./cmd/lmq-bench --http 127.0.0.1:",
+		"## Push", "## Pull + ack", "## Push and pull + ack at once", "## End-to-end latency",
+		"## Highest offered rate", "## Memory", "## Queue creation",
+		"| noop-http | 2 | 256 B |", "| jetstream | 2 | 256 B | 3 |", "| http | 2 | 256 B | 3 |", "| rpc | 2 | 256 B | 3 |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("report:\n%s\nlogs:\n%s", report, logs.String())
+	}
+}
+
+func TestAssigned(t *testing.T) {
+	qs := newQueueSet("q", 5)
+	if got := qs.assigned(1, 2); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("5 queues, client 1 of 2: %v", got)
+	}
+	if got := qs.assigned(6, 8); !slices.Equal(got, []int{1}) {
+		t.Errorf("5 queues, client 6 of 8: %v", got)
+	}
+	p := percentilesOf([]time.Duration{5, 1, 4, 2, 3})
+	if p.p50 != 3 || p.p99 != 5 || p.n != 5 {
+		t.Errorf("percentiles: %+v", p)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"--help"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--help: %v", err)
+	}
+	if _, err := parseFlags([]string{"--targets", "nope"}, io.Discard); err == nil {
+		t.Error("unknown target accepted")
+	}
+	cfg, err := parseFlags([]string{"--quick", "--conc", "2", "--http", "127.0.0.1:1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.spawn || cfg.conc[0] != 2 || cfg.duration != 400*time.Millisecond {
+		t.Errorf("quick/explicit/remote: spawn=%v conc=%v duration=%v", cfg.spawn, cfg.conc, cfg.duration)
+	}
+	if n, err := parseSize("64KiB"); err != nil || n != 65536 {
+		t.Errorf("parseSize(64KiB) = %d, %v", n, err)
+	}
+}

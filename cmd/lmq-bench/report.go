@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// setupResult is the time to create and delete one queue set.
+type setupResult struct {
+	target string
+	queues int
+	create time.Duration
+	remove time.Duration
+}
+
+// machineFacts describe where the figures were taken.
+type machineFacts struct {
+	cpuModel  string
+	cores     int
+	memTotal  string
+	kernel    string
+	goVersion string
+	commit    string
+	loadStart string
+	loadEnd   string
+	started   time.Time
+	elapsed   time.Duration
+}
+
+func gatherFacts(ctx context.Context) machineFacts {
+	f := machineFacts{cores: runtime.NumCPU(), goVersion: runtime.Version()}
+	f.cpuModel = procField("/proc/cpuinfo", "model name")
+	f.memTotal = procField("/proc/meminfo", "MemTotal")
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		f.kernel = strings.TrimSpace(string(b))
+	}
+	// The commit is best effort: the bench may run outside a checkout.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(cctx, "git", "describe", "--always", "--dirty").Output(); err == nil {
+		f.commit = strings.TrimSpace(string(out))
+	}
+	return f
+}
+
+// procField returns the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "?"
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func readLoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// shellQuote renders the command line so that it can be pasted back.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@%+", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}
+
+// cellKey identifies comparable cells across targets.
+type cellKey struct {
+	workload string
+	conc     int
+	size     int
+	queues   int
+}
+
+func (b *bench) report() string {
+	var sb strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
+	f := b.facts
+	w("# lmq-bench run %s\n\n", f.started.Format("2006-01-02 15:04 MST"))
+	w("- command: `go run ./cmd/lmq-bench %s`\n", shellQuote(b.cfg.args))
+	w("- machine: %s, %d cores, %s RAM, Linux %s, %s\n", f.cpuModel, f.cores, f.memTotal, f.kernel, f.goVersion)
+	w("- load average (1/5/15 min): %s at start, %s at end; run took %s\n", f.loadStart, f.loadEnd, f.elapsed.Round(time.Second))
+	if f.commit != "" {
+		w("- commit: %s\n", f.commit)
+	}
+	if b.gw != nil {
+		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, NATS %s; client and server share the machine\n",
+			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), b.natsURL)
+	} else {
+		w("- deployment: running; HTTP %s, RPC %s, NATS %s, gateway pid %d, nats pid %d\n",
+			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.natsURL), b.gwPID, b.natsPID)
+	}
+	w("- cells: %s each; rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
+		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)
+	for _, n := range b.notes {
+		w("- **%s**\n", n)
+	}
+	w("\n")
+
+	index := map[cellKey]map[string]cellResult{}
+	for _, c := range b.cells {
+		k := cellKey{c.workload, c.conc, c.size, c.queues}
+		if index[k] == nil {
+			index[k] = map[string]cellResult{}
+		}
+		index[k][c.target] = c
+	}
+	noopFor := func(c cellResult) (cellResult, bool) {
+		// The ceiling ran with one queue count only; it keeps no queues.
+		for k, m := range index {
+			if k.workload == c.workload && k.conc == c.conc && k.size == c.size {
+				if n, ok := m[tNoop]; ok {
+					return n, true
+				}
+			}
+		}
+		return cellResult{}, false
+	}
+
+	sections := []struct {
+		workload, title, latency string
+	}{
+		{wPush, "Push", "latency of one push (request to answer)"},
+		{wPull, "Pull + ack, draining pre-filled queues", "latency of one pull + ack cycle; a cell ends early when its queues are empty"},
+		{wMixed, "Push and pull + ack at once (C pushers and C pullers)", "msgs/s counts acked messages; latency is of pull + ack cycles of messages already waiting (push latency in the notes)"},
+	}
+	for _, s := range sections {
+		var rows []cellResult
+		for _, c := range b.cells {
+			if c.workload == s.workload {
+				rows = append(rows, c)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		w("## %s\n\n%s. \"srv CPU\" is the CPU time of the serving processes (gateway with its embedded NATS) per message.\n\n", s.title, capitalize(s.latency))
+		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | vs jetstream | vs noop-http | notes |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		sortCells(rows)
+		for _, c := range rows {
+			js := index[cellKey{c.workload, c.conc, c.size, c.queues}][tJS]
+			vsJS, vsNoop := "—", "—"
+			if c.target != tJS {
+				vsJS = fmtRatio(c.rate, js.rate)
+			}
+			if c.target == tHTTP {
+				if n, ok := noopFor(c); ok {
+					vsNoop = fmtRatio(c.rate, n.rate)
+				}
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				c.target, c.conc, fmtSize(c.size), queuesCol(c.target, c.queues), fmtRate(c.rate),
+				fmtDur(c.lat.p50), fmtDur(c.lat.p99), fmtDur(c.lat.p999),
+				cpuPerMsg(c.srvCPU, c.msgs), vsJS, vsNoop, cellNotes(c))
+		}
+		w("\n")
+	}
+
+	if len(b.e2es) > 0 {
+		w("## End-to-end latency at a fixed offered rate (open loop)\n\n")
+		w("C pushers send on a fixed schedule, C pullers long-poll; latency = pull time − scheduled push time (warm-up excluded). \"delivered\" = msgs/s pulled within the offered window.\n\n")
+		w("| target | C | size | queues | offered/s | delivered/s | p50 | p99 | p999 | p99 vs jetstream | srv CPU µs/msg | notes |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		rows := slices.Clone(b.e2es)
+		sortE2E(rows)
+		for _, r := range rows {
+			vs := "—"
+			if r.target != tJS {
+				for _, j := range b.e2es {
+					if j.target == tJS && j.conc == r.conc && j.size == r.size && j.queues == r.queues && j.offered == r.offered && j.lat.p99 > 0 {
+						vs = fmt.Sprintf("%.2f×", float64(r.lat.p99)/float64(j.lat.p99))
+					}
+				}
+			}
+			w("| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.target, r.conc, fmtSize(r.size), r.queues, fmtRate(r.offered), fmtRate(r.delivered),
+				fmtDur(r.lat.p50), fmtDur(r.lat.p99), fmtDur(r.lat.p999), vs, cpuPerMsg(r.srvCPU, r.sent), e2eNotes(r))
+		}
+		w("\n")
+	}
+
+	if len(b.maxRates) > 0 {
+		w("## Highest offered rate with p99 ≤ %s\n\n", fmtDur(b.cfg.maxRateP99))
+		w("Doubling from %s msgs/s until a trial fails, then %d bisection steps; %s per trial. A trial passes when p99 is within the bound, every accepted message was delivered, at least 95%% of the offered rate was delivered in the window, and nothing failed.\n\n",
+			fmtRate(b.cfg.maxRateStart), b.cfg.maxRateSteps, b.cfg.maxRateTrialD)
+		w("| target | C | size | highest sustained | vs jetstream | trials (offered: p99, pass) |\n|---|---:|---:|---:|---:|---|\n")
+		var jsBest float64
+		for _, m := range b.maxRates {
+			if m.target == tJS {
+				jsBest = m.best
+			}
+		}
+		for _, m := range b.maxRates {
+			var tr []string
+			for _, t := range m.trials {
+				mark := "✗"
+				if t.pass {
+					mark = "✓"
+				}
+				tr = append(tr, fmt.Sprintf("%s: %s %s", fmtRate(t.offered), fmtDur(t.lat.p99), mark))
+			}
+			vs := "—"
+			if m.target != tJS {
+				vs = fmtRatio(m.best, jsBest)
+			}
+			best := fmtRate(m.best) + "/s"
+			if m.best == 0 {
+				best = "none passed"
+			}
+			w("| %s | %d | %s | %s | %s | %s |\n", m.target, m.conc, fmtSize(m.size), best, vs, strings.Join(tr, "; "))
+		}
+		w("\n")
+	}
+
+	if len(b.mems) > 0 {
+		w("## Memory with a growing backlog (%s messages of %d B, one queue)\n\n", fmtInt(int64(b.cfg.memMsgs)), memMsgSize)
+		w("RSS from /proc/PID/status (VmRSS) of the gateway process")
+		if b.gw != nil {
+			w(", which embeds NATS: the jetstream rows are the engine alone, the others engine + gateway")
+		}
+		w(".\n\n")
+		w("| target | backlog | gateway RSS | NATS RSS (separate) | moment |\n|---|---:|---:|---:|---|\n")
+		for _, m := range b.mems {
+			for _, s := range m.samples {
+				moment := s.label
+				if moment == "" {
+					moment = "filling"
+				}
+				w("| %s | %s | %s | %s | %s |\n", m.target, fmtInt(s.backlog), fmtMiBOrDash(s.rss), fmtMiBOrDash(s.natsRSS), moment)
+			}
+		}
+		w("\n")
+		for _, m := range b.mems {
+			slope, ok := m.bytesPerMsg()
+			w("- %s: filled at %s msgs/s; ", m.target, fmtRate(m.fillRate))
+			if ok {
+				w("RSS grew %.0f bytes per waiting message between the first and the last sample", slope)
+			} else {
+				w("too few samples for a slope")
+			}
+			if m.errors > 0 {
+				w("; %d errors (first: %s)", m.errors, m.firstErr)
+			}
+			w("\n")
+		}
+		if hwm := b.mems[len(b.mems)-1].hwm; hwm > 0 {
+			w("- peak RSS (VmHWM) of the gateway process over the whole run: %s\n", fmtMiB(hwm))
+		}
+		w("\n")
+	}
+
+	if len(b.setups) > 0 {
+		w("## Queue creation and deletion (setup, untimed in the cells above)\n\n")
+		w("| target | queues | create | per queue | delete |\n|---|---:|---:|---:|---:|\n")
+		for _, s := range b.setups {
+			w("| %s | %s | %s | %s | %s |\n", s.target, fmtInt(int64(s.queues)), fmtDur(s.create),
+				fmtDur(s.create/time.Duration(max(s.queues, 1))), fmtDur(s.remove))
+		}
+		w("\n")
+	}
+	return sb.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func fmtMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func fmtMiBOrDash(b int64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmtMiB(b)
+}
+
+func queuesCol(target string, q int) string {
+	if target == tNoop {
+		return "—"
+	}
+	return fmtInt(int64(q))
+}
+
+func cpuPerMsg(cpu time.Duration, msgs int64) string {
+	if cpu <= 0 || msgs <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(msgs))
+}
+
+func cellNotes(c cellResult) string {
+	var n []string
+	if c.depth > 1 {
+		n = append(n, fmt.Sprintf("depth %d", c.depth))
+	}
+	if c.workload == wMixed {
+		n = append(n, fmt.Sprintf("pushed %s/s, push p50 %s p99 %s", fmtRate(float64(c.pushed)/c.elapsed.Seconds()),
+			fmtDur(c.pushLat.p50), fmtDur(c.pushLat.p99)))
+	}
+	if c.retried > 0 {
+		n = append(n, fmt.Sprintf("%d pulls of a waiting message found none at once", c.retried))
+	}
+	if c.workload == wPull && c.elapsed > 0 {
+		n = append(n, fmt.Sprintf("%s msgs in %.1f s", fmtInt(c.msgs), c.elapsed.Seconds()))
+	}
+	if c.missing > 0 {
+		n = append(n, fmt.Sprintf("%d counted messages not found", c.missing))
+	}
+	if c.errors > 0 {
+		n = append(n, fmt.Sprintf("%d errors, first: %s", c.errors, mdEscape(c.firstErr)))
+	}
+	return strings.Join(n, "; ")
+}
+
+func e2eNotes(r e2eResult) string {
+	var n []string
+	if r.depth > 1 {
+		n = append(n, fmt.Sprintf("depth %d", r.depth))
+	}
+	if r.undelivered > 0 {
+		n = append(n, fmt.Sprintf("%s not delivered within the grace period", fmtInt(r.undelivered)))
+	}
+	if r.notSent > 0 {
+		n = append(n, fmt.Sprintf("%s scheduled pushes dropped (pushers saturated)", fmtInt(r.notSent)))
+	}
+	if r.errors > 0 {
+		n = append(n, fmt.Sprintf("%d errors, first: %s", r.errors, mdEscape(r.firstErr)))
+	}
+	return strings.Join(n, "; ")
+}
+
+func mdEscape(s string) string {
+	s = firstLine(s)
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// targetOrder puts the baselines next to the gateway rows they compare with.
+func targetOrder(t string) int {
+	switch t {
+	case tJS:
+		return 0
+	case tNoop:
+		return 1
+	case tHTTP:
+		return 2
+	case tRPC:
+		return 3
+	}
+	return 4
+}
+
+func sortCells(rows []cellResult) {
+	less := func(a, b cellResult) int {
+		for _, d := range []int{a.size - b.size, a.queues - b.queues, a.conc - b.conc, targetOrder(a.target) - targetOrder(b.target)} {
+			if d != 0 {
+				return d
+			}
+		}
+		return 0
+	}
+	slices.SortStableFunc(rows, less)
+}
+
+func sortE2E(rows []e2eResult) {
+	less := func(a, b e2eResult) int {
+		for _, d := range []float64{float64(a.size - b.size), float64(a.queues - b.queues), a.offered - b.offered,
+			float64(a.conc - b.conc), float64(targetOrder(a.target) - targetOrder(b.target))} {
+			if d < 0 {
+				return -1
+			}
+			if d > 0 {
+				return 1
+			}
+		}
+		return 0
+	}
+	slices.SortStableFunc(rows, less)
+}

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// gatewayProc is a gateway started by the bench, on free loopback ports with
+// a temporary data dir. Its NATS client port is open too, for the jetstream
+// target.
+type gatewayProc struct {
+	dir      string
+	logPath  string
+	bin      string
+	httpAddr string
+	rpcAddr  string
+	natsURL  string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	waitErr  error
+	keep     bool
+	log      *slog.Logger
+}
+
+// moduleRoot finds the lmq-gateway module the bench runs in, to build the
+// gateway from it.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside a Go module: run from the lmq-gateway checkout or pass --gateway-bin")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProc, error) {
+	dir, err := os.MkdirTemp("", "lmq-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	g := &gatewayProc{dir: dir, keep: cfg.keep, log: log, exited: make(chan struct{})}
+	fail := func(err error) (*gatewayProc, error) {
+		g.stop()
+		return nil, err
+	}
+
+	g.bin = cfg.gatewayBin
+	if g.bin == "" {
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		g.bin = filepath.Join(dir, "lmq-gateway")
+		log.Info("building gateway", "module", root, "out", g.bin)
+		build := exec.CommandContext(ctx, "go", "build", "-o", g.bin, "./cmd/lmq-gateway")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("go build ./cmd/lmq-gateway: %w\n%s", err, out))
+		}
+	}
+
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freeLoopbackPort(); err != nil {
+			return fail(err)
+		}
+	}
+	g.httpAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	g.rpcAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
+	g.natsURL = "nats://" + natsAddr
+
+	args := []string{
+		"--http-listen", g.httpAddr,
+		"--rpc-listen", g.rpcAddr,
+		"--data-dir", filepath.Join(dir, "data"),
+		"--nats-listen", natsAddr,
+	}
+	// Access logging costs the gateway per request; turn it off where the
+	// binary has the flag (older builds do not, and reject unknown flags).
+	if help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput(); bytes.Contains(help, []byte("-access-log")) {
+		args = append(args, "--access-log=false")
+	}
+	args = append(args, cfg.gatewayArgs...)
+	g.logPath = filepath.Join(dir, "gateway.log")
+	logf, err := os.Create(g.logPath)
+	if err != nil {
+		return fail(fmt.Errorf("gateway log: %w", err))
+	}
+	// Not CommandContext: the gateway must outlive a cancelled run long
+	// enough to be stopped politely by stop().
+	g.cmd = exec.Command(g.bin, args...)
+	g.cmd.Stdout = logf
+	g.cmd.Stderr = logf
+	log.Info("starting gateway", "bin", g.bin, "args", strings.Join(args, " "))
+	if err := g.cmd.Start(); err != nil {
+		logf.Close()
+		return fail(fmt.Errorf("start gateway: %w", err))
+	}
+	go func() {
+		g.waitErr = g.cmd.Wait()
+		logf.Close()
+		close(g.exited)
+	}()
+	if err := g.waitReady(ctx, 60*time.Second); err != nil {
+		return fail(fmt.Errorf("%w\n--- gateway log (tail) ---\n%s", err, tail(g.logPath, 40)))
+	}
+	// RPC may be missing from a gateway build (it landed after HTTP); the
+	// rpc target is then skipped rather than the whole run failing.
+	if !dialsWithin(ctx, g.rpcAddr, 2*time.Second) {
+		log.Warn("spawned gateway does not serve MessagePack-RPC", "addr", g.rpcAddr)
+		g.rpcAddr = ""
+	}
+	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "nats", g.natsURL)
+	return g, nil
+}
+
+// waitReady waits until the HTTP and NATS ports accept connections and the
+// HTTP API answers a request, or the process exits.
+func (g *gatewayProc) waitReady(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer hc.CloseIdleConnections()
+	for {
+		if g.readyOnce(ctx, hc) {
+			return nil
+		}
+		select {
+		case <-g.exited:
+			return fmt.Errorf("gateway exited before it was ready: %v", g.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("gateway not ready: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (g *gatewayProc) readyOnce(ctx context.Context, hc *http.Client) bool {
+	var d net.Dialer
+	for _, a := range []string{g.httpAddr, strings.TrimPrefix(g.natsURL, "nats://")} {
+		c, err := d.DialContext(ctx, "tcp", a)
+		if err != nil {
+			return false
+		}
+		c.Close()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.httpAddr+"/stats", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode < 500
+}
+
+// dialsWithin reports whether addr accepts a TCP connection within limit.
+func dialsWithin(ctx context.Context, addr string, limit time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var d net.Dialer
+	for ctx.Err() == nil {
+		if c, err := d.DialContext(ctx, "tcp", addr); err == nil {
+			c.Close()
+			return true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+func (g *gatewayProc) pid() int {
+	if g == nil || g.cmd == nil || g.cmd.Process == nil {
+		return 0
+	}
+	return g.cmd.Process.Pid
+}
+
+// stop ends the gateway (SIGTERM, then SIGKILL after 10 s) and removes the
+// temp dir unless --keep.
+func (g *gatewayProc) stop() {
+	if g == nil {
+		return
+	}
+	if g.cmd != nil && g.cmd.Process != nil {
+		select {
+		case <-g.exited:
+		default:
+			_ = g.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-g.exited:
+			case <-time.After(10 * time.Second):
+				g.log.Warn("gateway did not stop on SIGTERM; killing it", "pid", g.cmd.Process.Pid)
+				_ = g.cmd.Process.Kill()
+				<-g.exited
+			}
+		}
+	}
+	if g.keep {
+		g.log.Info("kept gateway dir", "dir", g.dir, "log", g.logPath)
+		return
+	}
+	if err := os.RemoveAll(g.dir); err != nil {
+		g.log.Warn("removing temp dir", "dir", g.dir, "err", err)
+	}
+}
+
+// alive reports a gateway that exited during the run.
+func (g *gatewayProc) alive() error {
+	if g == nil {
+		return nil
+	}
+	select {
+	case <-g.exited:
+		return fmt.Errorf("gateway exited: %v\n--- gateway log (tail) ---\n%s", g.waitErr, tail(g.logPath, 40))
+	default:
+		return nil
+	}
+}
+
+func tail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// procRSS reads VmRSS and VmHWM (bytes) from /proc/PID/status.
+func procRSS(pid int) (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("rss of %d: %w", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, k := range []struct {
+			prefix string
+			dst    *int64
+		}{{"VmRSS:", &rss}, {"VmHWM:", &hwm}} {
+			if rest, ok := strings.CutPrefix(line, k.prefix); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 1 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					*k.dst = kb << 10
+				}
+			}
+		}
+	}
+	return rss, hwm, sc.Err()
+}
+
+// clockTicks is USER_HZ, 100 on every Linux the bench targets (Go has no
+// sysconf without cgo).
+const clockTicks = 100
+
+// procCPU is user+system CPU time of a process so far, from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
+	}
+	// The command name may contain spaces: fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu of %d: malformed stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// After ')': state(3) ppid(4) ... utime is field 14, stime 15 (1-based).
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu of %d: short stat", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cpu of %d: bad stat fields", pid)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
