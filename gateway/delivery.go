@@ -206,6 +206,16 @@ func (g *Gateway) release(r *raw, counted bool) {
 		cp.Header[k] = v
 	}
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
+	if v := r.msg.Header.Get(mapping.HdrExpires); v != "" {
+		// The copy must expire when the original would have.
+		ns, _ := strconv.ParseInt(v, 10, 64)
+		left := time.Until(time.Unix(0, ns))
+		if left <= 0 {
+			g.drop(r)
+			return
+		}
+		setNatsTTL(cp, left)
+	}
 	cp.Data = r.msg.Data
 	if _, err := g.js.PublishMsg(ctx, cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
@@ -218,16 +228,31 @@ func (g *Gateway) release(r *raw, counted bool) {
 	g.Notify(r.q.name)
 }
 
-// discard drops a message whose retries are used up.
+// discard ends a message whose retries are used up: it becomes a dead letter
+// when the queue keeps them (the dead_letter property), else it is dropped as
+// LMQ did.
 func (g *Gateway) discard(r *raw) {
+	if g.props.effective(r.q.name).DeadLetter {
+		if err := g.bury(r); err == nil {
+			g.obs.Discarded(r.q.name)
+			return
+		} else {
+			g.log.Warn("could not keep dead letter; dropping it", "queue", r.q.name, "err", err)
+		}
+	}
+	g.drop(r)
+	g.obs.Discarded(r.q.name)
+}
+
+// drop removes a message (and its large body) for good.
+func (g *Gateway) drop(r *raw) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("could not discard message", "queue", r.q.name, "err", err)
+		g.log.Warn("could not remove message", "queue", r.q.name, "err", err)
 		return
 	}
 	g.dropObject(ctx, r.msg)
-	g.obs.Discarded(r.q.name)
 }
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue

@@ -38,6 +38,16 @@ type raw struct {
 	pushedAt int64
 }
 
+// expired reports whether the message's ttl has passed.
+func (r *raw) expired(now time.Time) bool {
+	v := r.msg.Header.Get(mapping.HdrExpires)
+	if v == "" {
+		return false
+	}
+	ns, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && now.UnixNano() >= ns
+}
+
 // used is the number of deliveries consumed including the current one.
 func (r *raw) used() int { return r.prev + r.dc }
 
@@ -394,7 +404,10 @@ func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
 	if !ok {
 		return
 	}
-	if r.used() > r.retry+1 {
+	if r.expired(time.Now()) {
+		q.markDirty()
+		go g.drop(r)
+	} else if r.used() > r.retry+1 {
 		// Retries used up (the message came back through JetStream's own
 		// redelivery): drop it, and look again for the waiting client.
 		q.markDirty()

@@ -24,18 +24,42 @@ const headerRoom = 8 << 10
 // Push stores msg in queue, creating the queue if needed. It returns once
 // JetStream has the message (or, on accumulating queues, the part).
 func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
+	return g.PushWith(ctx, queue, msg, PushOptions{})
+}
+
+// PushOptions are the per-message features beyond LMQ.
+type PushOptions struct {
+	// Delay keeps the message invisible for this long.
+	Delay time.Duration
+	// TTL overrides the queue's ttl property: the message expires (is never
+	// delivered) this long after its push.
+	TTL time.Duration
+}
+
+// PushWith is Push with per-message options.
+func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
 	if err := validName(queue); err != nil {
 		return "", err
 	}
 	if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
 		return "", fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, len(msg.Body), g.cfg.MaxMessageSize)
 	}
+	if opts.Delay < 0 || opts.TTL < 0 {
+		return "", fmt.Errorf("%w: delay and ttl must not be negative", ErrInvalid)
+	}
 	q, err := g.queues.ensure(ctx, queue)
 	if err != nil {
 		return "", err
 	}
 	eff := g.props.effective(queue)
+	ttl := opts.TTL
+	if ttl == 0 {
+		ttl = eff.TTLDuration()
+	}
 	if eff.Accum > 0 {
+		if opts.Delay > 0 || opts.TTL > 0 {
+			return "", fmt.Errorf("%w: delay and ttl are not available on accumulating queues", ErrInvalid)
+		}
 		acc := g.acc.Load()
 		if acc == nil {
 			return "", fmt.Errorf("%w: accumulation is not available", ErrUnavailable)
@@ -47,17 +71,55 @@ func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumSta
 		g.obs.Pushed(queue, len(msg.Body))
 		return st, nil
 	}
-	m, err := g.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), msg, eff.Retry)
+	if ttl > 0 && opts.Delay >= ttl {
+		return "", fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
+	}
+	now := time.Now()
+	subject := mapping.QueueSubject(queue)
+	if opts.Delay > 0 {
+		subject = mapping.ScheduleSubject(queue, uuid.NewString())
+	}
+	m, err := g.EncodeMessage(ctx, queue, subject, msg, eff.Retry)
 	if err != nil {
 		return "", err
+	}
+	if ttl > 0 {
+		expires := now.Add(ttl)
+		m.Header.Set(mapping.HdrExpires, strconv.FormatInt(expires.UnixNano(), 10))
+		if opts.Delay == 0 {
+			setNatsTTL(m, ttl)
+		}
+	}
+	if opts.Delay > 0 {
+		// A JetStream message schedule: the server publishes a copy of this
+		// message (headers and body) to the queue's subject when it is due,
+		// and removes the schedule. Sub-second targets need RFC 3339 with
+		// nanoseconds (nats.go's helper truncates to seconds).
+		due := now.Add(opts.Delay)
+		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
+		m.Header.Set("Nats-Schedule-Target", mapping.QueueSubject(queue))
 	}
 	if err := g.publish(ctx, q, m); err != nil {
 		g.dropObject(ctx, m)
 		return "", err
 	}
 	g.obs.Pushed(queue, len(msg.Body))
+	if opts.Delay > 0 {
+		// Wake this gateway's waiting clients when it is due (JetStream fires
+		// schedules up to about a second late); other gateways re-poll.
+		time.AfterFunc(opts.Delay+300*time.Millisecond, func() { g.Notify(queue) })
+		return AccumNo, nil
+	}
 	g.Notify(queue)
 	return AccumNo, nil
+}
+
+// setNatsTTL lets JetStream itself remove the message once it expires; its
+// TTL has whole seconds and a minimum of one, so the gateway also checks the
+// exact expiry (Lmq-Expires) before delivering.
+func setNatsTTL(m *nats.Msg, ttl time.Duration) {
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	m.Header.Set("Nats-TTL", strconv.FormatInt(max(secs, 1), 10)+"s")
 }
 
 // PushCompound stores an already accumulated compound message (parts in

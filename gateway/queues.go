@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -228,17 +229,12 @@ func backstop(timeout time.Duration) time.Duration {
 func (r *registry) create(ctx context.Context, queue string) (*queueState, error) {
 	g := r.g
 	stream := mapping.StreamName(queue)
-	scfg := jetstream.StreamConfig{
-		Name:        stream,
-		Description: "lmq queue",
-		Subjects:    mapping.StreamSubjects(queue),
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    g.cfg.Replicas,
-		Metadata:    map[string]string{mapping.MetaQueueName: queue},
-	}
+	scfg := streamConfig(queue, g.cfg.Replicas)
 	_, err := g.js.CreateStream(ctx, scfg)
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		err = r.upgrade(ctx, scfg)
+	}
+	if err != nil {
 		return nil, jsErr("create queue", err)
 	}
 	eff := g.props.effective(queue)
@@ -253,6 +249,46 @@ func (r *registry) create(ctx context.Context, queue string) (*queueState, error
 	}
 	q.ackWait = cons.CachedInfo().Config.AckWait
 	return q, nil
+}
+
+// streamConfig is the stream of a queue. The features beyond LMQ need stream
+// settings that JetStream does not let us turn off again (per-message TTL,
+// schedules for delays, atomic batches); they cost nothing while unused, so
+// every queue gets them from the start.
+func streamConfig(queue string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               mapping.StreamName(queue),
+		Description:        "lmq queue",
+		Subjects:           mapping.StreamSubjects(queue),
+		Retention:          jetstream.WorkQueuePolicy,
+		Storage:            jetstream.FileStorage,
+		Replicas:           replicas,
+		Metadata:           map[string]string{mapping.MetaQueueName: queue},
+		AllowMsgTTL:        true,
+		AllowMsgSchedules:  true,
+		AllowAtomicPublish: true,
+		AllowRollup:        true, // implied by schedules; set so configs compare equal
+	}
+}
+
+// upgrade brings an existing queue stream (made by an older version, or with
+// other replicas) up to the settings this version needs, keeping its replicas.
+func (r *registry) upgrade(ctx context.Context, want jetstream.StreamConfig) error {
+	st, err := r.g.js.Stream(ctx, want.Name)
+	if err != nil {
+		return err
+	}
+	have := st.CachedInfo().Config
+	if slices.Equal(have.Subjects, want.Subjects) && have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish {
+		return nil
+	}
+	have.Subjects = want.Subjects
+	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
+	have.DenyPurge = false
+	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
+		return fmt.Errorf("upgrade stream %s: %w", want.Name, err)
+	}
+	return nil
 }
 
 func (r *registry) consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfig {

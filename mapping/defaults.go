@@ -136,5 +136,11 @@ func Resolve(defaults DefaultList, queue string, own Props) Effective {
 	if p.Timeout != nil {
 		e.Timeout = *p.Timeout
 	}
+	if p.TTL != nil {
+		e.TTL = *p.TTL
+	}
+	if p.DeadLetter != nil {
+		e.DeadLetter = *p.DeadLetter
+	}
 	return e
 }

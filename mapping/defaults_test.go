@@ -52,7 +52,7 @@ func TestParseDefaultListInvalid(t *testing.T) {
 		{`[["a",[]]]`, `invalid properties: default list entry 1: the properties must be an object`},
 		{`[["a",null]]`, `invalid properties: default list entry 1: the properties must be an object`},
 		{`[["a",{"retry":1.5}]]`, `invalid properties: default list entry 1: retry must be a non-negative integer (at most 2147483646)`},
-		{`[["a",{"bogus":1}]]`, `invalid properties: default list entry 1: unknown key "bogus" (known: accum, pack, retry, timeout, hooks)`},
+		{`[["a",{"bogus":1}]]`, `invalid properties: default list entry 1: unknown key "bogus" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

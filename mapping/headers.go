@@ -20,6 +20,10 @@ const (
 	// HdrKeepPrefix prefixes request headers kept by the preserve-header hook:
 	// "Lmq-Keep-User-Agent" holds the push's user-agent.
 	HdrKeepPrefix = "Lmq-Keep-"
+	// HdrExpires is when the message expires (Unix nanoseconds; ttl).
+	HdrExpires = "Lmq-Expires"
+	// HdrDeadAt is when a message became a dead letter (RFC 3339).
+	HdrDeadAt = "Lmq-Dead-At"
 	// HdrWindow identifies the accumulation window a part belongs to.
 	HdrWindow = "Lmq-Window"
 )

@@ -100,9 +100,18 @@ func QueueSubject(queue string) string { return SubjectPrefix + ".q." + EncodeNa
 // their window to close; the queue's consumer does not see it.
 func PartSubject(queue string) string { return SubjectPrefix + ".a." + EncodeName(queue) }
 
+// ScheduleSubject is the subject of one delayed message's schedule (id
+// unique per message: JetStream keeps one schedule per subject).
+func ScheduleSubject(queue, id string) string {
+	return SubjectPrefix + ".s." + EncodeName(queue) + "." + id
+}
+
+// DeadSubject is the subject of the queue's dead letters.
+func DeadSubject(queue string) string { return SubjectPrefix + ".d." + EncodeName(queue) }
+
 // StreamSubjects are all subjects a queue's stream holds.
 func StreamSubjects(queue string) []string {
-	return []string{QueueSubject(queue), PartSubject(queue)}
+	return []string{QueueSubject(queue), PartSubject(queue), SubjectPrefix + ".s." + EncodeName(queue) + ".*", DeadSubject(queue)}
 }
 
 // QueueFromStream returns the encoded token of a stream name, or ok=false when the

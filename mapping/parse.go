@@ -97,6 +97,20 @@ func propsFromMap(m map[string]any) (Props, error) {
 				return Props{}, err
 			}
 			p.Retry = &n
+		case "ttl":
+			// Beyond LMQ: how long a message may wait before it expires.
+			f, err := toSeconds(key, v, false)
+			if err != nil {
+				return Props{}, err
+			}
+			p.TTL = &f
+		case "dead_letter":
+			// Beyond LMQ: keep retry-exhausted messages instead of dropping them.
+			b, ok := v.(bool)
+			if !ok {
+				return Props{}, errors.New("dead_letter must be true or false")
+			}
+			p.DeadLetter = &b
 		case "hooks":
 			h, err := hooksFromValue(v)
 			if err != nil {
@@ -104,7 +118,7 @@ func propsFromMap(m map[string]any) (Props, error) {
 			}
 			p.Hooks = h
 		default:
-			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks)", quote(key))
+			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)", quote(key))
 		}
 	}
 	return p, nil

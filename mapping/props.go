@@ -50,14 +50,20 @@ type Props struct {
 	Retry   *int
 	Timeout *float64 // seconds
 	Hooks   Hooks    // nil: not set
+	// Beyond LMQ: TTL (seconds a message may wait; 0 = forever) and
+	// DeadLetter (keep retry-exhausted messages in the queue's dead letters).
+	TTL        *float64
+	DeadLetter *bool
 }
 
 // Effective are the properties in force for a queue.
 type Effective struct {
-	Accum   float64
-	Retry   int
-	Timeout float64
-	Hooks   Hooks
+	Accum      float64
+	Retry      int
+	Timeout    float64
+	Hooks      Hooks
+	TTL        float64
+	DeadLetter bool
 }
 
 // DefaultEntry is one entry of the default-properties list.
@@ -72,6 +78,9 @@ type DefaultList []DefaultEntry
 
 // AccumDuration converts the accum property to a duration.
 func (e Effective) AccumDuration() time.Duration { return secondsToDuration(e.Accum) }
+
+// TTLDuration converts the ttl property to a duration (0: messages do not expire).
+func (e Effective) TTLDuration() time.Duration { return secondsToDuration(e.TTL) }
 
 // TimeoutDuration converts the timeout property to a duration.
 func (e Effective) TimeoutDuration() time.Duration { return secondsToDuration(e.Timeout) }
@@ -92,7 +101,7 @@ func secondsToDuration(s float64) time.Duration {
 
 // IsZero reports whether no field is set.
 func (p Props) IsZero() bool {
-	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil
+	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil && p.TTL == nil && p.DeadLetter == nil
 }
 
 // Merge returns p with every field set in patch overriding p's. The result
@@ -100,10 +109,18 @@ func (p Props) IsZero() bool {
 // without the caller worrying about aliasing.
 func (p Props) Merge(patch Props) Props {
 	out := Props{
-		Accum:   clonePtr(p.Accum),
-		Retry:   clonePtr(p.Retry),
-		Timeout: clonePtr(p.Timeout),
-		Hooks:   p.Hooks.clone(),
+		Accum:      clonePtr(p.Accum),
+		Retry:      clonePtr(p.Retry),
+		Timeout:    clonePtr(p.Timeout),
+		Hooks:      p.Hooks.clone(),
+		TTL:        clonePtr(p.TTL),
+		DeadLetter: clonePtr(p.DeadLetter),
+	}
+	if patch.TTL != nil {
+		out.TTL = clonePtr(patch.TTL)
+	}
+	if patch.DeadLetter != nil {
+		out.DeadLetter = clonePtr(patch.DeadLetter)
 	}
 	if patch.Accum != nil {
 		out.Accum = clonePtr(patch.Accum)

@@ -79,8 +79,8 @@ func TestParsePropsInvalid(t *testing.T) {
 		{`{`, `invalid properties: malformed JSON: unexpected EOF`},
 		{`{} {}`, `invalid properties: malformed JSON: data after the value`},
 		{`{}x`, `invalid properties: malformed JSON: data after the value`},
-		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks)`},
-		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks)`},
+		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
+		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
 		{`{"retry":2.5}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2.0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2e0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
@@ -337,6 +337,28 @@ func TestDurations(t *testing.T) {
 		}
 		if got := e.TimeoutDuration(); got != tt.want {
 			t.Errorf("TimeoutDuration(%v) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
+
+func TestBeyondLMQProps(t *testing.T) {
+	p, err := ParseProps([]byte(`{"ttl":60,"dead_letter":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(p.JSON()); got != `{"dead_letter":true,"retry":2}` && got != `{"dead_letter":true,"ttl":60}` {
+		t.Fatalf("JSON %s", got)
+	}
+	e := Resolve(nil, "q", p)
+	if got := string(e.JSON()); got != `{"accum":0,"dead_letter":true,"retry":2,"timeout":30,"ttl":60}` {
+		t.Fatalf("effective %s", got)
+	}
+	if got := string(Resolve(nil, "q", Props{}).JSON()); got != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Fatalf("LMQ text changed: %s", got)
+	}
+	for _, bad := range []string{`{"ttl":-1}`, `{"ttl":"1"}`, `{"dead_letter":1}`} {
+		if _, err := ParseProps([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
 		}
 	}
 }

@@ -22,6 +22,10 @@ func (p Props) JSON() []byte {
 		sep("accum")
 		b.WriteString(formatSeconds(*p.Accum))
 	}
+	if p.DeadLetter != nil {
+		sep("dead_letter")
+		b.WriteString(strconv.FormatBool(*p.DeadLetter))
+	}
 	if p.Hooks != nil {
 		sep("hooks")
 		p.Hooks.appendJSON(&b)
@@ -33,6 +37,10 @@ func (p Props) JSON() []byte {
 	if p.Timeout != nil {
 		sep("timeout")
 		b.WriteString(formatSeconds(*p.Timeout))
+	}
+	if p.TTL != nil {
+		sep("ttl")
+		b.WriteString(formatSeconds(*p.TTL))
 	}
 	b.WriteByte('}')
 	return b.Bytes()
@@ -59,15 +67,28 @@ func (p Props) Map(accumKey string) map[string]any {
 	if p.Timeout != nil {
 		m["timeout"] = *p.Timeout
 	}
+	if p.TTL != nil {
+		m["ttl"] = *p.TTL
+	}
+	if p.DeadLetter != nil {
+		m["dead_letter"] = *p.DeadLetter
+	}
 	return m
 }
 
-// props views e as a Props with every key set, except hooks, which LMQ only
-// showed when a queue has some.
+// props views e as a Props with every LMQ key set, except hooks, which LMQ
+// only showed when a queue has some; the keys beyond LMQ (ttl, dead_letter)
+// only appear when in use, so that LMQ clients see LMQ's exact text.
 func (e Effective) props() Props {
 	p := Props{Accum: &e.Accum, Retry: &e.Retry, Timeout: &e.Timeout}
 	if len(e.Hooks) > 0 {
 		p.Hooks = e.Hooks
+	}
+	if e.TTL > 0 {
+		p.TTL = &e.TTL
+	}
+	if e.DeadLetter {
+		p.DeadLetter = &e.DeadLetter
 	}
 	return p
 }

@@ -1,0 +1,31 @@
+package gateway
+
+import "context"
+
+// ReleaseAll gives back every delivery this gateway still holds, for a
+// shutdown after the front ends have stopped: without it those messages stay
+// pending in JetStream until the consumer's AckWait backstop (the queue's
+// timeout and more), while released they are available at once to other
+// gateways or after a restart. Like Abandon, the release does not count as a
+// retry, so no message is dropped for it; a client that did get the message
+// and could not answer may see it again. It returns the number released and
+// stops early when ctx ends.
+func (g *Gateway) ReleaseAll(ctx context.Context) int {
+	g.dels.mu.Lock()
+	ds := make([]*delivery, 0, len(g.dels.m))
+	for _, d := range g.dels.m {
+		ds = append(ds, d)
+	}
+	g.dels.mu.Unlock()
+	n := 0
+	for _, d := range ds {
+		if ctx.Err() != nil {
+			break
+		}
+		if g.take(d) {
+			g.release(d.raw, false)
+			n++
+		}
+	}
+	return n
+}
