@@ -66,6 +66,7 @@ func New(core *gateway.Gateway, opts Options) http.Handler {
 		r.HandleFunc(base+"/{name}/{id}", a.reply).Methods(http.MethodPost)
 	}
 	r.HandleFunc("/queues/{name}", a.deleteQueue).Methods(http.MethodDelete)
+	a.mountBeyond(r)
 	for _, base := range []string{"/properties", "/props"} {
 		r.HandleFunc(base, a.getDefaults).Methods(http.MethodGet)
 		r.HandleFunc(base, a.putDefaults).Methods(http.MethodPut)
@@ -143,11 +144,20 @@ func (a *api) push(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if r.URL.Query().Get("batch") != "" {
+		a.pushBatch(w, r, queue)
+		return
+	}
+	opts, err := pushOptions(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	msg, ok := a.message(w, r, queue)
 	if !ok {
 		return
 	}
-	st, err := a.core.Push(r.Context(), queue, msg)
+	st, err := a.core.PushWith(r.Context(), queue, msg, opts)
 	if err != nil {
 		a.fail(w, r, err)
 		return

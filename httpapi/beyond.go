@@ -1,0 +1,236 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// The features beyond LMQ: query parameters and endpoints LMQ did not have,
+// so nothing an LMQ client sends reaches them.
+
+func (a *api) mountBeyond(r *mux.Router) {
+	r.HandleFunc("/queues", a.listQueues).Methods(http.MethodGet)
+	r.HandleFunc("/queues/{name}", a.queueDetail).Methods(http.MethodGet)
+	r.HandleFunc("/queues/{name}/dead", a.deadInfo).Methods(http.MethodGet)
+	r.HandleFunc("/queues/{name}/dead", a.deleteDead).Methods(http.MethodDelete)
+	r.HandleFunc("/queues/{name}/dead/head", a.deadHead).Methods(http.MethodGet)
+	r.HandleFunc("/queues/{name}/dead/respawn", a.respawnDead).Methods(http.MethodPost)
+}
+
+// seconds reads an optional non-negative seconds query parameter.
+func seconds(r *http.Request, key string) (time.Duration, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f*float64(time.Second) >= math.MaxInt64 {
+		return 0, fmt.Errorf("%w: %s must be a non-negative number of seconds", gateway.ErrInvalid, key)
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// pushOptions reads ?delay= and ?ttl=.
+func pushOptions(r *http.Request) (gateway.PushOptions, error) {
+	var o gateway.PushOptions
+	var err error
+	if o.Delay, err = seconds(r, "delay"); err != nil {
+		return o, err
+	}
+	o.TTL, err = seconds(r, "ttl")
+	return o, err
+}
+
+// pushBatch stores the messages of a ?batch=1 body atomically: a
+// multipart/mixed body (one message per part, with its content-type) or an
+// application/x-msgpack array of [{header: value}, content] pairs (the form of
+// a compound message).
+func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) {
+	body, ok := a.readBody(w, r)
+	if !ok {
+		return
+	}
+	msgs, err := parseBatch(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.core.PushBatch(r.Context(), queue, msgs); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"accum":"no","count":`+strconv.Itoa(len(msgs))+`}`))
+}
+
+func parseBatch(contentType string, body []byte) ([]gateway.Message, error) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("%w: batch content-type: %w", gateway.ErrInvalid, err)
+	}
+	switch {
+	case mt == mapping.ContentTypeMsgpack:
+		msgs, err := gateway.DecodeCompound(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+		}
+		return msgs, nil
+	case strings.HasPrefix(mt, "multipart/"):
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		var msgs []gateway.Message
+		for {
+			p, err := mr.NextRawPart()
+			if errors.Is(err, io.EOF) {
+				return msgs, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: batch body: %w", gateway.ErrInvalid, err)
+			}
+			b, err := io.ReadAll(p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: batch body: %w", gateway.ErrInvalid, err)
+			}
+			msgs = append(msgs, gateway.Message{ContentType: p.Header.Get("Content-Type"), Body: b})
+		}
+	}
+	return nil, fmt.Errorf("%w: a batch is multipart/mixed or %s", gateway.ErrInvalid, mapping.ContentTypeMsgpack)
+}
+
+type queueSummary struct {
+	Name string `json:"name"`
+	Size uint64 `json:"size"`
+}
+
+func (a *api) listQueues(w http.ResponseWriter, r *http.Request) {
+	out := []queueSummary{}
+	for _, name := range a.core.QueueNames() {
+		qi, err := a.core.Queue(r.Context(), name)
+		if errors.Is(err, gateway.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		out = append(out, queueSummary{Name: name, Size: qi.Size})
+	}
+	b, _ := json.Marshal(map[string]any{"queues": out})
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (a *api) queueDetail(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueName(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	d, err := a.core.QueueDetail(r.Context(), queue)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	b, _ := json.Marshal(map[string]any{
+		"name":         d.Name,
+		"size":         d.Size,
+		"in_flight":    d.InFlight,
+		"delayed":      d.Delayed,
+		"dead_letters": d.DeadLetters,
+		"accumulating": d.Parts,
+		"bytes":        d.Bytes,
+		"props":        json.RawMessage(d.Props.JSON()),
+	})
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (a *api) deadInfo(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueName(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	d, err := a.core.QueueDetail(r.Context(), queue)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"size":`+strconv.FormatUint(d.DeadLetters, 10)+`}`))
+}
+
+// deadHead shows the oldest dead letter like a delivered message, with its
+// history in x-lmq-deliveries and x-lmq-dead-at; 204 when there is none.
+func (a *api) deadHead(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueName(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	dl, err := a.core.DeadLetterHead(r.Context(), queue)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if dl == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	h := w.Header()
+	h[hdrQueueName] = []string{queue}
+	h["x-lmq-deliveries"] = []string{strconv.Itoa(dl.Deliveries)}
+	h["x-lmq-dead-at"] = []string{dl.DiedAt.UTC().Format(time.RFC3339Nano)}
+	for _, k := range dl.Message.Kept {
+		h[k.Name] = append(h[k.Name], k.Value)
+	}
+	h.Set("Content-Type", contentTypeOf(dl.Message))
+	h.Set("Content-Length", strconv.Itoa(len(dl.Message.Body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(dl.Message.Body)
+}
+
+func (a *api) respawnDead(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueName(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	n := 1
+	if v := r.URL.Query().Get("n"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			a.fail(w, r, fmt.Errorf("%w: n must be a positive integer", gateway.ErrInvalid))
+			return
+		}
+	}
+	moved, err := a.core.RespawnDeadLetters(r.Context(), queue, n)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"respawned":`+strconv.Itoa(moved)+`}`))
+}
+
+func (a *api) deleteDead(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueName(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	n, err := a.core.DeleteDeadLetters(r.Context(), queue)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"deleted":`+strconv.FormatUint(n, 10)+`}`))
+}
