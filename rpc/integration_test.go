@@ -390,3 +390,16 @@ func TestIntegrationShutdown(t *testing.T) {
 		t.Fatalf("connection not closed: %v", err)
 	}
 }
+
+// TestIntegrationPushDelay: push's optional third argument (beyond LMQ).
+func TestIntegrationPushDelay(t *testing.T) {
+	t.Parallel()
+	c, _, _ := startReal(t, Options{})
+	c.ok("ok", "push", "delayed", "later", map[string]any{"delay": 1.0})
+	c.ok("empty", "pull", "delayed", 0.3)
+	if d := c.call("pull", "delayed", 5).delivery(t); d.Content != "later" {
+		t.Fatalf("pull after delay: %+v", d)
+	}
+	c.fails("push", "delayed", "x", map[string]any{"bogus": 1})
+	c.fails("push", "delayed", "x", "not a map")
+}

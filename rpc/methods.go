@@ -179,7 +179,7 @@ type method struct {
 
 // methods is LMQ's RPC method table (lmq_mpac). It is read-only.
 var methods = map[string]method{
-	"push":              {2, 2, "(name, content)", (*conn).push},
+	"push":              {2, 3, "(name, content[, {delay, ttl}])", (*conn).push},
 	"pull":              {1, 2, "(name[, timeout])", (*conn).pull},
 	"push_all":          {2, 2, "(regexp, content)", (*conn).pushAll},
 	"pull_any":          {1, 2, "(regexp[, timeout])", (*conn).pullAny},
@@ -240,7 +240,13 @@ func (c *conn) push(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	st, err := c.s.core.Push(c.ctx, name, content(p[1]))
+	var opts gateway.PushOptions
+	if len(p) == 3 {
+		if opts, err = c.pushOptions(p[2]); err != nil {
+			return result{}, err
+		}
+	}
+	st, err := c.s.core.PushWith(c.ctx, name, content(p[1]), opts)
 	if err != nil {
 		return result{}, err
 	}
@@ -251,6 +257,52 @@ func (c *conn) push(p [][]byte) (result, error) {
 		return c.str("packed"), nil
 	}
 	return c.str("ok"), nil
+}
+
+// pushOptions reads push's optional third argument, a map beyond LMQ:
+// {"delay": seconds, "ttl": seconds}.
+func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
+	var o gateway.PushOptions
+	v, err := c.decodeArg(b)
+	if err != nil {
+		return o, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return o, badarg("push options must be a map")
+	}
+	for k, v := range m {
+		f, ok := number(v)
+		if !ok || f < 0 || f > 1e9 {
+			return o, badarg("push option %s must be a non-negative number of seconds", k)
+		}
+		d := time.Duration(f * float64(time.Second))
+		switch k {
+		case "delay":
+			o.Delay = d
+		case "ttl":
+			o.TTL = d
+		default:
+			return o, badarg("unknown push option %s (known: delay, ttl)", k)
+		}
+	}
+	return o, nil
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
 }
 
 func (c *conn) pushAll(p [][]byte) (result, error) {

@@ -29,6 +29,7 @@ import (
 // Core is what the front end needs of the core; *gateway.Gateway implements it.
 type Core interface {
 	Push(ctx context.Context, queue string, msg gateway.Message) (gateway.AccumState, error)
+	PushWith(ctx context.Context, queue string, msg gateway.Message, opts gateway.PushOptions) (gateway.AccumState, error)
 	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error)
 	Pull(ctx context.Context, queue string, wait time.Duration) (*gateway.Delivery, error)
 	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error)

@@ -53,6 +53,10 @@ func newFakeCore() *fakeCore {
 	}
 }
 
+func (f *fakeCore) PushWith(ctx context.Context, q string, msg gateway.Message, _ gateway.PushOptions) (gateway.AccumState, error) {
+	return f.Push(ctx, q, msg)
+}
+
 func (f *fakeCore) Push(_ context.Context, q string, msg gateway.Message) (gateway.AccumState, error) {
 	if err := mapping.ValidateQueueName(q); err != nil {
 		return "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
