@@ -186,10 +186,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	// --quick replaces the defaults the user did not override.
 	if cfg.quick {
 		quick := map[string]string{
-			"conc": "1,4", "sizes": "256", "queues": "1,10", "duration": "400ms",
-			"e2e-rate": "500", "maxrate-start": "1000", "maxrate-max": "8000", "maxrate-steps": "1",
-			"maxrate-duration": "400ms", "maxrate-conc": "4", "mem-msgs": "5000",
-			"mem-samples": "5", "e2e-grace": "1s", "drain-timeout": "10s", "mem-idle": "300ms",
+			"conc": "1,4", "sizes": "256", "queues": "1,10", "duration": "250ms",
+			"e2e-rate": "500", "maxrate-start": "1000", "maxrate-max": "4000", "maxrate-steps": "1",
+			"maxrate-duration": "250ms", "maxrate-conc": "4", "mem-msgs": "5000",
+			"mem-samples": "5", "e2e-grace": "500ms", "drain-timeout": "10s", "mem-idle": "300ms",
 		}
 		for name, v := range quick {
 			if !cfg.explicitlySet[name] {

@@ -195,7 +195,7 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.spawn || cfg.conc[0] != 2 || cfg.duration != 400*time.Millisecond {
+	if cfg.spawn || cfg.conc[0] != 2 || cfg.duration != 250*time.Millisecond {
 		t.Errorf("quick/explicit/remote: spawn=%v conc=%v duration=%v", cfg.spawn, cfg.conc, cfg.duration)
 	}
 	if n, err := parseSize("64KiB"); err != nil || n != 65536 {

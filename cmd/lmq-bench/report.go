@@ -164,7 +164,7 @@ func (b *bench) report() string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("## %s\n\n%s. \"srv CPU\" is the CPU time of the serving processes (gateway with its embedded NATS) per message.\n\n", s.title, capitalize(s.latency))
+		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid).\n\n", s.title, capitalize(s.latency))
 		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | vs jetstream | vs noop-http | notes |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		sortCells(rows)
