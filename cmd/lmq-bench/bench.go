@@ -163,26 +163,15 @@ func (b *bench) measure(ctx context.Context) error {
 	cfg := b.cfg
 	if cfg.has(wPush) || cfg.has(wPull) || cfg.has(wMixed) {
 		for qi, nq := range cfg.queues {
-			for _, t := range b.targets {
-				// The ceiling keeps no queues: one queue count is enough.
-				if !t.stateful() && qi > 0 {
-					continue
-				}
-				if err := b.matrix(ctx, t, nq); err != nil {
-					return err
-				}
+			if err := b.matrix(ctx, nq, qi == 0); err != nil {
+				return err
 			}
 		}
 	}
 	if cfg.has(wE2E) {
 		for _, nq := range cfg.e2eQueues {
-			for _, t := range b.targets {
-				if !t.stateful() {
-					continue // the ceiling hands out bodies without timestamps
-				}
-				if err := b.e2eSeries(ctx, t, nq); err != nil {
-					return err
-				}
+			if err := b.e2eSeries(ctx, nq); err != nil {
+				return err
 			}
 		}
 	}
@@ -204,49 +193,88 @@ func (b *bench) measure(ctx context.Context) error {
 	return nil
 }
 
-// matrix runs push, pull and mixed over sizes and concurrencies on one set
-// of nq queues of target t.
-func (b *bench) matrix(ctx context.Context, t target, nq int) error {
-	cfg := b.cfg
-	qs, err := b.createQueues(ctx, t, fmt.Sprintf("q%d", nq), nq)
-	if err != nil {
-		return err
-	}
-	defer b.removeQueues(ctx, t, qs)
-	for _, size := range cfg.sizes {
-		if s, ok := t.(sizer); ok {
-			s.setSize(size)
+// matrix runs push, pull and mixed over sizes and concurrencies with nq
+// queues per target. Up to --interleave-queues queues, every target has its
+// queues at once and the targets take turns cell by cell, so that their
+// ratios are taken minutes apart at most on a machine whose load changes;
+// beyond, one target at a time holds its queues (thousands of streams per
+// target would otherwise weigh on the others' figures).
+func (b *bench) matrix(ctx context.Context, nq int, first bool) error {
+	var ts []target
+	for _, t := range b.targets {
+		// The ceiling keeps no queues: one queue count is enough.
+		if t.stateful() || first {
+			ts = append(ts, t)
 		}
-		for _, c := range cfg.conc {
-			if cfg.has(wPush) || cfg.has(wPull) {
-				r, err := b.pushCell(ctx, t, qs, c, size)
-				if err != nil {
-					return err
-				}
-				if cfg.has(wPush) {
-					b.addCell(r)
-				}
-			}
-			if cfg.has(wPull) {
-				r, err := b.pullCell(ctx, t, qs, c, size)
-				if err != nil {
-					return err
-				}
-				b.addCell(r)
-			}
-			if err := b.drain(ctx, t, qs); err != nil {
+	}
+	if nq > b.cfg.interleaveQueues {
+		for _, t := range ts {
+			if err := b.matrixOf(ctx, []target{t}, nq); err != nil {
 				return err
 			}
-			if cfg.has(wMixed) {
-				r, err := b.mixedCell(ctx, t, qs, c, size)
-				if err != nil {
-					return err
+		}
+		return nil
+	}
+	return b.matrixOf(ctx, ts, nq)
+}
+
+func (b *bench) matrixOf(ctx context.Context, ts []target, nq int) error {
+	cfg := b.cfg
+	sets := make([]*queueSet, len(ts))
+	for i, t := range ts {
+		qs, err := b.createQueues(ctx, t, fmt.Sprintf("q%d", nq), nq)
+		if err != nil {
+			return err
+		}
+		sets[i] = qs
+		defer b.removeQueues(ctx, t, qs)
+	}
+	for _, size := range cfg.sizes {
+		for _, c := range cfg.conc {
+			for i, t := range ts {
+				if s, ok := t.(sizer); ok {
+					s.setSize(size)
 				}
-				b.addCell(r)
-				if err := b.drain(ctx, t, qs); err != nil {
+				if err := b.cellGroup(ctx, t, sets[i], c, size); err != nil {
 					return err
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// cellGroup runs, on one queue set, push (which fills), pull (which drains)
+// and mixed, emptying the queues after each.
+func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size int) error {
+	cfg := b.cfg
+	if cfg.has(wPush) || cfg.has(wPull) {
+		r, err := b.pushCell(ctx, t, qs, c, size)
+		if err != nil {
+			return err
+		}
+		if cfg.has(wPush) {
+			b.addCell(r)
+		}
+	}
+	if cfg.has(wPull) {
+		r, err := b.pullCell(ctx, t, qs, c, size)
+		if err != nil {
+			return err
+		}
+		b.addCell(r)
+	}
+	if err := b.drain(ctx, t, qs); err != nil {
+		return err
+	}
+	if cfg.has(wMixed) {
+		r, err := b.mixedCell(ctx, t, qs, c, size)
+		if err != nil {
+			return err
+		}
+		b.addCell(r)
+		if err := b.drain(ctx, t, qs); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -60,27 +60,28 @@ type config struct {
 	pullWait time.Duration
 
 	// e2e and max-rate search.
-	e2eRates      []float64
-	e2eQueues     []int
-	maxRateConc   int
-	maxRateSize   int
-	maxRateStart  float64
-	maxRateMax    float64
-	maxRateP99    time.Duration
-	maxRateSteps  int
-	maxRateTrialD time.Duration
-	e2eGrace      time.Duration
-	memMsgs       int
-	memSamples    int
-	memConc       int
-	setupConc     int
-	drainTimeout  time.Duration
-	out           string
-	verbose       bool
-	quick         bool
-	explicitlySet map[string]bool
-	logLevel      slog.Level
-	memIdle       time.Duration
+	e2eRates         []float64
+	e2eQueues        []int
+	maxRateConc      int
+	maxRateSize      int
+	maxRateStart     float64
+	maxRateMax       float64
+	maxRateP99       time.Duration
+	maxRateSteps     int
+	maxRateTrialD    time.Duration
+	e2eGrace         time.Duration
+	memMsgs          int
+	memSamples       int
+	memConc          int
+	setupConc        int
+	drainTimeout     time.Duration
+	out              string
+	verbose          bool
+	quick            bool
+	explicitlySet    map[string]bool
+	logLevel         slog.Level
+	memIdle          time.Duration
+	interleaveQueues int
 }
 
 const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
@@ -168,6 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.memSamples, "mem-samples", 10, "RSS samples as the backlog grows")
 	fs.IntVar(&cfg.memConc, "mem-conc", 64, "pushers filling the memory backlog")
 	fs.DurationVar(&cfg.memIdle, "mem-idle", 2*time.Second, "memory: idle time before the baseline, after the fill and after deleting the queue")
+	fs.IntVar(&cfg.interleaveQueues, "interleave-queues", 1000, "up to this many queues per target, targets take turns cell by cell (fairer ratios on a machine with changing load); above, one target at a time")
 	fs.IntVar(&cfg.setupConc, "setup-conc", 16, "parallel requests when creating and deleting queues")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "bound on emptying queues between cells")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")

@@ -30,23 +30,35 @@ type e2eResult struct {
 	pass        bool // maxrate: within the p99 bound and keeping up
 }
 
-func (b *bench) e2eSeries(ctx context.Context, t target, nq int) error {
-	qs, err := b.createQueues(ctx, t, fmt.Sprintf("e%d", nq), nq)
-	if err != nil {
-		return err
+// e2eSeries runs the e2e trials on nq queues per target, targets taking
+// turns trial by trial (see matrix).
+func (b *bench) e2eSeries(ctx context.Context, nq int) error {
+	var ts []target
+	var sets []*queueSet
+	for _, t := range b.targets {
+		if !t.stateful() {
+			continue // the ceiling hands out bodies without timestamps
+		}
+		qs, err := b.createQueues(ctx, t, fmt.Sprintf("e%d", nq), nq)
+		if err != nil {
+			return err
+		}
+		defer b.removeQueues(ctx, t, qs)
+		ts, sets = append(ts, t), append(sets, qs)
 	}
-	defer b.removeQueues(ctx, t, qs)
 	for _, size := range b.cfg.sizes {
 		for _, c := range b.cfg.conc {
 			for _, rate := range b.cfg.e2eRates {
-				r, err := b.e2eTrial(ctx, t, qs, c, size, rate, b.cfg.duration)
-				if err != nil {
-					return err
-				}
-				b.e2es = append(b.e2es, r)
-				b.logE2E("e2e", r)
-				if err := b.drain(ctx, t, qs); err != nil {
-					return err
+				for i, t := range ts {
+					r, err := b.e2eTrial(ctx, t, sets[i], c, size, rate, b.cfg.duration)
+					if err != nil {
+						return err
+					}
+					b.e2es = append(b.e2es, r)
+					b.logE2E("e2e", r)
+					if err := b.drain(ctx, t, sets[i]); err != nil {
+						return err
+					}
 				}
 			}
 		}
