@@ -14,7 +14,9 @@ import (
 )
 
 // newCore starts an embedded nats-server in a temp dir and a core on it.
-func newCore(t *testing.T) *gateway.Gateway {
+func newCore(t *testing.T) *gateway.Gateway { return newCoreTB(t) }
+
+func newCoreTB(t testing.TB) *gateway.Gateway {
 	t.Helper()
 	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
 	if err != nil {
@@ -36,7 +38,7 @@ func newCore(t *testing.T) *gateway.Gateway {
 	return g
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

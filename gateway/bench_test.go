@@ -1,0 +1,46 @@
+package gateway_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+func BenchmarkPush(b *testing.B) {
+	g := newCoreTB(b)
+	ctx := ctxT(b)
+	msg := gateway.Message{ContentType: "text/plain", Body: make([]byte, 256)}
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := g.Push(ctx, "bench", msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkPullAck(b *testing.B) {
+	g := newCoreTB(b)
+	ctx := ctxT(b)
+	msg := gateway.Message{ContentType: "text/plain", Body: make([]byte, 256)}
+	for i := 0; i < b.N; i++ {
+		if _, err := g.Push(ctx, "bench", msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d, err := g.Pull(ctx, "bench", time.Second)
+			if err != nil || d == nil {
+				b.Fatal(err)
+			}
+			if err := g.Reply(ctx, "bench", d.ID, gateway.Ack); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
