@@ -36,7 +36,10 @@ func (g *Gateway) bury(r *raw) error {
 	}
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.used()))
 	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
-	cp.Data = r.msg.Data
+	var err error
+	if cp.Data, err = g.body(ctx, r); err != nil {
+		return err
+	}
 	if _, err := g.js.PublishMsg(ctx, cp); err != nil {
 		return fmt.Errorf("store dead letter: %w", err)
 	}

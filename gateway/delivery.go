@@ -142,6 +142,9 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 		g.release(r, true)
 		return out, nil
 	}
+	// An in-flight message does not keep its body in memory (thousands may be
+	// in flight): a release reads it back from the stream.
+	r.msg.Data, r.bodyGone = nil, true
 	g.dels.add(d)
 	d.mu.Lock()
 	d.timer = time.AfterFunc(timeout, func() { g.expire(d) })
@@ -216,7 +219,11 @@ func (g *Gateway) release(r *raw, counted bool) {
 		}
 		setNatsTTL(cp, left)
 	}
-	cp.Data = r.msg.Data
+	var err error
+	if cp.Data, err = g.body(ctx, r); err != nil {
+		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
+		return
+	}
 	if _, err := g.js.PublishMsg(ctx, cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
@@ -226,6 +233,23 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.q.name, "err", err)
 	}
 	g.Notify(r.q.name)
+}
+
+// body returns the stored body of r, reading it from the stream when the
+// delivery let go of it.
+func (g *Gateway) body(ctx context.Context, r *raw) ([]byte, error) {
+	if !r.bodyGone {
+		return r.msg.Data, nil
+	}
+	st, err := r.q.streamHandle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := st.GetMsg(ctx, r.sseq)
+	if err != nil {
+		return nil, fmt.Errorf("read message %d back: %w", r.sseq, err)
+	}
+	return m.Data, nil
 }
 
 // discard ends a message whose retries are used up: it becomes a dead letter

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -36,6 +37,7 @@ type raw struct {
 	prev     int // deliveries consumed by earlier copies (Lmq-Delivered)
 	retry    int
 	pushedAt int64
+	bodyGone bool // msg.Data was let go while in flight (see Gateway.body)
 }
 
 // expired reports whether the message's ttl has passed.
@@ -88,9 +90,10 @@ type queueState struct {
 	probes     []chan struct{} // closed when the next pull request is answered
 	inbox      string          // reply subject prefix of its pull requests
 	sub        *nats.Subscription
-	dirty      bool      // a notification came while fetching
-	last       time.Time // last pull request
-	lastNotify time.Time // last notification of a new message
+	st         jetstream.Stream // cached handle, see streamHandle
+	dirty      bool             // a notification came while fetching
+	last       time.Time        // last pull request
+	lastNotify time.Time        // last notification of a new message
 	dead       bool
 }
 
@@ -114,6 +117,24 @@ func newQueueState(g *Gateway, name, stream string) (*queueState, error) {
 	}
 	q.sub = sub
 	return q, nil
+}
+
+// streamHandle returns (and caches) the queue's stream handle.
+func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error) {
+	q.mu.Lock()
+	st := q.st
+	q.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := q.g.js.Stream(ctx, q.stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
+	}
+	q.mu.Lock()
+	q.st = st
+	q.mu.Unlock()
+	return st, nil
 }
 
 // fetchReq is one outstanding no_wait pull request.
