@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestDeliverySemantics checks LMQ's delivery rules (ids, retries, timeouts,
+// replies, order, long-polls) on one shared gateway, one queue per subtest.
+// Timing assertions keep a margin of at least 150ms on either side.
+func TestDeliverySemantics(t *testing.T) {
+	t.Parallel()
+	gw := Start(t)
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, *Client)
+	}{
+		{"FreshIDAndRetryCountdown", testFreshIDAndRetryCountdown},
+		{"RetryExhaustedByTimeout", testRetryExhaustedByTimeout},
+		{"FractionalTimeout", testFractionalTimeout},
+		{"ZeroTimeout", testZeroTimeout},
+		{"ExtRestartsTimer", testExtRestartsTimer},
+		{"NackGoesBehindWaiting", testNackGoesBehindWaiting},
+		{"OrderTimedOutLater", testOrderTimedOutLater},
+		{"OrderTimedOutEarlier", testOrderTimedOutEarlier},
+		{"LongPollWakesOnPush", testLongPollWakesOnPush},
+		{"DisconnectWhileWaiting", testDisconnectWhileWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, gw.Client(t))
+		})
+	}
+}
+
+// testFreshIDAndRetryCountdown: each delivery has a new id, the old one
+// answers 404, retry-remaining counts 2,1,0 and a nack of the last delivery
+// discards the message.
+func testFreshIDAndRetryCountdown(t *testing.T, c *Client) {
+	const q = "sem-countdown"
+	c.Push(q, []byte("m"), "")
+	seen := map[string]bool{}
+	for _, want := range []int{2, 1, 0} {
+		r := c.MustPull(q, "1", "m")
+		if r.Retry() != want {
+			t.Fatalf("delivery %d: retry-remaining %d, want %d", len(seen)+1, r.Retry(), want)
+		}
+		if seen[r.ID()] {
+			t.Fatalf("delivery id %s handed out twice", r.ID())
+		}
+		seen[r.ID()] = true
+		c.ExpectReply(http.StatusNoContent, q, r.ID(), "nack")
+		for _, reply := range []string{"ack", "nack", "ext"} {
+			c.ExpectReply(http.StatusNotFound, q, r.ID(), reply)
+		}
+	}
+	c.PullEmpty(q, "0.5")
+}
+
+// testRetryExhaustedByTimeout: timeouts also consume retries; the timed-out
+// id answers 404; after retry+1 deliveries the message is gone.
+func testRetryExhaustedByTimeout(t *testing.T, c *Client) {
+	const q = "sem-exhaust"
+	c.PatchProps(q, `{"timeout":0.3}`)
+	c.Push(q, []byte("m"), "")
+	var prev string
+	for _, want := range []int{2, 1, 0} {
+		r := c.MustPull(q, "3", "m")
+		if r.Retry() != want {
+			t.Fatalf("retry-remaining %d, want %d", r.Retry(), want)
+		}
+		if prev != "" {
+			c.ExpectReply(http.StatusNotFound, q, prev, "ack")
+		}
+		prev = r.ID()
+	}
+	c.PullEmpty(q, "1.5")
+	c.ExpectReply(http.StatusNotFound, q, prev, "ext")
+}
+
+// testFractionalTimeout: a timeout below one second is honoured as such.
+func testFractionalTimeout(t *testing.T, c *Client) {
+	const q = "sem-fraction"
+	c.PatchProps(q, `{"timeout":0.3}`)
+	c.Push(q, []byte("m"), "")
+	start := time.Now()
+	first := c.MustPull(q, "1", "m")
+	c.PullEmpty(q, "0") // not available again yet
+	again := c.MustPull(q, "3", "m")
+	back := time.Since(start)
+	if back < 250*time.Millisecond || back > 900*time.Millisecond {
+		t.Errorf("message came back %v after the pull, want about 0.3s", back)
+	}
+	if again.Retry() != 1 {
+		t.Errorf("redelivery retry-remaining %d, want 1", again.Retry())
+	}
+	c.ExpectReply(http.StatusNotFound, q, first.ID(), "ack")
+	c.ExpectReply(http.StatusNoContent, q, again.ID(), "ack")
+	c.PullEmpty(q, "0.5")
+}
+
+// testZeroTimeout: timeout 0 makes a pulled message available again at once,
+// with one retry less, and its id invalid.
+func testZeroTimeout(t *testing.T, c *Client) {
+	const q = "sem-zero"
+	c.PatchProps(q, `{"timeout":0}`)
+	c.Push(q, []byte("m"), "")
+	var ids []string
+	for _, want := range []int{2, 1, 0} {
+		r := c.MustPull(q, "2", "m")
+		if r.Retry() != want {
+			t.Fatalf("retry-remaining %d, want %d", r.Retry(), want)
+		}
+		if r.Elapsed > 500*time.Millisecond {
+			t.Errorf("pull with retry-remaining %d took %v, want at once", want, r.Elapsed)
+		}
+		ids = append(ids, r.ID())
+	}
+	c.PullEmpty(q, "0.5")
+	for _, id := range ids {
+		c.ExpectReply(http.StatusNotFound, q, id, "ack")
+	}
+}
+
+// testExtRestartsTimer: ext moves the deadline to now+timeout, keeps the id,
+// and the message still times out after the new deadline.
+func testExtRestartsTimer(t *testing.T, c *Client) {
+	const q = "sem-ext"
+	c.PatchProps(q, `{"timeout":1}`)
+	c.Push(q, []byte("m"), "")
+	start := time.Now()
+	r := c.MustPull(q, "1", "m")
+	sleepUntil(start.Add(500 * time.Millisecond))
+	extAt := time.Now()
+	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ext")
+	// Past the first deadline (1s), before the new one (1.5s).
+	sleepUntil(start.Add(1200 * time.Millisecond))
+	c.PullEmpty(q, "0")
+	again := c.MustPull(q, "3", "m")
+	if d := time.Since(extAt); d < 850*time.Millisecond || d > 1600*time.Millisecond {
+		t.Errorf("message came back %v after ext, want about 1s", d)
+	}
+	if again.Retry() != 1 {
+		t.Errorf("retry-remaining %d, want 1", again.Retry())
+	}
+	c.ExpectReply(http.StatusNotFound, q, r.ID(), "ext")
+	c.ExpectReply(http.StatusNoContent, q, again.ID(), "ext")
+	c.ExpectReply(http.StatusNoContent, q, again.ID(), "ack")
+}
+
+// testNackGoesBehindWaiting: fresh messages come in push order; a nacked one
+// is available at once but behind those already waiting.
+func testNackGoesBehindWaiting(t *testing.T, c *Client) {
+	const q = "sem-nack-order"
+	c.Push(q, []byte("A"), "")
+	a := c.MustPull(q, "1", "A")
+	for _, b := range []string{"B", "C", "D"} {
+		c.Push(q, []byte(b), "")
+	}
+	c.ExpectReply(http.StatusNoContent, q, a.ID(), "nack")
+	for _, b := range []string{"B", "C", "D", "A"} {
+		r := c.MustPull(q, "1", b)
+		if want := map[bool]int{true: 1, false: 2}[b == "A"]; r.Retry() != want {
+			t.Errorf("%s: retry-remaining %d, want %d", b, r.Retry(), want)
+		}
+		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+	}
+	c.PullEmpty(q, "0")
+}
+
+// testOrderTimedOutLater is LMQ's own example: a message that timed out at
+// t+0.9s is served after one that became available at t+0.7s (JetStream
+// alone would redeliver the timed-out one first).
+func testOrderTimedOutLater(t *testing.T, c *Client) {
+	const q = "sem-order-later"
+	c.PatchProps(q, `{"timeout":0.9}`)
+	c.Push(q, []byte("timed-out"), "")
+	start := time.Now()
+	c.MustPull(q, "1", "timed-out")
+	sleepUntil(start.Add(700 * time.Millisecond))
+	c.Push(q, []byte("fresh"), "")
+	sleepUntil(start.Add(1300 * time.Millisecond))
+	c.MustPull(q, "1", "fresh")
+	if r := c.MustPull(q, "1", "timed-out"); r.Retry() != 1 {
+		t.Errorf("timed-out message: retry-remaining %d, want 1", r.Retry())
+	}
+}
+
+// testOrderTimedOutEarlier: the converse; a message that timed out before a
+// fresh push is served before it.
+func testOrderTimedOutEarlier(t *testing.T, c *Client) {
+	const q = "sem-order-earlier"
+	c.PatchProps(q, `{"timeout":0.3}`)
+	c.Push(q, []byte("timed-out"), "")
+	start := time.Now()
+	c.MustPull(q, "1", "timed-out")
+	sleepUntil(start.Add(700 * time.Millisecond))
+	c.Push(q, []byte("fresh"), "")
+	c.MustPull(q, "1", "timed-out")
+	c.MustPull(q, "1", "fresh")
+}
+
+// testLongPollWakesOnPush: a pull without t (and one with a long t) waits
+// until a push and then answers promptly; several waiters get one message each.
+func testLongPollWakesOnPush(t *testing.T, c *Client) {
+	const q = "sem-long-poll"
+	c.PullEmpty(q, "0") // create the queue
+	for _, path := range []string{"/messages/" + q, "/messages/" + q + "?t=20"} {
+		polls := startPolls(c, path, 3)
+		time.Sleep(300 * time.Millisecond)
+		select {
+		case res := <-polls:
+			t.Fatalf("GET %s answered before any push: %v %v", path, res.r, res.err)
+		default:
+		}
+		pushed := time.Now()
+		want := map[string]bool{}
+		for i := range 3 {
+			b := fmt.Sprintf("wake-%d", i)
+			want[b] = true
+			c.Push(q, []byte(b), "")
+		}
+		for range 3 {
+			res := <-polls
+			if res.err != nil {
+				t.Fatalf("GET %s: %v", path, res.err)
+			}
+			ExpectMessage(t, res.r, q, string(res.r.Body))
+			if !want[string(res.r.Body)] {
+				t.Fatalf("GET %s: unexpected or repeated body %q", path, res.r.Body)
+			}
+			delete(want, string(res.r.Body))
+			if d := time.Since(pushed); d > time.Second {
+				t.Errorf("GET %s answered %v after the push", path, d)
+			}
+			c.ExpectReply(http.StatusNoContent, q, res.r.ID(), "ack")
+		}
+	}
+}
+
+// testDisconnectWhileWaiting: clients that give up a long-poll neither take
+// a message with them nor leave it stuck.
+//
+// The push follows the disconnect by a short pause: the gateway learns of a
+// disconnect only when its HTTP server reads the FIN, and a response written
+// to a socket whose FIN is still unread succeeds, so a push that overtakes
+// the FIN (a race under CPU load) is unavoidably handed to the departed
+// client and comes back only after its timeout.
+func testDisconnectWhileWaiting(t *testing.T, c *Client) {
+	const q = "sem-disconnect"
+	c.PullEmpty(q, "0")
+	for round, pause := range []time.Duration{200 * time.Millisecond, 50 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := c.Send(ctx, http.MethodGet, "/messages/"+q, nil)
+				done <- err
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // the polls are waiting in the gateway
+		cancel()
+		for range 3 {
+			if err := <-done; err == nil {
+				t.Fatalf("round %d: an abandoned long-poll got an answer", round)
+			}
+		}
+		time.Sleep(pause)
+		body := fmt.Sprintf("after-disconnect-%d", round)
+		c.Push(q, []byte(body), "")
+		r := c.MustPull(q, "3", body)
+		if r.Elapsed > 900*time.Millisecond {
+			t.Errorf("round %d: message available only after %v", round, r.Elapsed)
+		}
+		if r.Retry() != 2 {
+			t.Errorf("round %d: retry-remaining %d, want 2 (a vanished client costs no retry)", round, r.Retry())
+		}
+		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+		c.PullEmpty(q, "0")
+	}
+}
+
+type pollResult struct {
+	r   *Response
+	err error
+}
+
+// startPolls starts n concurrent GETs of path, bounded by requestTimeout, and
+// returns their results as they come.
+func startPolls(c *Client, path string, n int) <-chan pollResult {
+	ch := make(chan pollResult, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			r, err := c.Send(ctx, http.MethodGet, path, nil)
+			ch <- pollResult{r, err}
+		}()
+	}
+	return ch
+}
+
+func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
