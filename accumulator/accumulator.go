@@ -1,0 +1,441 @@
+package accumulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+const (
+	// opTimeout bounds one JetStream request.
+	opTimeout = 10 * time.Second
+	// pushTimeout bounds a whole push: a part must be settled (taken by its
+	// window, or removed) long before gcAge makes it look stray.
+	pushTimeout = 30 * time.Second
+	// maxAttempts bounds how often a push retries because the window it
+	// joined closed before its part was stored; each retry meets a window
+	// that was open a moment ago, so more than one or two means trouble.
+	maxAttempts = 10
+	// defaultLease is how long a close job stays with its runner without a
+	// write before another gateway may take it over.
+	defaultLease = 30 * time.Second
+	// defaultGrace delays the close of a window by gateways other than the
+	// one that opened it, which normally closes it on time.
+	defaultGrace = 500 * time.Millisecond
+)
+
+// Config configures an Accumulator.
+type Config struct {
+	// Replicas of the LMQ_ACCUM bucket; use the queues' replicas (1 on a
+	// single node).
+	Replicas int
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Accumulator implements gateway.Accumulator on JetStream. Create it with New
+// after the core, install it with Gateway.SetAccumulator, and Close it before
+// the core.
+type Accumulator struct {
+	core *gateway.Gateway
+	js   jetstream.JetStream
+	nc   *nats.Conn
+	kv   jetstream.KeyValue
+	log  *slog.Logger
+	id   string
+
+	lease time.Duration
+	grace time.Duration
+
+	// cache mirrors the window pointers (by encoded queue name) from the
+	// scheduler's watch, so that a push usually needs no read before it
+	// stores its part; a stale entry costs a retry, never a wrong answer. A
+	// removed pointer stays as its marker's revision, which the next window
+	// of the queue is written over (one small entry per queue).
+	mu    sync.RWMutex
+	cache map[string]cached
+
+	sched   *scheduler
+	sub     *nats.Subscription
+	cancel  context.CancelFunc
+	closing chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+// cached is a pointer as last seen: w is nil when the key is removed.
+type cached struct {
+	w   *window
+	rev uint64
+}
+
+// New creates the LMQ_ACCUM bucket if needed, loads the open windows and
+// close jobs, and starts the scheduler that closes windows on time. ctx
+// bounds the start-up.
+func New(ctx context.Context, core *gateway.Gateway, cfg Config) (*Accumulator, error) {
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	js := core.JetStream()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "lmq-gateway accumulation: open windows and close jobs",
+		History:     1,
+		Replicas:    cfg.Replicas,
+		// Needed for the TTL of the markers left by removed keys: every
+		// window leaves one, and they would otherwise pile up.
+		LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accumulation bucket: %w", err)
+	}
+	a := &Accumulator{
+		core:    core,
+		js:      js,
+		nc:      js.Conn(),
+		kv:      kv,
+		log:     cfg.Logger.With("component", "accumulator"),
+		id:      core.ID(),
+		lease:   defaultLease,
+		grace:   defaultGrace,
+		cache:   make(map[string]cached),
+		closing: make(chan struct{}),
+	}
+	// Other gateways ask here whether this one is alive before they take
+	// over its close jobs; a dead one has no subscriber, and NATS answers
+	// "no responders" at once.
+	a.sub, err = a.nc.Subscribe(aliveSubject(a.id), func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		return nil, fmt.Errorf("subscribe liveness: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	if a.sched, err = newScheduler(ctx, runCtx, a); err != nil {
+		cancel()
+		_ = a.sub.Unsubscribe()
+		return nil, err
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.sched.loop(runCtx)
+	}()
+	return a, nil
+}
+
+// Close stops the scheduler and the closes under way (a close job left
+// unfinished is resumed by another gateway, or by this one after a restart).
+func (a *Accumulator) Close() {
+	a.once.Do(func() {
+		close(a.closing)
+		_ = a.sub.Unsubscribe()
+		a.cancel()
+		a.wg.Wait()
+	})
+}
+
+func aliveSubject(id string) string { return "lmq.gw." + id + ".accum" }
+
+// alive reports whether the gateway with that id still runs. Only a "no
+// responders" answer counts as dead: a slow answer is not proof of death.
+func (a *Accumulator) alive(ctx context.Context, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := a.nc.RequestWithContext(ctx, aliveSubject(id), nil)
+	return !errors.Is(err, nats.ErrNoResponders)
+}
+
+func (a *Accumulator) cachedPtr(enc string) cached {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.cache[enc]
+}
+
+// setCache records a pointer state unless a newer one is known (the watch
+// may deliver an old state after a push recorded the window it opened).
+func (a *Accumulator) setCache(enc string, w *window, rev uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur, ok := a.cache[enc]; ok && cur.rev > rev {
+		return
+	}
+	if w == nil && rev == 0 {
+		delete(a.cache, enc)
+		return
+	}
+	a.cache[enc] = cached{w: w, rev: rev}
+}
+
+func unavailable(op string, err error) error {
+	if errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, gateway.ErrUnavailable, err)
+}
+
+// Push stores msg as a part of queue's open window, opening a window of
+// accum (with retry) when there is none. It answers once the part is in
+// JetStream and is known to belong to the window it reports.
+func (a *Accumulator) Push(ctx context.Context, queue string, accum time.Duration, retry int, msg gateway.Message) (gateway.AccumState, error) {
+	select {
+	case <-a.closing:
+		return "", fmt.Errorf("accumulate: %w: accumulator stopped", gateway.ErrUnavailable)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	defer cancel()
+	m, err := a.core.EncodeMessage(ctx, queue, mapping.PartSubject(queue), msg, retry)
+	if err != nil {
+		return "", err
+	}
+	st, settled, err := a.push(ctx, queue, accum, retry, m)
+	if err != nil && settled {
+		// No window holds the part: its large body, if any, is garbage.
+		a.core.DropObject(context.WithoutCancel(ctx), m)
+	}
+	return st, err
+}
+
+// push is Push after encoding. settled is false when the part may have been
+// taken by a window although the push failed (its body must then stay).
+func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duration, retry int, m *nats.Msg) (st gateway.AccumState, settled bool, err error) {
+	enc := mapping.EncodeName(queue)
+	fresh := false
+	for range maxAttempts {
+		cur := a.cachedPtr(enc)
+		if fresh {
+			e, err := a.read(ctx, ptrKey(enc))
+			if err != nil {
+				return "", true, unavailable("accumulate", err)
+			}
+			cur = cached{rev: e.rev}
+			if e.live {
+				var w window
+				if err := json.Unmarshal(e.value, &w); err != nil {
+					return "", true, fmt.Errorf("accumulate: window of %q: %w", queue, err)
+				}
+				cur.w = &w
+			}
+		}
+		var w window
+		var rev uint64
+		if cur.w != nil {
+			w, rev, st = *cur.w, cur.rev, gateway.AccumYes
+		} else {
+			now := time.Now()
+			w = window{
+				ID:       uuid.NewString(),
+				Queue:    queue,
+				Opened:   now.UnixNano(),
+				Deadline: now.Add(accum).UnixNano(),
+				Retry:    retry,
+				Opener:   a.id,
+			}
+			var won bool
+			rev, won, err = a.open(ctx, enc, &w, cur.rev)
+			if err != nil {
+				return "", true, unavailable("accumulate", err)
+			}
+			if !won {
+				fresh = true // another push opened one first: join it
+				continue
+			}
+			st = gateway.AccumNew
+		}
+		m.Header.Set(mapping.HdrWindow, w.ID)
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		pa, err := a.js.PublishMsg(pctx, m)
+		cancel()
+		if err != nil {
+			var apiErr *jetstream.APIError
+			return "", errors.As(err, &apiErr), unavailable("store part", err)
+		}
+		in, err := a.confirm(ctx, enc, &w, rev, pa.Sequence)
+		if err != nil {
+			return "", false, unavailable("accumulate", err)
+		}
+		if in {
+			return st, true, nil
+		}
+		fresh = true
+	}
+	return "", true, fmt.Errorf("accumulate: %w: windows of %q kept closing under the push", gateway.ErrUnavailable, queue)
+}
+
+// open writes a new window pointer. markerRev is the revision of the marker
+// the last window left (0: none known). won is false when another push
+// opened a window first.
+func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev uint64) (rev uint64, won bool, err error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return 0, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if markerRev == 0 {
+		rev, err = a.kv.Create(ctx, ptrKey(enc), b)
+	} else {
+		// Create would first fail on the marker and then read it; the
+		// watch already told us its revision.
+		rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("open window: %w", err)
+	}
+	a.setCache(enc, w, rev)
+	return rev, true, nil
+}
+
+// confirm decides whether the part stored at seq, tagged with window w read
+// at pointer revision rev, belongs to w. If not, it removes the part and the
+// push must try again.
+//
+// If the pointer is still at rev, the window's close has not begun: its cut
+// will be read after the pointer is removed, so after this part was stored,
+// and will include it. Otherwise the close job exists (its runner creates it
+// before it removes the pointer) or has finished, and its cut decides.
+func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, seq uint64) (bool, error) {
+	cur, err := a.read(ctx, ptrKey(enc))
+	if err != nil {
+		return false, err
+	}
+	if cur.live && cur.rev == rev {
+		return true, nil
+	}
+	a.log.Debug("window closing under a push", "queue", w.Queue, "window", w.ID, "seq", seq)
+	key := jobKey(enc, w.ID)
+	for {
+		j, jrev, ok, err := a.readJob(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			// Finished: its runner removed every part it took before it
+			// removed the job, so a part still stored was not taken.
+			found, err := a.partStored(ctx, w.Queue, seq)
+			if err != nil {
+				return false, err
+			}
+			if !found {
+				return true, nil
+			}
+			break
+		}
+		if j.Cut == nil {
+			// The runner has not fixed the cut yet: fix it here, after
+			// this part was stored, so that it is in.
+			last, err := a.lastSeq(ctx, w.Queue)
+			if err != nil {
+				return false, err
+			}
+			j.Cut = &last
+			b, err := json.Marshal(j)
+			if err != nil {
+				return false, err
+			}
+			uctx, cancel := context.WithTimeout(ctx, opTimeout)
+			_, err = a.kv.Update(uctx, key, b, jrev)
+			cancel()
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue
+			}
+			if err != nil {
+				return false, fmt.Errorf("fix cut: %w", err)
+			}
+			a.log.Debug("push fixed the cut of a closing window", "queue", w.Queue, "window", w.ID, "cut", last)
+		}
+		if seq <= *j.Cut {
+			return true, nil
+		}
+		break
+	}
+	// Too late for w: no window will take this part; remove it (should that
+	// fail, the stray part is collected by a later close).
+	a.log.Debug("part missed its window; pushing it again", "queue", w.Queue, "window", w.ID, "seq", seq)
+	if err := a.deletePart(ctx, w.Queue, seq); err != nil {
+		a.log.Warn("could not remove a part that missed its window", "queue", w.Queue, "seq", seq, "err", err)
+	}
+	return false, nil
+}
+
+func (a *Accumulator) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	st, err := a.js.Stream(ctx, mapping.StreamName(queue))
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: %w", queue, err)
+	}
+	return st, nil
+}
+
+// lastSeq is the last sequence of the queue's stream, from its leader.
+func (a *Accumulator) lastSeq(ctx context.Context, queue string) (uint64, error) {
+	st, err := a.queueStream(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	return st.CachedInfo().State.LastSeq, nil
+}
+
+func (a *Accumulator) partStored(ctx context.Context, queue string, seq uint64) (bool, error) {
+	st, err := a.queueStream(ctx, queue)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, nil // the queue was deleted, and its parts with it
+	}
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, err = st.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up part: %w", err)
+	}
+	return true, nil
+}
+
+func (a *Accumulator) deletePart(ctx context.Context, queue string, seq uint64) error {
+	st, err := a.queueStream(ctx, queue)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return deleteMsg(ctx, st, seq)
+}
+
+// deleteMsg removes one message; one already gone is fine.
+func deleteMsg(ctx context.Context, st jetstream.Stream, seq uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	err := st.DeleteMsg(ctx, seq)
+	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+		return nil
+	}
+	return fmt.Errorf("delete message %d: %w", seq, err)
+}

@@ -1,0 +1,445 @@
+package accumulator
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startServer(t *testing.T, dir string) *embedded.Server {
+	t.Helper()
+	ns, err := embedded.Start(embedded.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	return ns
+}
+
+// gw is one gateway: a core with an accumulator.
+type gw struct {
+	core *gateway.Gateway
+	acc  *Accumulator
+	nc   *nats.Conn
+}
+
+func (g *gw) close() {
+	g.acc.Close()
+	g.core.Close()
+	g.nc.Close()
+}
+
+func startGW(t *testing.T, ns *embedded.Server) *gw {
+	t.Helper()
+	nc, err := ns.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 10*time.Second)
+	core, err := gateway.New(ctx, nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := New(ctx, core, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.SetAccumulator(acc)
+	g := &gw{core: core, acc: acc, nc: nc}
+	t.Cleanup(g.close)
+	return g
+}
+
+func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
+	t.Helper()
+	if err := g.core.UpdateProps(ctxT(t, 5*time.Second), queue, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAccum waits until g sees the queue accumulate (props of another
+// gateway arrive through a KV watch).
+func waitAccum(t *testing.T, g *gw, queue string) {
+	t.Helper()
+	for range 200 {
+		if p, err := g.core.QueueProps(context.Background(), queue); err == nil && p.Accum > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s does not accumulate", queue)
+}
+
+func push(t *testing.T, g *gw, queue, body string) gateway.AccumState {
+	t.Helper()
+	st, err := g.core.Push(ctxT(t, 10*time.Second), queue, gateway.Message{ContentType: "text/plain", Body: []byte(body)})
+	if err != nil {
+		t.Fatalf("push %s: %v", body, err)
+	}
+	return st
+}
+
+// pull takes one delivery within wait and acks it; nil when none came.
+func pull(t *testing.T, g *gw, queue string, wait time.Duration) *gateway.Delivery {
+	t.Helper()
+	ctx := ctxT(t, wait+10*time.Second)
+	d, err := g.core.Pull(ctx, queue, wait)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if d != nil {
+		if err := g.core.Reply(ctx, queue, d.ID, gateway.Ack); err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+	}
+	return d
+}
+
+func bodies(d *gateway.Delivery) []string {
+	var out []string
+	for _, p := range d.Parts {
+		out = append(out, string(p.Body))
+	}
+	return out
+}
+
+// streamState reports the queue's parts left and the bucket's live keys.
+func leftovers(t *testing.T, g *gw, queue string) (parts uint64, keys []string) {
+	t.Helper()
+	ctx := ctxT(t, 5*time.Second)
+	st, err := g.core.JetStream().Stream(ctx, mapping.StreamName(queue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PartSubject(queue)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kl, err := g.acc.kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range kl.Keys() {
+		keys = append(keys, k)
+	}
+	return info.State.Subjects[mapping.PartSubject(queue)], keys
+}
+
+func TestWindowBecomesOneCompound(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const q = "acc/basic"
+	setAccum(t, g, q, 0.4, 4)
+	ctx := ctxT(t, 20*time.Second)
+	st, err := g.core.Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("one"),
+		Kept: []gateway.Header{{Name: "x-a", Value: "1"}}})
+	if err != nil || st != gateway.AccumNew {
+		t.Fatalf("first push: %v %v", st, err)
+	}
+	// retry is fixed when the window opens: this change does not apply to it.
+	setAccum(t, g, q, 0.4, 1)
+	if st := push(t, g, q, "two"); st != gateway.AccumYes {
+		t.Fatalf("second push: %v", st)
+	}
+	if _, err := g.core.Push(ctx, q, gateway.Message{Body: []byte("three")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := pull(t, g, q, 0); d != nil {
+		t.Fatalf("pulled from an open window: %+v", d)
+	}
+	d := pull(t, g, q, 3*time.Second)
+	if d == nil || !d.Compound {
+		t.Fatalf("no compound message: %+v", d)
+	}
+	if got := bodies(d); !slices.Equal(got, []string{"one", "two", "three"}) {
+		t.Fatalf("parts %q", got)
+	}
+	p0, p1, p2 := d.Parts[0], d.Parts[1], d.Parts[2]
+	if p0.ContentType != "text/plain" || len(p0.Kept) != 1 || p0.Kept[0] != (gateway.Header{Name: "x-a", Value: "1"}) ||
+		p1.ContentType != "text/plain" || len(p1.Kept) != 0 || p2.ContentType != "" {
+		t.Fatalf("part metadata: %+v", d.Parts)
+	}
+	if d.RetryRemaining != 4 {
+		t.Fatalf("retry remaining %d, want 4 (retry 4 fixed at opening)", d.RetryRemaining)
+	}
+	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+		t.Fatalf("second message: %+v", d)
+	}
+	// Everything of the window is gone: parts, pointer, job.
+	parts, keys := leftovers(t, g, q)
+	if parts != 0 || len(keys) != 0 {
+		t.Fatalf("left behind: %d parts, keys %q", parts, keys)
+	}
+	// The next push opens a new window.
+	if st := push(t, g, q, "four"); st != gateway.AccumNew {
+		t.Fatalf("push after close: %v", st)
+	}
+	if d := pull(t, g, q, 3*time.Second); d == nil || !slices.Equal(bodies(d), []string{"four"}) {
+		t.Fatalf("second window: %+v", d)
+	}
+}
+
+// collect pulls and acks compounds until none came for quiet.
+func collect(t *testing.T, g *gw, queue string, quiet time.Duration) [][]string {
+	t.Helper()
+	var out [][]string
+	for {
+		d := pull(t, g, queue, quiet)
+		if d == nil {
+			return out
+		}
+		if !d.Compound {
+			t.Fatalf("normal message in an accumulating queue: %q", d.Message.Body)
+		}
+		out = append(out, bodies(d))
+	}
+}
+
+// checkExactlyOnce checks that every pushed body is in exactly one compound,
+// that each pusher's parts keep their order, and that there is one "new" per
+// compound.
+func checkExactlyOnce(t *testing.T, compounds [][]string, pushed map[string]bool, news int) {
+	t.Helper()
+	seen := make(map[string]int)
+	last := make(map[string]int) // pusher → last index seen
+	for _, c := range compounds {
+		for _, b := range c {
+			seen[b]++
+			var who string
+			var i int
+			if _, err := fmt.Sscanf(b, "%s %d", &who, &i); err != nil {
+				t.Fatalf("body %q", b)
+			}
+			if prev, ok := last[who]; ok && i <= prev {
+				t.Errorf("%s: part %d after %d", who, i, prev)
+			}
+			last[who] = i
+		}
+	}
+	for b := range pushed {
+		if seen[b] != 1 {
+			t.Errorf("part %q delivered %d times", b, seen[b])
+		}
+	}
+	for b, n := range seen {
+		if !pushed[b] {
+			t.Errorf("part %q delivered %d times but never pushed", b, n)
+		}
+	}
+	if news != len(compounds) {
+		t.Errorf("%d pushes answered new, %d compound messages", news, len(compounds))
+	}
+}
+
+// pushLoad runs pushers concurrently, each pushing n parts through the
+// gateways in turn with a pause between pushes.
+func pushLoad(t *testing.T, gws []*gw, queue string, pushers, n int, pause time.Duration) (map[string]bool, int) {
+	t.Helper()
+	var mu sync.Mutex
+	pushed := make(map[string]bool)
+	news := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, pushers)
+	for p := range pushers {
+		wg.Go(func() {
+			for i := range n {
+				g := gws[(p+i)%len(gws)]
+				body := fmt.Sprintf("p%d %d", p, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				st, err := g.core.Push(ctx, queue, gateway.Message{Body: []byte(body)})
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("push %q: %w", body, err)
+					return
+				}
+				mu.Lock()
+				pushed[body] = true
+				if st == gateway.AccumNew {
+					news++
+				}
+				mu.Unlock()
+				time.Sleep(pause)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return pushed, news
+}
+
+// Windows of 50 ms under a steady stream of pushes: many windows close while
+// pushes are in flight, which exercises the cut.
+func TestShortWindows(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const q = "acc/short"
+	setAccum(t, g, q, 0.05, 2)
+	pushed, news := pushLoad(t, []*gw{g}, q, 4, 60, 5*time.Millisecond)
+	compounds := collect(t, g, q, time.Second)
+	if len(compounds) < 3 {
+		t.Errorf("only %d windows in about a second of 50 ms windows", len(compounds))
+	}
+	checkExactlyOnce(t, compounds, pushed, news)
+	if parts, keys := leftovers(t, g, q); parts != 0 || len(keys) != 0 {
+		t.Fatalf("left behind: %d parts, keys %q", parts, keys)
+	}
+}
+
+// Two gateways on one NATS push into the same queue: one compound per window,
+// no part twice.
+func TestTwoGateways(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g1, g2 := startGW(t, ns), startGW(t, ns)
+	const q = "acc/two"
+	setAccum(t, g1, q, 0.1, 2)
+	waitAccum(t, g2, q)
+	pushed, news := pushLoad(t, []*gw{g1, g2}, q, 4, 40, 5*time.Millisecond)
+	// Pull through both gateways.
+	var compounds [][]string
+	for {
+		c1 := collect(t, g1, q, 500*time.Millisecond)
+		c2 := collect(t, g2, q, 100*time.Millisecond)
+		compounds = append(append(compounds, c1...), c2...)
+		if len(c1)+len(c2) == 0 {
+			break
+		}
+	}
+	checkExactlyOnce(t, compounds, pushed, news)
+}
+
+// The gateway stops with a window open and comes back: before the deadline,
+// and after it (the window closed while it was down).
+func TestRestart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		accum float64
+		down  time.Duration
+	}{
+		{"open", 1.5, 0},
+		{"closed while down", 0.2, 600 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ns := startServer(t, dir)
+			g := startGW(t, ns)
+			const q = "acc/restart"
+			setAccum(t, g, q, tc.accum, 2)
+			want := []string{"a", "b", "c"}
+			for _, b := range want {
+				push(t, g, q, b)
+			}
+			g.close()
+			ns.Shutdown(context.Background())
+			time.Sleep(tc.down)
+
+			ns = startServer(t, dir)
+			g = startGW(t, ns)
+			if d := pull(t, g, q, 0); d != nil && tc.accum > 1 {
+				t.Fatalf("window delivered before its deadline: %+v", d)
+			}
+			d := pull(t, g, q, 5*time.Second)
+			if d == nil || !slices.Equal(bodies(d), want) {
+				t.Fatalf("after restart: %+v", d)
+			}
+			if d := pull(t, g, q, 500*time.Millisecond); d != nil {
+				t.Fatalf("delivered twice: %+v", d)
+			}
+		})
+	}
+}
+
+// A window of an hour is only a heap entry: nothing is pulled, and the
+// window is still there after a restart.
+func TestHourWindow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ns := startServer(t, dir)
+	g := startGW(t, ns)
+	const q = "acc/hour"
+	setAccum(t, g, q, 3600, 2)
+	if st := push(t, g, q, "a"); st != gateway.AccumNew {
+		t.Fatal(st)
+	}
+	if st := push(t, g, q, "b"); st != gateway.AccumYes {
+		t.Fatal(st)
+	}
+	if d := pull(t, g, q, 200*time.Millisecond); d != nil {
+		t.Fatalf("pulled from an open window: %+v", d)
+	}
+	g.close()
+	ns.Shutdown(context.Background())
+	ns = startServer(t, dir)
+	g = startGW(t, ns)
+	if st := push(t, g, q, "c"); st != gateway.AccumYes {
+		t.Fatalf("push after restart: %v", st)
+	}
+	c := g.acc.cachedPtr(mapping.EncodeName(q))
+	if c.w == nil || time.Until(c.w.deadline()) < 59*time.Minute {
+		t.Fatalf("window after restart: %+v", c.w)
+	}
+	if d := pull(t, g, q, 0); d != nil {
+		t.Fatalf("pulled from an open window: %+v", d)
+	}
+}
+
+// Open windows cost no goroutine: opening windows on many queues whose
+// streams already exist leaves the goroutine count where it was.
+func TestManyQueuesNoGoroutineEach(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const n = 200
+	accum, retry := 30.0, 0
+	ctx := ctxT(t, 60*time.Second)
+	for i := range n {
+		q := "acc/many/" + strconv.Itoa(i)
+		if err := g.core.UpdateProps(ctx, q, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	for i := range n {
+		if st := push(t, g, "acc/many/"+strconv.Itoa(i), "x"); st != gateway.AccumNew {
+			t.Fatal(st)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	after := runtime.NumGoroutine()
+	if after-before > 20 {
+		t.Fatalf("goroutines %d → %d with %d open windows", before, after, n)
+	}
+	g.acc.mu.RLock()
+	cachedN := len(g.acc.cache)
+	g.acc.mu.RUnlock()
+	if cachedN != n {
+		t.Fatalf("%d windows known, want %d", cachedN, n)
+	}
+}

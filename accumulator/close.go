@@ -1,0 +1,440 @@
+package accumulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+const (
+	// strayAge is how old a part of no live window must be before a close
+	// removes it: far beyond pushTimeout, so that no push is still deciding
+	// about it.
+	strayAge = 10 * time.Minute
+	// evidenceScan bounds the search for a compound message stored by an
+	// earlier, interrupted run of a close.
+	evidenceScan = 100_000
+)
+
+// closeDue starts the close of the window p when its time has come: it
+// creates the window's close job, which elects this gateway as its runner,
+// and runs it.
+func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) error {
+	cur, err := a.read(ctx, ptrKey(enc))
+	if err != nil {
+		return err
+	}
+	if !cur.live || cur.rev != p.rev {
+		return nil // already being closed elsewhere
+	}
+	r := &jobRef{
+		key: jobKey(enc, p.w.ID),
+		enc: enc,
+		j:   job{window: p.w, State: stClosing, Owner: a.id, Lease: time.Now().Add(a.lease).UnixNano()},
+	}
+	b, err := json.Marshal(r.j)
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithTimeout(ctx, opTimeout)
+	// Expecting revision 0 rather than using Create: Create would also
+	// overwrite the marker of a job that already ran for this window.
+	r.rev, err = a.kv.Update(uctx, r.key, b, 0)
+	cancel()
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return nil // another gateway won the election
+	}
+	if err != nil {
+		return fmt.Errorf("create close job: %w", err)
+	}
+	return a.run(ctx, r)
+}
+
+// checkJob looks at a job this gateway does not run: its own after a failed
+// run (run it again), or another gateway's (take it over if that gateway is
+// dead or its lease ran out). It returns when to look again.
+func (a *Accumulator) checkJob(ctx context.Context, key, enc string, je jobEntry) (time.Time, error) {
+	r := &jobRef{key: key, enc: enc, j: je.j, rev: je.rev}
+	if owner := je.j.Owner; owner != a.id {
+		lease := time.Unix(0, je.j.Lease)
+		if time.Now().Before(lease) && a.alive(ctx, owner) {
+			return lease, nil
+		}
+		err := a.update(ctx, r, owner, func(*job) {})
+		if errors.Is(err, errJobGone) || errors.Is(err, errJobLost) {
+			return time.Time{}, nil
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		a.log.Info("took over a close job", "queue", je.j.Queue, "window", je.j.ID, "from", owner)
+	}
+	return time.Time{}, a.run(ctx, r)
+}
+
+// part is a part of the window being closed.
+type part struct {
+	seq uint64
+	msg *nats.Msg
+	// body is the decoded part (only when the compound is to be built).
+	body gateway.Message
+}
+
+// run drives a close job to its end. Every step can be repeated after a
+// crash or by another runner and gives the same result; the job's state
+// says which steps are done.
+func (a *Accumulator) run(ctx context.Context, r *jobRef) error {
+	// A runner must stop before its lease ends, when another may take over;
+	// each write of the job renews the lease.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := time.AfterFunc(a.lease*5/6, cancel)
+	defer stop.Stop()
+	r.renewed = func() { stop.Reset(a.lease * 5 / 6) }
+	err := a.steps(ctx, r)
+	if errors.Is(err, errJobGone) || errors.Is(err, errJobLost) {
+		return nil // finished or continued by another gateway
+	}
+	return err
+}
+
+// steps is run's work.
+func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
+	if r.j.State == stClosing {
+		// Fence: pushes that read the pointer from now on open a new window;
+		// pushes that read it before have stored their part (or will find
+		// out that they are too late).
+		if err := a.fence(ctx, r); err != nil {
+			return err
+		}
+	}
+	// Read after the fence: its last sequence can serve as the cut.
+	st, err := a.queueStream(ctx, r.j.Queue)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// The queue was deleted, and the window's parts with it.
+		return a.finish(ctx, r)
+	}
+	if err != nil {
+		return err
+	}
+	// The parts as scanned by this run, if it did: the removal reuses them.
+	var parts *scanned
+	for {
+		switch r.j.State {
+		case stClosing:
+			// The cut covers every part whose push saw the window still open
+			// after storing it.
+			last := st.CachedInfo().State.LastSeq
+			err := a.update(ctx, r, a.id, func(j *job) {
+				if j.Cut == nil {
+					j.Cut = &last
+				}
+				j.LQ = last
+				j.State = stPublishing
+			})
+			if err != nil {
+				return err
+			}
+			if parts, err = a.scan(ctx, st, r, true); err != nil {
+				return err
+			}
+			if len(parts.of) == 0 {
+				return a.finish(ctx, r)
+			}
+			if err := a.publish(ctx, r, parts.of); err != nil {
+				return err
+			}
+			if err := a.update(ctx, r, a.id, func(j *job) { j.State = stPublished }); err != nil {
+				return err
+			}
+			a.core.Notify(r.j.Queue)
+		case stPublishing:
+			// An earlier run stopped around storing the compound message.
+			if parts, err = a.scan(ctx, st, r, true); err != nil {
+				return err
+			}
+			if len(parts.of) == 0 {
+				return a.finish(ctx, r)
+			}
+			stored, err := a.stored(ctx, st, r)
+			if err != nil {
+				return err
+			}
+			if !stored {
+				if err := a.publish(ctx, r, parts.of); err != nil {
+					return err
+				}
+			}
+			if err := a.update(ctx, r, a.id, func(j *job) { j.State = stPublished }); err != nil {
+				return err
+			}
+			a.core.Notify(r.j.Queue)
+		case stPublished:
+			if parts == nil {
+				if parts, err = a.scan(ctx, st, r, false); err != nil {
+					return err
+				}
+			}
+			if err := a.removeParts(ctx, st, r, parts); err != nil {
+				return err
+			}
+			return a.finish(ctx, r)
+		default:
+			return fmt.Errorf("close job %s: unknown state %q", r.key, r.j.State)
+		}
+	}
+}
+
+// fence removes the window's pointer if it still names the window.
+func (a *Accumulator) fence(ctx context.Context, r *jobRef) error {
+	key := ptrKey(r.enc)
+	for {
+		cur, err := a.read(ctx, key)
+		if err != nil || !cur.live {
+			return err
+		}
+		var w window
+		if err := json.Unmarshal(cur.value, &w); err != nil {
+			return fmt.Errorf("window %s: %w", key, err)
+		}
+		if w.ID != r.j.ID {
+			return nil
+		}
+		removed, err := a.remove(ctx, key, cur.rev)
+		if err != nil || removed {
+			return err
+		}
+	}
+}
+
+// finish removes the job: the window is done.
+func (a *Accumulator) finish(ctx context.Context, r *jobRef) error {
+	for {
+		removed, err := a.remove(ctx, r.key, r.rev)
+		if err != nil || removed {
+			return err
+		}
+		j, rev, ok, err := a.readJob(ctx, r.key)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return nil
+		case j.Owner != a.id:
+			return errJobLost
+		}
+		r.j, r.rev = j, rev
+	}
+}
+
+// scanned is what a scan found.
+type scanned struct {
+	// of are the window's parts in stream order, which is push order.
+	of []part
+	// alone: nothing but the window's parts is on the part subject up to
+	// the cut, so a purge up to the cut removes exactly them.
+	alone bool
+}
+
+// scan reads the window's parts: those tagged with the window up to the cut.
+// On the way it removes stray parts (of no live window, left by a push that
+// died before it removed its part that missed a window).
+func (a *Accumulator) scan(ctx context.Context, st jetstream.Stream, r *jobRef, decode bool) (*scanned, error) {
+	if r.j.Cut == nil {
+		return nil, fmt.Errorf("close job %s: no cut", r.key)
+	}
+	cut := *r.j.Cut
+	subj := mapping.PartSubject(r.j.Queue)
+	out := &scanned{alone: true}
+	var stray []part
+	renew := time.Now()
+	for seq := uint64(1); seq <= cut; {
+		if err := a.keepLease(ctx, r, &renew); err != nil {
+			return nil, err
+		}
+		gctx, cancel := context.WithTimeout(ctx, opTimeout)
+		rm, err := st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read parts: %w", err)
+		}
+		if rm.Sequence > cut {
+			break
+		}
+		seq = rm.Sequence + 1
+		p := part{seq: rm.Sequence, msg: &nats.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data}}
+		if rm.Header.Get(mapping.HdrWindow) == r.j.ID {
+			if decode {
+				if p.body, err = a.core.DecodeMessage(ctx, p.msg); err != nil {
+					return nil, fmt.Errorf("part %d: %w", p.seq, err)
+				}
+			}
+			out.of = append(out.of, p)
+			continue
+		}
+		out.alone = false
+		if time.Since(rm.Time) > strayAge {
+			stray = append(stray, p)
+		}
+	}
+	a.removeStray(ctx, st, r, stray)
+	return out, nil
+}
+
+// removeParts removes the window's parts and their large bodies (bodies
+// first: a crash in between leaves parts that the next run removes, never
+// orphan bodies).
+func (a *Accumulator) removeParts(ctx context.Context, st jetstream.Stream, r *jobRef, parts *scanned) error {
+	for _, p := range parts.of {
+		a.core.DropObject(ctx, p.msg)
+	}
+	if parts.alone && len(parts.of) > 1 {
+		// One request instead of one per part. Sequences up to the cut were
+		// all taken when it was fixed, so no other part can appear there.
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		err := st.Purge(pctx, jetstream.WithPurgeSubject(mapping.PartSubject(r.j.Queue)), jetstream.WithPurgeSequence(*r.j.Cut+1))
+		if err != nil {
+			return fmt.Errorf("remove parts: %w", err)
+		}
+		return nil
+	}
+	for _, p := range parts.of {
+		if err := deleteMsg(ctx, st, p.seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepLease renews the job's lease during a long scan, every third of it.
+func (a *Accumulator) keepLease(ctx context.Context, r *jobRef, last *time.Time) error {
+	if time.Since(*last) < a.lease/3 {
+		return nil
+	}
+	*last = time.Now()
+	return a.update(ctx, r, a.id, func(*job) {})
+}
+
+// removeStray removes old parts whose window is neither open nor closing.
+// Errors only leave them for the next close.
+func (a *Accumulator) removeStray(ctx context.Context, st jetstream.Stream, r *jobRef, stray []part) {
+	live := make(map[string]bool)
+	for _, p := range stray {
+		tag := p.msg.Header.Get(mapping.HdrWindow)
+		l, ok := live[tag]
+		if !ok {
+			var err error
+			if l, err = a.windowLive(ctx, r.enc, tag); err != nil {
+				return
+			}
+			live[tag] = l
+		}
+		if l {
+			continue
+		}
+		a.log.Warn("removing a stray accumulation part", "queue", r.j.Queue, "seq", p.seq, "window", tag)
+		a.core.DropObject(ctx, p.msg)
+		if err := deleteMsg(ctx, st, p.seq); err != nil {
+			return
+		}
+	}
+}
+
+// windowLive reports whether window id of a queue is open or closing. The
+// pointer is read before the job: a window's job is created before its
+// pointer is removed, so no window slips between the two reads.
+func (a *Accumulator) windowLive(ctx context.Context, enc, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	cur, err := a.read(ctx, ptrKey(enc))
+	if err != nil {
+		return false, err
+	}
+	if cur.live {
+		var w window
+		if json.Unmarshal(cur.value, &w) == nil && w.ID == id {
+			return true, nil
+		}
+	}
+	_, _, ok, err := a.readJob(ctx, jobKey(enc, id))
+	return ok, err
+}
+
+// publish stores the compound message of the window.
+func (a *Accumulator) publish(ctx context.Context, r *jobRef, parts []part) error {
+	msgs := make([]gateway.Message, len(parts))
+	for i, p := range parts {
+		msgs[i] = p.body
+	}
+	body, err := gateway.EncodeCompound(msgs)
+	if err != nil {
+		return fmt.Errorf("encode compound message: %w", err)
+	}
+	q := r.j.Queue
+	m, err := a.core.EncodeMessage(ctx, q, mapping.QueueSubject(q), gateway.Message{Body: body}, r.j.Retry)
+	if err != nil {
+		return err
+	}
+	m.Header.Set(mapping.HdrKind, mapping.KindCompound)
+	// The tag lets a later run find the message (see stored). No
+	// Nats-Msg-Id: the core re-publishes a released message with all its
+	// headers, and JetStream would drop that copy as a duplicate.
+	m.Header.Set(mapping.HdrWindow, r.j.ID)
+	// Its oldest part has waited since the window opened.
+	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(r.j.Opened, 10))
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	_, err = a.js.PublishMsg(pctx, m)
+	cancel()
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			// Certainly not stored; a timeout might have been.
+			a.core.DropObject(ctx, m)
+		}
+		return fmt.Errorf("store compound message: %w", err)
+	}
+	return nil
+}
+
+// stored reports whether an earlier run stored the window's compound
+// message: it is a message tagged with the window on the queue's subject
+// after LQ (its first copy, or the copy a release put at the tail).
+func (a *Accumulator) stored(ctx context.Context, st jetstream.Stream, r *jobRef) (bool, error) {
+	subj := mapping.QueueSubject(r.j.Queue)
+	seq := r.j.LQ + 1
+	renew := time.Now()
+	for range evidenceScan {
+		if err := a.keepLease(ctx, r, &renew); err != nil {
+			return false, err
+		}
+		gctx, cancel := context.WithTimeout(ctx, opTimeout)
+		rm, err := st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look for compound message: %w", err)
+		}
+		if rm.Header.Get(mapping.HdrWindow) == r.j.ID {
+			return true, nil
+		}
+		seq = rm.Sequence + 1
+	}
+	a.log.Warn("compound message not found within the search limit; storing it", "queue", r.j.Queue, "window", r.j.ID)
+	return false, nil
+}

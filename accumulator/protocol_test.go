@@ -1,0 +1,185 @@
+package accumulator
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// deadOwner is the id of a gateway that does not exist (nobody answers on
+// its liveness subject).
+const deadOwner = "deadbeef"
+
+// startDeadJob creates, for the queue's open window, the close job of a
+// gateway that died right after it removed the window's pointer.
+func startDeadJob(t *testing.T, g *gw, queue string) (*jobRef, window, uint64) {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	enc := mapping.EncodeName(queue)
+	cur, err := g.acc.read(ctx, ptrKey(enc))
+	if err != nil || !cur.live {
+		t.Fatalf("no open window: %v", err)
+	}
+	var w window
+	if err := json.Unmarshal(cur.value, &w); err != nil {
+		t.Fatal(err)
+	}
+	r := &jobRef{key: jobKey(enc, w.ID), enc: enc,
+		j: job{window: w, State: stClosing, Owner: deadOwner, Lease: time.Now().Add(time.Hour).UnixNano()}}
+	b, _ := json.Marshal(r.j)
+	if r.rev, err = g.acc.kv.Update(ctx, r.key, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.acc.fence(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r, w, cur.rev
+}
+
+// storePart stores a part tagged with w, as a push that read the pointer
+// before the fence would.
+func storePart(t *testing.T, g *gw, w window, body string) uint64 {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	m, err := g.core.EncodeMessage(ctx, w.Queue, mapping.PartSubject(w.Queue), gateway.Message{Body: []byte(body)}, w.Retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Header.Set(mapping.HdrWindow, w.ID)
+	pa, err := g.core.JetStream().PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pa.Sequence
+}
+
+// A push that stored its part while the window was being closed: before the
+// cut is fixed it fixes the cut itself and is in; after the cut it is out,
+// its part removed. The job of the dead runner is taken over and yields the
+// window's parts up to the cut, once.
+func TestCutAndTakeover(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const q = "acc/cut"
+	setAccum(t, g, q, 3600, 2)
+	push(t, g, q, "a")
+	r, w, ptrRev := startDeadJob(t, g, q)
+	ctx := ctxT(t, 20*time.Second)
+
+	sb := storePart(t, g, w, "b")
+	in, err := g.acc.confirm(ctx, r.enc, &w, ptrRev, sb)
+	if err != nil || !in {
+		t.Fatalf("part stored before the cut: in=%v err=%v", in, err)
+	}
+	j, _, ok, err := g.acc.readJob(ctx, r.key)
+	if err != nil || !ok || j.Cut == nil || *j.Cut < sb {
+		t.Fatalf("cut not fixed by the push: %+v %v", j, err)
+	}
+	sc := storePart(t, g, w, "c")
+	in, err = g.acc.confirm(ctx, r.enc, &w, ptrRev, sc)
+	if err != nil || in {
+		t.Fatalf("part stored after the cut: in=%v err=%v", in, err)
+	}
+	if stored, err := g.acc.partStored(ctx, q, sc); err != nil || stored {
+		t.Fatalf("part after the cut not removed: %v %v", stored, err)
+	}
+	// The pointer is gone: the next push opens a new window at once.
+	if st := push(t, g, q, "d"); st != gateway.AccumNew {
+		t.Fatalf("push during the close: %v", st)
+	}
+	d := pull(t, g, q, 10*time.Second) // after checkDelay, the takeover
+	if d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
+		t.Fatalf("compound: %+v", d)
+	}
+	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+		t.Fatalf("second compound: %q", bodies(d))
+	}
+	if parts, keys := leftovers(t, g, q); parts != 1 || !slices.Equal(keys, []string{ptrKey(r.enc)}) {
+		t.Fatalf("left: %d parts (want d only), keys %q", parts, keys)
+	}
+}
+
+// A runner that died after storing the compound but before recording it:
+// the run that takes over finds the compound and does not store another.
+func TestResumeAfterCompoundStored(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const q = "acc/resume"
+	setAccum(t, g, q, 3600, 2)
+	push(t, g, q, "a")
+	push(t, g, q, "b")
+	r, _, _ := startDeadJob(t, g, q)
+	ctx := ctxT(t, 20*time.Second)
+
+	st, err := g.acc.queueStream(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	r.j.Cut, r.j.LQ, r.j.State = &last, last, stPublishing
+	b, _ := json.Marshal(r.j)
+	if r.rev, err = g.acc.kv.Update(ctx, r.key, b, r.rev); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := g.acc.scan(ctx, st, r, true)
+	if err != nil || len(parts.of) != 2 {
+		t.Fatalf("scan: %+v, %v", parts, err)
+	}
+	if err := g.acc.publish(ctx, r, parts.of); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the takeover to finish the job.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, _, ok, err := g.acc.readJob(ctx, r.key); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("job not finished")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if d := pull(t, g, q, time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
+		t.Fatalf("compound: %+v", d)
+	}
+	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+		t.Fatalf("compound stored twice: %q", bodies(d))
+	}
+	if n, keys := leftovers(t, g, q); n != 0 || len(keys) != 0 {
+		t.Fatalf("left: %d parts, keys %q", n, keys)
+	}
+}
+
+// Deleting a queue with an open window: the window's close finds no stream
+// and just ends.
+func TestDeleteQueueWithOpenWindow(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t, t.TempDir())
+	g := startGW(t, ns)
+	const q = "acc/deleted"
+	setAccum(t, g, q, 0.2, 2)
+	push(t, g, q, "a")
+	if err := g.core.DeleteQueue(ctxT(t, 5*time.Second), q); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	kl, err := g.acc.kv.ListKeys(ctxT(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range kl.Keys() {
+		keys = append(keys, k)
+	}
+	if len(keys) != 0 {
+		t.Fatalf("keys left: %q", keys)
+	}
+}
