@@ -22,6 +22,7 @@ func TestDeliverySemantics(t *testing.T) {
 		{"RetryExhaustedByTimeout", testRetryExhaustedByTimeout},
 		{"FractionalTimeout", testFractionalTimeout},
 		{"ZeroTimeout", testZeroTimeout},
+		{"RetryAtPushTimeoutAtDelivery", testRetryAtPushTimeoutAtDelivery},
 		{"ExtRestartsTimer", testExtRestartsTimer},
 		{"NackGoesBehindWaiting", testNackGoesBehindWaiting},
 		{"OrderTimedOutLater", testOrderTimedOutLater},
@@ -123,6 +124,32 @@ func testZeroTimeout(t *testing.T, c *Client) {
 	for _, id := range ids {
 		c.ExpectReply(http.StatusNotFound, q, id, "ack")
 	}
+}
+
+// testRetryAtPushTimeoutAtDelivery: retry is fixed when a message is
+// pushed, timeout is read when it is delivered.
+func testRetryAtPushTimeoutAtDelivery(t *testing.T, c *Client) {
+	const q = "sem-props-time"
+	c.Push(q, []byte("before"), "") // retry 2, pushed while timeout is 30
+	c.PatchProps(q, `{"retry":0,"timeout":0.3}`)
+	c.Push(q, []byte("after"), "")
+	start := time.Now()
+	if r := c.MustPull(q, "1", "before"); r.Retry() != 2 {
+		t.Errorf("message pushed under retry 2: retry-remaining %d", r.Retry())
+	}
+	if r := c.MustPull(q, "1", "after"); r.Retry() != 0 {
+		t.Errorf("message pushed under retry 0: retry-remaining %d", r.Retry())
+	}
+	// Both time out after 0.3s; "after" has no retry left and is discarded.
+	r := c.MustPull(q, "3", "before")
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Errorf("timeout 0.3 set after the push took %v", d)
+	}
+	if r.Retry() != 1 {
+		t.Errorf("redelivery: retry-remaining %d, want 1", r.Retry())
+	}
+	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+	c.PullEmpty(q, "0.6")
 }
 
 // testExtRestartsTimer: ext moves the deadline to now+timeout, keeps the id,
