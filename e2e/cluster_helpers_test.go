@@ -1,0 +1,693 @@
+package e2e
+
+// Helpers of the cluster and fault tests (cluster_test.go, fault_test.go):
+// several gateways, embedded or in-process NATS clusters, a steady
+// push/pull/ack load that survives its targets dying, and the ledger that
+// accounts for every message of it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// StartEmbeddedCluster runs n lmq-gateway processes whose embedded servers
+// form one JetStream cluster (--server-name n<i>, --cluster-name lmq,
+// --cluster-listen, --routes listing every node), each with its own data
+// directory and free loopback ports, and waits until all answer HTTP.
+// extraArgs go to every node (e.g. "--replicas", "3"). The nodes are started
+// together: a new cluster has no JetStream until all of its nodes have met,
+// so none of them would become ready alone.
+func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
+	t.Helper()
+	// Held until the nodes start, so that no other address drawn meanwhile
+	// (the gateways' HTTP and RPC ports) can be one of these.
+	addrs, release := holdAddrs(t, 2*n)
+	clusterAddrs, natsAddrs := addrs[:n], addrs[n:]
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = "nats-route://" + clusterAddrs[i]
+	}
+	gws := make([]*Gateway, n)
+	for i := range n {
+		g := newGateway(t)
+		g.DataDir = t.TempDir()
+		natsAddr := natsAddrs[i]
+		g.NATSURL = "nats://" + natsAddr
+		g.args = append([]string{
+			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
+			"--rpc-listen", g.RPCAddr,
+			"--nats-listen", natsAddr,
+			"--data-dir", g.DataDir,
+			"--log-level", "warn",
+			"--server-name", fmt.Sprintf("n%d", i),
+			"--cluster-name", "lmq",
+			"--cluster-listen", clusterAddrs[i],
+			"--routes", strings.Join(routes, ","),
+		}, extraArgs...)
+		gws[i] = g
+	}
+	release()
+	for _, g := range gws {
+		launchGateway(g)
+	}
+	for _, g := range gws {
+		awaitGateway(g)
+	}
+	return gws
+}
+
+// holdAddrs returns n distinct free loopback addresses, each held by a
+// listener until release is called. (freeAddr, drawing one at a time and
+// closing it at once, can hand out the same port twice.)
+func holdAddrs(t testing.TB, n int) ([]string, func()) {
+	t.Helper()
+	ls := make([]net.Listener, 0, n)
+	release := func() {
+		for _, l := range ls {
+			l.Close()
+		}
+		ls = nil
+	}
+	t.Cleanup(release)
+	addrs := make([]string, n)
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			release()
+			t.Fatalf("free port: %v", err)
+		}
+		ls = append(ls, l)
+		addrs[i] = l.Addr().String()
+	}
+	return addrs, release
+}
+
+// launchGateway starts g's process without waiting for it (the harness's start
+// waits, which a cluster node cannot do alone).
+func launchGateway(g *Gateway) {
+	g.t.Helper()
+	cmd := exec.Command(gatewayBinary, g.args...)
+	cmd.Stdout, cmd.Stderr = g.out, g.out
+	setDeathSignal(cmd)
+	fmt.Fprintf(g.out, "--- start %s\n", time.Now().Format(time.RFC3339Nano))
+	if err := cmd.Start(); err != nil {
+		g.t.Fatalf("start lmq-gateway: %v", err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	g.proc = p
+}
+
+// awaitGateway waits until a launched gateway answers HTTP.
+func awaitGateway(g *Gateway) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !g.ready(ctx) {
+		select {
+		case <-g.proc.exited:
+			g.t.Fatalf("lmq-gateway exited during start-up (%v):\n%s", g.proc.err, g.out.String())
+		case <-ctx.Done():
+			g.t.Fatalf("lmq-gateway did not answer HTTP within %v:\n%s", startTimeout, g.out.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// StartNATSCluster runs an n-node nats-server cluster with JetStream inside
+// the test process, on free loopback ports, and returns the servers; edit
+// (may be nil) adjusts each node's options. They are shut down when t ends.
+func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) []*server.Server {
+	t.Helper()
+	addrs, release := holdAddrs(t, n)
+	release()
+	clusterAddrs := make([]string, n)
+	for i := range n {
+		clusterAddrs[i] = "nats://" + addrs[i]
+	}
+	routes := server.RoutesFromStr(strings.Join(clusterAddrs, ","))
+	servers := make([]*server.Server, n)
+	for i := range n {
+		u, _ := url.Parse(clusterAddrs[i])
+		host, port := u.Hostname(), u.Port()
+		var p int
+		fmt.Sscan(port, &p)
+		o := &server.Options{
+			ServerName: fmt.Sprintf("x%d", i),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			NoLog:      true,
+			NoSigs:     true,
+			Cluster:    server.ClusterOpts{Name: "ext", Host: host, Port: p},
+			Routes:     routes,
+		}
+		if edit != nil {
+			edit(i, o)
+		}
+		s, err := server.NewServer(o)
+		if err != nil {
+			t.Fatalf("nats-server %d: %v", i, err)
+		}
+		go s.Start()
+		servers[i] = s
+		t.Cleanup(func() {
+			s.Shutdown()
+			s.WaitForShutdown()
+		})
+	}
+	for i, s := range servers {
+		if !s.ReadyForConnections(startTimeout) {
+			t.Fatalf("nats-server %d not ready within %v", i, startTimeout)
+		}
+	}
+	return servers
+}
+
+// ClientURLs joins the servers' client URLs as --nats-url wants them.
+func ClientURLs(servers []*server.Server) string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.ClientURL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// JetStreamOf connects the test itself to NATS (to check what the gateways
+// stored); the connection is closed when t ends.
+func JetStreamOf(t testing.TB, urls string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect to NATS %s: %v", urls, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// QueueStream returns the info of a queue's stream, retrying while the
+// cluster elects leaders.
+func QueueStream(t testing.TB, js jetstream.JetStream, queue string) *jetstream.StreamInfo {
+	t.Helper()
+	var last error
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := js.Stream(ctx, mapping.StreamName(queue))
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(ctx); err == nil {
+				cancel()
+				return info
+			}
+		}
+		cancel()
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("stream of queue %q: %v", queue, last)
+	return nil
+}
+
+// pollUntil polls cond every 50ms until it holds or d passes.
+func pollUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ---- load and accounting ----
+
+// LoadConfig shapes a steady push/pull/ack load on one queue through several
+// gateways.
+type LoadConfig struct {
+	Queue string
+	// Targets are the gateways' HTTP base URLs. Each client sends each of its
+	// requests to the next target, so consecutive requests of one client hit
+	// different gateways, and replies are sent to a different gateway than
+	// the one that delivered (relayed by the core).
+	Targets   []string
+	Producers int
+	Consumers int
+	// PushPause is each producer's pause between pushes (bounds the rate).
+	PushPause time.Duration
+	// Hold is how long a consumer keeps a delivery before replying (its
+	// processing time), so that a dying gateway has deliveries in flight.
+	Hold time.Duration
+	// ExtEvery and NackEvery: every n-th delivery of a consumer is first
+	// extended, or nacked instead of acked (0: never).
+	ExtEvery  int
+	NackEvery int
+}
+
+// MixedLoad is a running LoadConfig; the ledger accounts for every message.
+type MixedLoad struct {
+	cfg      LoadConfig
+	hc       *http.Client
+	led      *LoadLedger
+	down     []atomic.Int64 // per target: unix nanos until which it is skipped
+	stopPush chan struct{}
+	stopPull chan struct{}
+	pushers  sync.WaitGroup
+	pullers  sync.WaitGroup
+	seq      atomic.Int64
+}
+
+// LoadLedger is the accounting of a load: what was pushed, delivered, acked.
+type LoadLedger struct {
+	mu          sync.Mutex
+	pushed      map[string]bool // push answered 200
+	msgs        map[string]*msgState
+	pushFailed  int // answered, not 200
+	pushUnsure  int // transport error: may or may not be stored
+	pullFailed  int // answered neither 200 nor 204, or transport error
+	deliveries  int
+	duplicates  int // deliveries of a message after an ack of it was answered 204
+	nacks       int
+	exts        int
+	replyLost   int // ack/nack/ext answered 404: the delivery was gone (expired, or its gateway died)
+	replyFailed int // answered another error
+	replyUnsure int // transport error on an ack: it may have been applied
+}
+
+type msgState struct {
+	deliveries int
+	acked      int  // acks answered 204
+	unsureAck  bool // an ack that got no answer
+}
+
+// LoadTotals is a ledger's summary.
+type LoadTotals struct {
+	Pushed, PushFailed, PushUnsure                 int
+	Delivered, Deliveries, Redeliveries            int
+	Acked, Duplicates, Extras, Lost                int
+	Nacks, Exts, ReplyLost, ReplyFailed, AckUnsure int
+	PullFailed                                     int
+}
+
+func (t LoadTotals) String() string {
+	return fmt.Sprintf("pushed=%d acked=%d lost=%d duplicates=%d | push errors=%d push unsure=%d pull errors=%d | "+
+		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d | extras=%d",
+		t.Pushed, t.Acked, t.Lost, t.Duplicates, t.PushFailed, t.PushUnsure, t.PullFailed,
+		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Extras)
+}
+
+// Totals sums the ledger up. Lost counts messages whose push was answered
+// 200 and that were never acked (an ack that got no answer because its
+// gateway died counts as acked only if the message did not come back).
+// Extras are messages delivered whose push was not answered 200 (the
+// gateway stored it and then failed to answer): not a loss, not a duplicate.
+func (l *LoadLedger) Totals() LoadTotals {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := LoadTotals{
+		Pushed: len(l.pushed), PushFailed: l.pushFailed, PushUnsure: l.pushUnsure, PullFailed: l.pullFailed,
+		Deliveries: l.deliveries, Duplicates: l.duplicates, Nacks: l.nacks, Exts: l.exts,
+		ReplyLost: l.replyLost, ReplyFailed: l.replyFailed, AckUnsure: l.replyUnsure,
+	}
+	for body, m := range l.msgs {
+		if m.deliveries > 0 {
+			t.Delivered++
+			t.Redeliveries += m.deliveries - 1
+		}
+		if m.acked > 0 || m.unsureAck {
+			t.Acked++
+		}
+		if !l.pushed[body] {
+			t.Extras++
+		}
+	}
+	for body := range l.pushed {
+		if m := l.msgs[body]; m == nil || (m.acked == 0 && !m.unsureAck) {
+			t.Lost++
+		}
+	}
+	return t
+}
+
+// settled reports whether every message pushed with 200 was acked.
+func (l *LoadLedger) settled() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for body := range l.pushed {
+		if m := l.msgs[body]; m == nil || (m.acked == 0 && !m.unsureAck) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *LoadLedger) state(body string) *msgState {
+	m := l.msgs[body]
+	if m == nil {
+		m = &msgState{}
+		l.msgs[body] = m
+	}
+	return m
+}
+
+// StartMixedLoad starts the producers and consumers of cfg.
+func StartMixedLoad(t testing.TB, cfg LoadConfig) *MixedLoad {
+	t.Helper()
+	if len(cfg.Targets) == 0 || cfg.Producers <= 0 || cfg.Consumers <= 0 {
+		t.Fatalf("StartMixedLoad: bad config %+v", cfg)
+	}
+	l := &MixedLoad{
+		cfg: cfg,
+		hc: &http.Client{Transport: &http.Transport{
+			Proxy:               nil, // loopback only
+			MaxIdleConnsPerHost: 32,
+			DisableCompression:  true,
+		}},
+		led:      &LoadLedger{pushed: make(map[string]bool), msgs: make(map[string]*msgState)},
+		down:     make([]atomic.Int64, len(cfg.Targets)),
+		stopPush: make(chan struct{}),
+		stopPull: make(chan struct{}),
+	}
+	for i := range cfg.Producers {
+		l.pushers.Go(func() { l.produce(i) })
+	}
+	for i := range cfg.Consumers {
+		l.pullers.Go(func() { l.consume(i) })
+	}
+	t.Cleanup(l.Stop)
+	return l
+}
+
+// Timeline samples the ledger every interval until the load stops and
+// returns a function that renders the samples as the number of messages
+// pushed and acked in each interval, to show when the load stalled.
+func (l *MixedLoad) Timeline(interval time.Duration) func() string {
+	var (
+		mu      sync.Mutex
+		samples []LoadTotals
+	)
+	l.pullers.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.stopPull:
+				return
+			case <-tick.C:
+				t := l.led.Totals()
+				mu.Lock()
+				samples = append(samples, t)
+				mu.Unlock()
+			}
+		}
+	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		var b strings.Builder
+		prev := LoadTotals{}
+		for i, t := range samples {
+			fmt.Fprintf(&b, "%v:+%d/+%d ", time.Duration(i+1)*interval, t.Pushed-prev.Pushed, t.Acked-prev.Acked)
+			prev = t
+		}
+		return b.String()
+	}
+}
+
+// Ledger returns the load's accounting.
+func (l *MixedLoad) Ledger() *LoadLedger { return l.led }
+
+// StopPushing ends the producers and waits for them.
+func (l *MixedLoad) StopPushing() {
+	select {
+	case <-l.stopPush:
+	default:
+		close(l.stopPush)
+	}
+	l.pushers.Wait()
+}
+
+// Stop ends producers and consumers; idempotent.
+func (l *MixedLoad) Stop() {
+	l.StopPushing()
+	select {
+	case <-l.stopPull:
+	default:
+		close(l.stopPull)
+	}
+	l.pullers.Wait()
+	l.hc.CloseIdleConnections()
+}
+
+// Drain stops pushing and lets the consumers run until every message pushed
+// with 200 is acked and empty reports the queue empty, or until d passes;
+// it reports whether it got there.
+func (l *MixedLoad) Drain(d time.Duration, empty func() bool) bool {
+	l.StopPushing()
+	ok := pollUntil(d, func() bool { return l.led.settled() && empty() })
+	l.Stop()
+	return ok
+}
+
+// pick returns the index of the next target to use from *rr, skipping
+// targets that failed a moment ago.
+func (l *MixedLoad) pick(rr *int) int {
+	n := len(l.cfg.Targets)
+	now := time.Now().UnixNano()
+	for range n {
+		*rr = (*rr + 1) % n
+		if l.down[*rr].Load() <= now {
+			return *rr
+		}
+	}
+	*rr = (*rr + 1) % n
+	return *rr
+}
+
+// failed marks a target unreachable for a moment, as a load balancer would.
+func (l *MixedLoad) failed(i int) {
+	l.down[i].Store(time.Now().Add(time.Second).UnixNano())
+}
+
+// send does one request; transport errors come back as err.
+func (l *MixedLoad) send(ctx context.Context, method, u string, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+func (l *MixedLoad) stopped(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *MixedLoad) produce(id int) {
+	rr := id
+	body := ""
+	for !l.stopped(l.stopPush) {
+		if body == "" {
+			body = fmt.Sprintf("p%d-m%d", id, l.seq.Add(1))
+		}
+		ti := l.pick(&rr)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		status, _, _, err := l.send(ctx, http.MethodPost, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue), []byte(body))
+		cancel()
+		if notSent(err) {
+			// Nobody listens there: try the same message on another gateway,
+			// as a client behind a load balancer would.
+			l.failed(ti)
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		l.led.mu.Lock()
+		switch {
+		case err != nil:
+			l.led.pushUnsure++
+		case status == http.StatusOK:
+			l.led.pushed[body] = true
+		default:
+			l.led.pushFailed++
+		}
+		l.led.mu.Unlock()
+		body = ""
+		if err != nil || status != http.StatusOK {
+			l.failed(ti)
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if l.cfg.PushPause > 0 {
+			time.Sleep(l.cfg.PushPause)
+		}
+	}
+}
+
+func (l *MixedLoad) consume(id int) {
+	rr := id
+	n := 0
+	for !l.stopped(l.stopPull) {
+		ti := l.pick(&rr)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		status, hdr, body, err := l.send(ctx, http.MethodGet, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue)+"?t=1", nil)
+		cancel()
+		if err != nil || (status != http.StatusOK && status != http.StatusNoContent) {
+			l.led.mu.Lock()
+			l.led.pullFailed++
+			l.led.mu.Unlock()
+			l.failed(ti)
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if status == http.StatusNoContent {
+			continue
+		}
+		msg, id := string(body), hdr.Get(hID)
+		l.led.mu.Lock()
+		l.led.deliveries++
+		m := l.led.state(msg)
+		m.deliveries++
+		if m.acked > 0 {
+			l.led.duplicates++
+		}
+		l.led.mu.Unlock()
+		n++
+		if l.cfg.Hold > 0 {
+			time.Sleep(l.cfg.Hold)
+		}
+		if l.cfg.ExtEvery > 0 && n%l.cfg.ExtEvery == 0 {
+			if st, _ := l.reply(&rr, msg, id, "ext"); st == http.StatusNoContent {
+				l.led.mu.Lock()
+				l.led.exts++
+				l.led.mu.Unlock()
+			}
+		}
+		if l.cfg.NackEvery > 0 && n%l.cfg.NackEvery == 0 {
+			if st, _ := l.reply(&rr, msg, id, "nack"); st == http.StatusNoContent {
+				l.led.mu.Lock()
+				l.led.nacks++
+				l.led.mu.Unlock()
+			}
+			continue
+		}
+		st, err := l.reply(&rr, msg, id, "ack")
+		l.led.mu.Lock()
+		switch {
+		case err != nil:
+			m.unsureAck = true
+		case st == http.StatusNoContent:
+			m.acked++
+		}
+		l.led.mu.Unlock()
+	}
+}
+
+// reply sends ack, nack or ext for a delivery to the next target (not the
+// one that delivered it, when there are several) and accounts for failures.
+// A gateway that is not listening is skipped: the reply goes to the next.
+func (l *MixedLoad) reply(rr *int, msg, id, kind string) (int, error) {
+	var (
+		ti     int
+		status int
+		err    error
+	)
+	for range 2 * len(l.cfg.Targets) {
+		ti = l.pick(rr)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		status, _, _, err = l.send(ctx, http.MethodPost, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue)+"/"+url.PathEscape(id)+"?reply="+kind, nil)
+		cancel()
+		if !notSent(err) {
+			break
+		}
+		l.failed(ti)
+		time.Sleep(5 * time.Millisecond)
+	}
+	l.led.mu.Lock()
+	defer l.led.mu.Unlock()
+	switch {
+	case notSent(err):
+		l.led.replyFailed++ // no gateway listened at all
+	case err != nil:
+		l.failed(ti)
+		if kind == "ack" {
+			l.led.replyUnsure++
+		} else {
+			l.led.replyFailed++
+		}
+	case status == http.StatusNotFound:
+		l.led.replyLost++
+	case status != http.StatusNoContent:
+		l.failed(ti)
+		l.led.replyFailed++
+	}
+	return status, err
+}
+
+// notSent reports whether a request failed before it reached a gateway
+// (nothing listens at its address), so that it certainly had no effect.
+func notSent(err error) bool {
+	var op *net.OpError
+	return err != nil && errors.As(err, &op) && op.Op == "dial"
+}
+
+// QueueEmpty returns a check that the queue's stream holds no message (none
+// waiting, none in flight), asking NATS through js.
+func QueueEmpty(js jetstream.JetStream, queue string) func() bool {
+	return func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, mapping.StreamName(queue))
+		if err != nil {
+			return false
+		}
+		info, err := st.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	}
+}
