@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/natsconn"
+)
+
+// config is every setting of the serve command.
+type config struct {
+	configFile string
+
+	httpListen    string
+	rpcListen     string
+	rpcDialect    string
+	rpcMaxFrame   int
+	dataDir       string
+	natsURL       string
+	natsListen    string
+	replicas      int
+	maxBody       int64
+	maxPayload    int
+	syncAlways    bool
+	serverName    string
+	clusterName   string
+	clusterListen string
+	routes        string
+	nats          natsconn.Options // --nats-* settings of --nats-url (natsflags.go)
+
+	logLevel  string
+	logFormat string
+	accessLog bool
+
+	tlsCert   string
+	tlsKey    string
+	authToken string
+	authBasic string
+
+	maxWaitingPulls   int
+	readHeaderTimeout time.Duration
+	idleTimeout       time.Duration
+	shutdownTimeout   time.Duration
+
+	statsdAddr     string
+	statsdInterval time.Duration
+}
+
+// envName is the environment variable of a flag: --http-listen is
+// LMQ_HTTP_LISTEN.
+func envName(flagName string) string {
+	return "LMQ_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet defines the serve command's flags on c, with their defaults.
+func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("lmq-gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.configFile, "config", "", "read settings from `FILE`: lines of name = value, with the flags' names")
+
+	fs.StringVar(&c.httpListen, "http-listen", ":9980", "HTTP API address (all interfaces by default)")
+	fs.StringVar(&c.rpcListen, "rpc-listen", ":18800", "MessagePack-RPC address, e.g. 127.0.0.1:18800 for loopback only (empty: off)")
+	fs.StringVar(&c.rpcDialect, "rpc-dialect", "raw", "MessagePack dialect of RPC answers: raw (LMQ's, for old client libraries) or current")
+	fs.IntVar(&c.rpcMaxFrame, "rpc-max-frame", 64<<20, "largest MessagePack-RPC request in bytes; a larger one closes its connection")
+	fs.StringVar(&c.dataDir, "data-dir", "./data", "JetStream storage directory of the embedded NATS server")
+	fs.StringVar(&c.natsURL, "nats-url", "", "use these NATS servers (comma-separated nats:// URLs) instead of the embedded one")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server, for NATS programs (empty: in-process only)")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas of each queue's stream (3 recommended in a cluster)")
+	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413")
+	fs.IntVar(&c.maxPayload, "max-payload", 8<<20, "embedded NATS max_payload in bytes; larger messages go to the Object Store")
+	fs.BoolVar(&c.syncAlways, "sync-always", false, "embedded NATS fsyncs every write (durable across power loss, slower)")
+	fs.StringVar(&c.serverName, "server-name", "", "embedded NATS server name (required in a cluster, unique per node)")
+	fs.StringVar(&c.clusterName, "cluster-name", "", "form a JetStream cluster of embedded servers with this name")
+	fs.StringVar(&c.clusterListen, "cluster-listen", "", "cluster route address of the embedded server (host:port)")
+	fs.StringVar(&c.routes, "routes", "", "cluster routes, comma-separated nats-route:// URLs of all nodes")
+	addNATSFlags(fs, &c.nats)
+
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&c.accessLog, "access-log", true, "log every HTTP request at level info (off is faster)")
+
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.StringVar(&c.authToken, "auth-token", "", "require \"Authorization: Bearer `TOKEN`\" on every HTTP endpoint but /healthz and /readyz")
+	fs.StringVar(&c.authBasic, "auth-basic", "", "require HTTP basic authentication with `USER:PASSWORD` (like --auth-token; either is accepted when both are set)")
+
+	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "HTTP pulls that may wait at once; more are answered 503 (0: no limit)")
+	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM, time left to requests in flight before connections are closed")
+
+	fs.StringVar(&c.statsdAddr, "statsd-addr", "", "send LMQ's StatsD metrics to this UDP host:port, e.g. localhost:8125 (empty: off)")
+	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
+	return fs
+}
+
+const usageHead = `Usage: lmq-gateway [serve] [flags]
+       lmq-gateway status [--http ADDR] [flags]   print nodes and queues of a running gateway
+       lmq-gateway version                        print the version
+
+Serves the LMQ API (HTTP, MessagePack-RPC) on NATS JetStream.
+
+Settings come from, in this order of precedence:
+  1. flags on the command line,
+  2. environment variables: --http-listen is LMQ_HTTP_LISTEN,
+  3. the config file (--config or LMQ_CONFIG): one "name = value" per line,
+     names as the flags' without dashes in front, "#" starts a comment, and
+     values may be double-quoted; e.g.  http-listen = 127.0.0.1:9980
+  4. the defaults below.
+
+Flags:
+`
+
+// usage prints the flags with their defaults and environment variables.
+func usage(fs *flag.FlagSet, out io.Writer) {
+	fmt.Fprint(out, usageHead)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		def := f.DefValue
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(out, "%s\n    \t%s\n    \t(default %s; env %s)\n", line, text, def, envName(f.Name))
+	})
+}
+
+// parseConfig reads the serve command's settings: flags win over LMQ_*
+// environment variables, which win over the config file, which wins over the
+// defaults. getenv is os.Getenv's lookup (tests pass their own).
+func parseConfig(args []string, getenv func(string) (string, bool), out io.Writer) (*config, error) {
+	c := &config{}
+	fs := newFlagSet(c, out)
+	fs.Usage = func() { usage(fs, out) }
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	explicit := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+
+	// The config file's name itself may come from the environment.
+	if !explicit["config"] {
+		if v, ok := getenv(envName("config")); ok {
+			c.configFile = v
+		}
+	}
+	if c.configFile != "" {
+		settings, err := readConfigFile(c.configFile)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range settings {
+			if s.name == "config" {
+				return nil, fmt.Errorf("%s:%d: a config file cannot name another", c.configFile, s.line)
+			}
+			f := fs.Lookup(s.name)
+			if f == nil {
+				return nil, fmt.Errorf("%s:%d: unknown setting %q", c.configFile, s.line, s.name)
+			}
+			if explicit[s.name] {
+				continue
+			}
+			if _, ok := getenv(envName(s.name)); ok {
+				continue
+			}
+			if err := f.Value.Set(s.value); err != nil {
+				return nil, fmt.Errorf("%s:%d: %s: %w", c.configFile, s.line, s.name, err)
+			}
+		}
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if explicit[f.Name] || f.Name == "config" || envErr != nil {
+			return
+		}
+		key := envName(f.Name)
+		if v, ok := getenv(key); ok {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", key, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	if err := checkNATSFlags(c.natsURL, c.nats); err != nil {
+		return err
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.authBasic != "" && !strings.Contains(c.authBasic, ":") {
+		return errors.New("--auth-basic wants USER:PASSWORD")
+	}
+	if c.maxWaitingPulls < 0 {
+		return errors.New("--max-waiting-pulls must not be negative")
+	}
+	return nil
+}
+
+// setting is one "name = value" line of a config file.
+type setting struct {
+	name, value string
+	line        int
+}
+
+// readConfigFile parses a config file: "name = value" lines, blank lines and
+// "#" comments; a value may be double-quoted (Go syntax) to keep spaces or a
+// "#".
+func readConfigFile(path string) ([]setting, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	return parseConfigFile(f, path)
+}
+
+func parseConfigFile(r io.Reader, path string) ([]setting, error) {
+	var out []setting
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: want name = value", path, n)
+		}
+		name = strings.TrimPrefix(strings.TrimSpace(name), "--")
+		value = strings.TrimSpace(value)
+		if strings.HasPrefix(value, `"`) {
+			end := closingQuote(value)
+			if end < 0 {
+				return nil, fmt.Errorf("%s:%d: unterminated quoted value", path, n)
+			}
+			rest := strings.TrimSpace(value[end+1:])
+			if rest != "" && !strings.HasPrefix(rest, "#") {
+				return nil, fmt.Errorf("%s:%d: text after the quoted value", path, n)
+			}
+			uq, err := strconv.Unquote(value[:end+1])
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: quoted value: %w", path, n, err)
+			}
+			value = uq
+		} else if i := strings.Index(value, " #"); i >= 0 {
+			value = strings.TrimSpace(value[:i])
+		}
+		out = append(out, setting{name: name, value: value, line: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	return out, nil
+}
+
+// closingQuote finds the quote ending a Go string literal that starts s.
+func closingQuote(s string) int {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,129 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+// realCore starts an embedded nats-server and a core reporting to stats.
+func realCore(t *testing.T, stats *Stats) *gateway.Gateway {
+	t.Helper()
+	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir(), ServerName: "ops-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	nc, err := ns.Connect("ops-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	g, err := gateway.New(ctx, nc, gateway.Config{Observer: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// TestWithCore runs the observer, /stats, /metrics and readiness against a
+// real core on JetStream.
+func TestWithCore(t *testing.T) {
+	stats := NewStats(StatsOptions{})
+	core := realCore(t, stats)
+	o := New(core, stats, Options{StatsTTL: time.Nanosecond})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	for _, body := range []string{"one", "two", "three"} {
+		if _, err := core.Push(ctx, "work", gateway.Message{Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := core.Pull(ctx, "work", time.Second)
+	if err != nil || d == nil {
+		t.Fatalf("pull: %v %v", d, err)
+	}
+	if err := core.Reply(ctx, "work", d.ID, gateway.Ack); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = core.Pull(ctx, "work", time.Second); err != nil || d == nil {
+		t.Fatalf("pull: %v %v", d, err)
+	}
+	// The second delivery stays in flight.
+
+	doc, err := o.Document(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ok := doc.Queues["work"]
+	if !ok {
+		t.Fatalf("no queue in %+v", doc)
+	}
+	if q.Size != 2 || q.Memory == 0 || q.Stats.Push.Count != 3 || q.Stats.Pull.Count != 2 || q.Stats.Retention.N != 2 {
+		t.Errorf("work: size %d memory %d push %d pull %d retention n %d", q.Size, q.Memory, q.Stats.Push.Count, q.Stats.Pull.Count, q.Stats.Retention.N)
+	}
+	if len(q.Nodes) != 1 || q.Nodes[0] != "ops-test" {
+		t.Errorf("queue nodes %v, want the server", q.Nodes)
+	}
+	if strings.Join(doc.AllNodes, ",") != "ops-test" || strings.Join(doc.ActiveNodes, ",") != "ops-test" {
+		t.Errorf("nodes %v %v", doc.ActiveNodes, doc.AllNodes)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(q.Props, &p); err != nil || p["retry"] != 2.0 {
+		t.Errorf("props %s: %v", q.Props, err)
+	}
+
+	body := get(t, handler(o, nil), "/metrics").Body.String()
+	for _, want := range []string{
+		`lmq_queue_depth{queue="work"} 2`,
+		`lmq_queue_in_flight{queue="work"} 1`,
+		`lmq_pushes_total{queue="work"} 3`,
+		`lmq_acks_total{queue="work"} 1`,
+		`lmq_deliveries_in_flight 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	if err := o.Ready(ctx); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+
+	// ReleaseAll (gateway/ops_support.go) gives the in-flight delivery back
+	// at once, without using up a retry.
+	if n := core.ReleaseAll(ctx); n != 1 {
+		t.Errorf("released %d, want 1", n)
+	}
+	if err := core.Reply(ctx, "work", d.ID, gateway.Ack); err == nil {
+		t.Error("a released delivery still takes an ack")
+	}
+	var got []string
+	for range 2 {
+		d, err := core.Pull(ctx, "work", 0)
+		if err != nil || d == nil {
+			t.Fatalf("pull after release: %v %v", d, err)
+		}
+		got = append(got, string(d.Message.Body))
+		if string(d.Message.Body) == "two" && d.RetryRemaining != 2 {
+			t.Errorf("released message lost a retry: %d left", d.RetryRemaining)
+		}
+	}
+	if strings.Join(got, ",") != "three,two" {
+		t.Errorf("after release pulled %v, want three then the released two", got)
+	}
+
+	core.Close()
+	if err := o.Ready(ctx); err == nil {
+		t.Error("ready after the core closed")
+	}
+}

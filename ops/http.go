@@ -1,0 +1,211 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+)
+
+// Auth is the optional authentication of the HTTP API (LMQ had none). When
+// both are set, either credential is accepted. Health endpoints never ask.
+type Auth struct {
+	// BearerToken: "Authorization: Bearer <token>".
+	BearerToken string
+	// BasicUser and BasicPassword: "Authorization: Basic ...".
+	BasicUser, BasicPassword string
+}
+
+// Enabled reports whether any credential is configured.
+func (a Auth) Enabled() bool { return a.BearerToken != "" || a.BasicUser != "" }
+
+// check reports whether r carries a configured credential.
+func (a Auth) check(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	if a.BearerToken != "" {
+		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && secretEqual(tok, a.BearerToken) {
+			return true
+		}
+	}
+	if a.BasicUser != "" {
+		if u, p, ok := r.BasicAuth(); ok && secretEqual(u, a.BasicUser) && secretEqual(p, a.BasicPassword) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretEqual compares in constant time; hashing first hides the length too.
+func secretEqual(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+func (a Auth) challenge() string {
+	if a.BearerToken != "" {
+		return `Bearer realm="lmq-gateway"`
+	}
+	return `Basic realm="lmq-gateway"`
+}
+
+// Paths of the endpoints package ops adds.
+const (
+	PathStats   = "/stats"
+	PathMetrics = "/metrics"
+	PathHealthz = "/healthz"
+	PathReadyz  = "/readyz"
+)
+
+// routeKey carries a *routeInfo from the outer middleware to the router's.
+type routeKey struct{}
+
+// routeInfo is filled in by the router's middleware (which runs after the
+// route matched) and read by the outer one (which wraps the router, and so
+// sees every request, unmatched ones too).
+type routeInfo struct {
+	template string
+}
+
+// Mount adds /stats, /metrics, /healthz and /readyz to the API's router, and
+// the per-route middleware: route labels, the long-poll gauge and limit. It
+// is meant for httpapi.Options.Mount.
+func (o *Ops) Mount(r *mux.Router) {
+	r.HandleFunc(PathStats, o.serveStats).Methods(http.MethodGet, http.MethodHead)
+	r.Handle(PathMetrics, o.metrics.handler).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(PathHealthz, o.serveHealthz).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(PathReadyz, o.serveReadyz).Methods(http.MethodGet, http.MethodHead)
+	r.Use(o.routeMiddleware)
+}
+
+// isPull tells the long-polling routes of the LMQ API.
+func isPull(method, template string) bool {
+	if method != http.MethodGet {
+		return false
+	}
+	switch template {
+	case "/messages", "/messages/{name}", "/msgs", "/msgs/{name}":
+		return true
+	}
+	return false
+}
+
+func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tmpl := ""
+		if rt := mux.CurrentRoute(r); rt != nil {
+			tmpl, _ = rt.GetPathTemplate()
+		}
+		if ri, ok := r.Context().Value(routeKey{}).(*routeInfo); ok {
+			ri.template = tmpl
+		}
+		if !isPull(r.Method, tmpl) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := o.waiting.Add(1)
+		defer o.waiting.Add(-1)
+		if limit := o.opt.MaxWaitingPulls; limit > 0 && n > int64(limit) {
+			w.Header().Set("Retry-After", "1")
+			writeJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many waiting pulls on this gateway (limit %d); try again", limit))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Middleware wraps the whole HTTP handler: authentication, request metrics
+// and the access log. It is meant for httpapi.Options.Middleware.
+func (o *Ops) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &routeInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, ri))
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		if o.opt.Auth.Enabled() && !isHealth(r.URL.Path) && !o.opt.Auth.check(r) {
+			rec.Header().Set("WWW-Authenticate", o.opt.Auth.challenge())
+			writeJSONError(rec, http.StatusUnauthorized, "missing or wrong credentials")
+		} else {
+			next.ServeHTTP(rec, r)
+		}
+		d := time.Since(start)
+		route := ri.template
+		if route == "" {
+			route = "other" // no route matched: 404, 405 or refused before routing
+		}
+		o.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Observe(d.Seconds())
+		if o.opt.AccessLog {
+			o.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.EscapedPath()),
+				slog.String("query", r.URL.RawQuery),
+				slog.Int("status", rec.status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Duration("duration", d),
+				slog.String("remote", r.RemoteAddr),
+			)
+		}
+	})
+}
+
+func isHealth(path string) bool { return path == PathHealthz || path == PathReadyz }
+
+// recorder remembers a response's status and size.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush is forwarded for handlers that stream with http.Flusher.
+func (r *recorder) Flush() {
+	r.wroteHeader = true
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// AuthMode names the configured authentication, for the start-up log.
+func (o *Ops) AuthMode() string {
+	a := o.opt.Auth
+	switch {
+	case a.BearerToken != "" && a.BasicUser != "":
+		return "bearer or basic"
+	case a.BearerToken != "":
+		return "bearer"
+	case a.BasicUser != "":
+		return "basic"
+	}
+	return "none"
+}

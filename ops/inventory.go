@@ -1,0 +1,156 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Core is what package ops needs of the core; *gateway.Gateway implements it.
+type Core interface {
+	QueueNames() []string
+	Queue(ctx context.Context, name string) (gateway.QueueInfo, error)
+	InFlight() int
+	Closing() <-chan struct{}
+	JetStream() jetstream.JetStream
+	ID() string
+}
+
+var _ Core = (*gateway.Gateway)(nil)
+
+// QueueView is what JetStream knows about a queue, plus the servers holding it.
+type QueueView struct {
+	gateway.QueueInfo
+	// Nodes are the NATS servers storing the queue's stream, leader first.
+	Nodes []string
+	// Current lists the Nodes that are up to date.
+	Current []string
+}
+
+// inventory asks JetStream about every queue, for /stats, /metrics and
+// StatsD. Each queue costs a few JetStream requests, so a collection is shared
+// by everyone asking within ttl, runs a bounded number of requests at once,
+// and covers at most maxQueues queues.
+type inventory struct {
+	core      Core
+	log       *slog.Logger
+	ttl       time.Duration
+	workers   int
+	maxQueues int
+	timeout   time.Duration
+
+	mu      sync.Mutex
+	at      time.Time
+	cached  []QueueView
+	running chan struct{} // closed when the running collection ends; nil if none
+}
+
+// collect returns the queues' views, sorted by name, from a collection made
+// at most ttl ago, or a fresh one. Queues JetStream could not answer about
+// are left out.
+func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
+	for {
+		inv.mu.Lock()
+		if inv.cached != nil && time.Since(inv.at) < inv.ttl {
+			out := inv.cached
+			inv.mu.Unlock()
+			return out, nil
+		}
+		if running := inv.running; running != nil {
+			inv.mu.Unlock()
+			select {
+			case <-running:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		inv.running = done
+		inv.mu.Unlock()
+
+		// The collection serves every waiter, so it must not end with the
+		// first caller's context; it is bounded by its own timeout instead.
+		views := inv.gather(context.WithoutCancel(ctx))
+		inv.mu.Lock()
+		inv.cached, inv.at, inv.running = views, time.Now(), nil
+		inv.mu.Unlock()
+		close(done)
+		return views, nil
+	}
+}
+
+func (inv *inventory) gather(ctx context.Context) []QueueView {
+	names := inv.core.QueueNames()
+	if len(names) > inv.maxQueues {
+		inv.log.Warn("more queues than statistics cover", "queues", len(names), "max", inv.maxQueues)
+		names = names[:inv.maxQueues]
+	}
+	views := make([]QueueView, len(names))
+	ok := make([]bool, len(names))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(inv.workers, len(names)) {
+		wg.Go(func() {
+			for i := range jobs {
+				views[i], ok[i] = inv.one(ctx, names[i])
+			}
+		})
+	}
+	for i := range names {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	out := make([]QueueView, 0, len(names))
+	for i, v := range views {
+		if ok[i] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (inv *inventory) one(ctx context.Context, name string) (QueueView, bool) {
+	ctx, cancel := context.WithTimeout(ctx, inv.timeout)
+	defer cancel()
+	qi, err := inv.core.Queue(ctx, name)
+	if err != nil {
+		if !errors.Is(err, gateway.ErrNotFound) { // deleted meanwhile: no news
+			inv.log.Debug("queue statistics", "queue", name, "err", err)
+		}
+		return QueueView{}, false
+	}
+	v := QueueView{QueueInfo: qi, Nodes: []string{}, Current: []string{}}
+	// The stream's cluster info is in its (cached) info; core.Queue does not
+	// pass it on, so ask once more.
+	js := inv.core.JetStream()
+	if js == nil {
+		return v, true
+	}
+	if st, err := js.Stream(ctx, mapping.StreamName(name)); err == nil {
+		if ci := st.CachedInfo().Cluster; ci != nil {
+			if ci.Leader != "" {
+				v.Nodes = append(v.Nodes, ci.Leader)
+				v.Current = append(v.Current, ci.Leader)
+			}
+			for _, p := range ci.Replicas {
+				if p == nil {
+					continue
+				}
+				v.Nodes = append(v.Nodes, p.Name)
+				if p.Current && !p.Offline {
+					v.Current = append(v.Current, p.Name)
+				}
+			}
+		}
+	}
+	return v, true
+}

@@ -1,0 +1,310 @@
+// Package ops is lmq-gateway's operations side: LMQ's /stats document,
+// Prometheus metrics (/metrics), health endpoints (/healthz, /readyz), the
+// HTTP access log, authentication and limits (as middleware of the HTTP API),
+// StatsD output, and the client side of the status command.
+//
+// It sits beside the core: Stats is the core's gateway.Observer and counts
+// this gateway's events (pushes, pulls, replies, retention), while queue
+// sizes and bytes come from JetStream at the time they are asked for, so that
+// several gateways in front of one NATS deployment agree on them.
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configures Ops. The zero value is usable.
+type Options struct {
+	// Logger for the access log and errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// AccessLog logs every HTTP request (method, path, status, bytes,
+	// duration) at level info.
+	AccessLog bool
+	// Auth protects every endpoint but /healthz and /readyz when enabled.
+	Auth Auth
+	// MaxWaitingPulls bounds the HTTP pulls waiting at once on this gateway;
+	// beyond it a pull is answered 503 at once. 0: no bound.
+	MaxWaitingPulls int
+	// Version is reported by lmq_build_info.
+	Version string
+	// Replicas of the health-check bucket (like the queues' streams).
+	Replicas int
+	// Nodes lists the NATS servers for /stats; nil derives them from the
+	// queues' streams and the server this gateway is connected to.
+	Nodes func(ctx context.Context) (Nodes, error)
+	// StatsTTL is how long one collection of queue sizes from JetStream
+	// serves /stats, /metrics and StatsD (default 1s).
+	StatsTTL time.Duration
+	// MaxQueues bounds the queues covered by /stats and per-queue metrics
+	// (default 10000).
+	MaxQueues int
+	// ReadyTimeout bounds the readiness probe's JetStream round trips
+	// (default 2s).
+	ReadyTimeout time.Duration
+}
+
+// Nodes are LMQ's active_nodes and all_nodes: here the NATS servers.
+type Nodes struct {
+	Active []string
+	All    []string
+}
+
+// Ops serves the operations endpoints of one gateway. Create it with New.
+type Ops struct {
+	core    Core
+	stats   *Stats
+	opt     Options
+	log     *slog.Logger
+	inv     *inventory
+	metrics *Metrics
+	waiting atomic.Int64 // HTTP pulls in progress
+
+	draining atomic.Bool
+
+	readyMu sync.Mutex
+	readyKV jetstream.KeyValue
+	readyAt time.Time
+	readyOK error
+}
+
+// New returns the operations side of core, whose observer is stats.
+func New(core Core, stats *Stats, opt Options) *Ops {
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.StatsTTL <= 0 {
+		opt.StatsTTL = time.Second
+	}
+	if opt.MaxQueues <= 0 {
+		opt.MaxQueues = 10000
+	}
+	if opt.ReadyTimeout <= 0 {
+		opt.ReadyTimeout = 2 * time.Second
+	}
+	if opt.Replicas <= 0 {
+		opt.Replicas = 1
+	}
+	o := &Ops{
+		core:  core,
+		stats: stats,
+		opt:   opt,
+		log:   opt.Logger,
+		inv: &inventory{
+			core:      core,
+			log:       opt.Logger,
+			ttl:       opt.StatsTTL,
+			workers:   4,
+			maxQueues: opt.MaxQueues,
+			timeout:   5 * time.Second,
+		},
+	}
+	o.metrics = newMetrics(o)
+	return o
+}
+
+// Stats is the observer the core reports to.
+func (o *Ops) Stats() *Stats { return o.stats }
+
+// Metrics is the Prometheus side.
+func (o *Ops) Metrics() *Metrics { return o.metrics }
+
+// Drain marks the gateway as shutting down: /readyz answers 503 from now on,
+// so that load balancers stop sending new clients.
+func (o *Ops) Drain() { o.draining.Store(true) }
+
+// Queues returns every queue's JetStream view (cached for StatsTTL).
+func (o *Ops) Queues(ctx context.Context) ([]QueueView, error) { return o.inv.collect(ctx) }
+
+// Document builds the /stats document.
+func (o *Ops) Document(ctx context.Context) (*StatsDoc, error) {
+	views, err := o.inv.collect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc := &StatsDoc{Queues: make(map[string]QueueDoc, len(views))}
+	for _, v := range views {
+		doc.Queues[v.Name] = QueueDoc{
+			Stats:  o.stats.Queue(v.Name),
+			Size:   v.Size,
+			Memory: v.Bytes,
+			Nodes:  v.Nodes,
+			Props:  json.RawMessage(v.Props.JSON()),
+		}
+	}
+	nodes, err := o.nodes(ctx, views)
+	if err != nil {
+		return nil, err
+	}
+	doc.ActiveNodes, doc.AllNodes = nodes.Active, nodes.All
+	return doc, nil
+}
+
+func (o *Ops) nodes(ctx context.Context, views []QueueView) (Nodes, error) {
+	var n Nodes
+	if o.opt.Nodes != nil {
+		var err error
+		if n, err = o.opt.Nodes(ctx); err != nil {
+			return Nodes{}, fmt.Errorf("nodes: %w", err)
+		}
+	}
+	// The servers holding queues count too: with an external NATS
+	// deployment they are most of what this gateway can see of it.
+	for _, v := range views {
+		n.All = append(n.All, v.Nodes...)
+		n.Active = append(n.Active, v.Current...)
+	}
+	n.Active, n.All = uniqueSorted(n.Active), uniqueSorted(append(n.All, n.Active...))
+	return n, nil
+}
+
+func uniqueSorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// StatsDoc is LMQ's /stats document.
+type StatsDoc struct {
+	ActiveNodes []string            `json:"active_nodes"`
+	AllNodes    []string            `json:"all_nodes"`
+	Queues      map[string]QueueDoc `json:"queues"`
+}
+
+// QueueDoc is one queue in the /stats document.
+type QueueDoc struct {
+	Stats QueueStats `json:"stats"`
+	// Size counts messages waiting and in flight.
+	Size uint64 `json:"size"`
+	// Memory is the bytes JetStream stores for the queue.
+	Memory uint64          `json:"memory"`
+	Nodes  []string        `json:"nodes"`
+	Props  json.RawMessage `json:"props"`
+}
+
+func (o *Ops) serveStats(w http.ResponseWriter, r *http.Request) {
+	doc, err := o.Document(r.Context())
+	if err != nil {
+		if r.Context().Err() == nil {
+			o.log.Warn("stats", "err", err)
+			writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+		}
+		return
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+func (o *Ops) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	writePlain(w, http.StatusOK, "ok\n")
+}
+
+func (o *Ops) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := o.Ready(r.Context()); err != nil {
+		writePlain(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		return
+	}
+	writePlain(w, http.StatusOK, "ok\n")
+}
+
+func writePlain(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(s)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s))
+}
+
+// Errors of Ready.
+var (
+	ErrDraining = errors.New("shutting down")
+)
+
+const (
+	healthBucket = "LMQ_HEALTH"
+	// readyCache is how long a probe's answer is reused: load balancers of
+	// many gateways probe often, and each probe writes to JetStream.
+	readyCache = time.Second
+)
+
+// Ready checks that this gateway can serve: it is not shutting down, and
+// JetStream answers and stores (a write and a read of this gateway's key in a
+// small KV bucket). Answers are reused for a second.
+func (o *Ops) Ready(ctx context.Context) error {
+	if o.draining.Load() {
+		return ErrDraining
+	}
+	select {
+	case <-o.core.Closing():
+		return ErrDraining
+	default:
+	}
+	o.readyMu.Lock()
+	defer o.readyMu.Unlock()
+	if !o.readyAt.IsZero() && time.Since(o.readyAt) < readyCache {
+		return o.readyOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.opt.ReadyTimeout)
+	defer cancel()
+	err := o.probe(ctx)
+	if ctx.Err() != nil && err != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err // the prober left; do not cache its cancellation
+	}
+	o.readyAt, o.readyOK = time.Now(), err
+	return err
+}
+
+func (o *Ops) probe(ctx context.Context) error {
+	if o.readyKV == nil {
+		js := o.core.JetStream()
+		if js == nil {
+			return errors.New("no JetStream")
+		}
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      healthBucket,
+			Description: "lmq-gateway readiness probes (one key per gateway)",
+			History:     1,
+			TTL:         time.Hour,
+			Replicas:    o.opt.Replicas,
+		})
+		if err != nil {
+			return fmt.Errorf("jetstream: health bucket: %w", err)
+		}
+		o.readyKV = kv
+	}
+	key := "gw." + o.core.ID()
+	val := strconv.FormatInt(time.Now().UnixNano(), 10)
+	if _, err := o.readyKV.Put(ctx, key, []byte(val)); err != nil {
+		return fmt.Errorf("jetstream: write: %w", err)
+	}
+	e, err := o.readyKV.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("jetstream: read: %w", err)
+	}
+	if string(e.Value()) != val {
+		// Another writer of the same key, or a stale read: still reachable.
+		o.log.Debug("readiness probe read another value", "key", key)
+	}
+	return nil
+}
