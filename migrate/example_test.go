@@ -1,0 +1,26 @@
+package migrate_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/lmq-gateway/lmq-gateway/migrate"
+)
+
+func ExampleNamesMain() {
+	if err := migrate.NamesMain([]string{"lmq/foo"}, os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// queue:          "lmq/foo"
+	// encoded:        dhmn2br6dtng
+	// stream:         LMQ_dhmn2br6dtng
+	// subject:        lmq.q.dhmn2br6dtng
+	// parts-subject:  lmq.a.dhmn2br6dtng
+	// delay-subjects: lmq.s.dhmn2br6dtng.*
+	// dead-subject:   lmq.d.dhmn2br6dtng
+	// consumer:       lmq
+	// notify-subject: lmq.n.dhmn2br6dtng
+	// props:          LMQ_PROPS q.dhmn2br6dtng
+	// objects:        LMQ_OBJ dhmn2br6dtng/*
+}

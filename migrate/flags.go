@@ -1,0 +1,117 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// regexpFlag is a flag.Value holding an optional regexp.
+type regexpFlag struct{ re **regexp.Regexp }
+
+func (f regexpFlag) String() string {
+	if f.re == nil || *f.re == nil {
+		return ""
+	}
+	return (*f.re).String()
+}
+
+func (f regexpFlag) Set(s string) error {
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return err
+	}
+	*f.re = re
+	return nil
+}
+
+// RegisterFlags defines the migrate command's flags on fs and returns the
+// Options they fill.
+func RegisterFlags(fs *flag.FlagSet) *Options {
+	o := &Options{}
+	fs.StringVar(&o.From, "from", "", "base URL of the old LMQ's HTTP API, e.g. http://old-lmq:9980 (required)")
+	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway (its --nats-listen, or the --nats-url it uses)")
+	fs.Var(regexpFlag{&o.Queues}, "queues", "copy only queues whose name matches this regexp (unanchored; default: all)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be copied, change nothing")
+	fs.IntVar(&o.Parallel, "parallel", 4, "queues copied at once (messages of one queue are copied in order)")
+	fs.DurationVar(&o.Linger, "linger", 10*time.Second, "how long to wait for messages the source still has in flight or in an open accumulation window")
+	fs.DurationVar(&o.RetryFor, "retry-for", time.Minute, "how long to retry an unreachable source or target before giving up")
+	fs.DurationVar(&o.MinSourceTimeout, "min-source-timeout", 10*time.Second, "raise shorter queue timeouts on the source to this while copying (restored afterwards); negative: never change the source")
+	fs.IntVar(&o.Replicas, "replicas", 1, "replicas of streams created on the target (as the gateway's --replicas)")
+	fs.DurationVar(&o.Progress, "progress", 2*time.Second, "interval of per-queue progress lines (negative: none)")
+	return o
+}
+
+// Main is the `lmq-gateway migrate` command: it parses args, migrates, and
+// writes progress, warnings and the summary to out. Cancel ctx (SIGINT) to
+// stop after the message in hand; run it again to finish.
+func Main(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("lmq-gateway migrate", flag.ContinueOnError)
+	fs.SetOutput(out)
+	o := RegisterFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(out, `Usage: lmq-gateway migrate --from http://old-lmq:9980 [--to-nats nats://127.0.0.1:4222] [--queues REGEXP] [--dry-run]
+
+Copies a running LMQ into the gateway's JetStream: the default-properties list,
+every queue's properties, and every waiting message (acked on LMQ only once
+stored). Safe to interrupt at any point and to run again.
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return Run(ctx, *o, out)
+}
+
+// NamesMain is the `lmq-gateway names QUEUE...` command: it prints the NATS
+// names of each queue (stream, subjects, consumer, KV key), or with --json
+// one JSON object per queue.
+func NamesMain(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("lmq-gateway names", flag.ContinueOnError)
+	fs.SetOutput(out)
+	asJSON := fs.Bool("json", false, "print JSON objects instead of text")
+	fs.Usage = func() {
+		fmt.Fprint(out, "Usage: lmq-gateway names [--json] QUEUE...\n\nPrints the JetStream stream, subjects and consumer of each queue, for NATS programs.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("no queue name given")
+	}
+	for i, q := range fs.Args() {
+		n, err := mapping.NativeNames(q)
+		if err != nil {
+			return fmt.Errorf("queue %q: %w", q, err)
+		}
+		if *asJSON {
+			b, err := json.Marshal(n)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%s\n", b)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprint(out, n.Text())
+	}
+	return nil
+}
