@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,17 +49,19 @@ type inventory struct {
 
 	mu      sync.Mutex
 	at      time.Time
+	names   []string // the queues when cached was collected
 	cached  []QueueView
 	running chan struct{} // closed when the running collection ends; nil if none
 }
 
 // collect returns the queues' views, sorted by name, from a collection made
-// at most ttl ago, or a fresh one. Queues JetStream could not answer about
+// at most ttl ago while the same queues existed, or a fresh one. Queues JetStream could not answer about
 // are left out.
 func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 	for {
+		names := inv.core.QueueNames()
 		inv.mu.Lock()
-		if inv.cached != nil && time.Since(inv.at) < inv.ttl {
+		if inv.cached != nil && time.Since(inv.at) < inv.ttl && slices.Equal(names, inv.names) {
 			out := inv.cached
 			inv.mu.Unlock()
 			return out, nil
@@ -78,17 +81,16 @@ func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 
 		// The collection serves every waiter, so it must not end with the
 		// first caller's context; it is bounded by its own timeout instead.
-		views := inv.gather(context.WithoutCancel(ctx))
+		views := inv.gather(context.WithoutCancel(ctx), names)
 		inv.mu.Lock()
-		inv.cached, inv.at, inv.running = views, time.Now(), nil
+		inv.cached, inv.names, inv.at, inv.running = views, names, time.Now(), nil
 		inv.mu.Unlock()
 		close(done)
 		return views, nil
 	}
 }
 
-func (inv *inventory) gather(ctx context.Context) []QueueView {
-	names := inv.core.QueueNames()
+func (inv *inventory) gather(ctx context.Context, names []string) []QueueView {
 	if len(names) > inv.maxQueues {
 		inv.log.Warn("more queues than statistics cover", "queues", len(names), "max", inv.maxQueues)
 		names = names[:inv.maxQueues]

@@ -41,8 +41,9 @@ type Options struct {
 	Version string
 	// Replicas of the health-check bucket (like the queues' streams).
 	Replicas int
-	// Nodes lists the NATS servers for /stats; nil derives them from the
-	// queues' streams and the server this gateway is connected to.
+	// Nodes lists NATS servers for /stats (the embedded server's view of its
+	// cluster, say); the servers holding the queues' streams are added to
+	// them. nil: those alone.
 	Nodes func(ctx context.Context) (Nodes, error)
 	// StatsTTL is how long one collection of queue sizes from JetStream
 	// serves /stats, /metrics and StatsD (default 1s).

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,9 @@ func newFakeCore(qs ...gateway.QueueInfo) *fakeCore {
 func (c *fakeCore) QueueNames() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return keys(c.queues)
+	names := keys(c.queues)
+	sort.Strings(names) // as the core's
+	return names
 }
 
 func (c *fakeCore) Queue(_ context.Context, name string) (gateway.QueueInfo, error) {
