@@ -76,7 +76,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413")
 	fs.IntVar(&c.maxPayload, "max-payload", 8<<20, "embedded NATS max_payload in bytes; larger messages go to the Object Store")
 	fs.BoolVar(&c.syncAlways, "sync-always", false, "embedded NATS fsyncs every write (durable across power loss, slower)")
-	fs.StringVar(&c.serverName, "server-name", "", "embedded NATS server name (required in a cluster, unique per node)")
+	fs.StringVar(&c.serverName, "server-name", "", "embedded NATS server name (required in a cluster, unique per node; a single node defaults to the host name)")
 	fs.StringVar(&c.clusterName, "cluster-name", "", "form a JetStream cluster of embedded servers with this name")
 	fs.StringVar(&c.clusterListen, "cluster-listen", "", "cluster route address of the embedded server (host:port)")
 	fs.StringVar(&c.routes, "routes", "", "cluster routes, comma-separated nats-route:// URLs of all nodes")
