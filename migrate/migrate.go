@@ -278,7 +278,7 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 		return nil, err
 	}
 	scancel()
-	m.p.printf("migrating %s → %s: %d queues, %d messages waiting", opts.From, nc.ConnectedUrlRedacted(), len(queues), sum(queues))
+	m.p.printf("migrating %s → %s: %d queues, %d messages waiting", opts.From, nc.ConnectedUrlRedacted(), len(queues), totalSize(queues))
 
 	if had, err := m.core.DefaultProps(ctx); err == nil && len(had) > 0 && !bytes.Equal(had.JSON(), list.JSON()) {
 		m.p.printf("default properties: replacing the gateway's list %s", had.JSON())
@@ -327,7 +327,7 @@ type sourceQueue struct {
 	size int64
 }
 
-func sum(qs []sourceQueue) int64 {
+func totalSize(qs []sourceQueue) int64 {
 	var n int64
 	for _, q := range qs {
 		n += max(q.size, 0)
@@ -725,7 +725,7 @@ func (m *migration) copyMessages(ctx context.Context, r *queueRun) error {
 		}
 		wait := time.Duration(0)
 		if !lingerUntil.IsZero() {
-			wait = min(time.Second, max(time.Until(lingerUntil), 0))
+			wait = min(500*time.Millisecond, max(time.Until(lingerUntil), 0))
 		}
 		msg, err := m.pull(ctx, r.name, wait, kept)
 		if err != nil {

@@ -111,8 +111,8 @@ func (s *source) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 func (s *source) once(ctx context.Context, method, u, ctype string, body []byte, wait time.Duration) (int, http.Header, []byte, error) {
-	// A long-poll may take wait; anything else answers at once.
-	rctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
+	// A long-poll may take wait; the rest is for reading a large body.
+	rctx, cancel := context.WithTimeout(ctx, wait+2*time.Minute)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
