@@ -3,8 +3,16 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -127,6 +135,25 @@ func TestOpsEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("RPCConnections", func(t *testing.T) {
+		conn, err := net.Dial("tcp", gw.RPCAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gauge := func(want string) bool {
+			return opsWait(5*time.Second, func() bool {
+				return strings.Contains(string(c.Do(http.MethodGet, "/metrics", nil).Body), "\nlmq_rpc_connections "+want+"\n")
+			})
+		}
+		if !gauge("1") {
+			t.Error("an open RPC connection is not counted")
+		}
+		conn.Close()
+		if !gauge("0") {
+			t.Error("a closed RPC connection is still counted")
+		}
+	})
+
 	t.Run("Health", func(t *testing.T) {
 		for _, p := range []string{"/healthz", "/readyz"} {
 			if r := c.Do(http.MethodGet, p, nil); r.Status != http.StatusOK || string(r.Body) != "ok\n" {
@@ -217,6 +244,69 @@ func TestOpsConfigPrecedence(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), `bad.conf:2: unknown setting "no-such-setting"`) {
 		t.Errorf("bad config file: %v %s", err, out)
 	}
+}
+
+// TestOpsHTTPS serves the API over TLS with a certificate made here.
+func TestOpsHTTPS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile, pool := opsCert(t, dir)
+	gw := newOpsGateway(t)
+	gw.HTTP = strings.Replace(gw.HTTP, "http://", "https://", 1)
+	gw.hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+	gw.opsLaunch(nil, "--http-listen", strings.TrimPrefix(gw.HTTP, "https://"), "--tls-cert", certFile, "--tls-key", keyFile)
+	c := gw.Client(t)
+	c.Push("tls", []byte("secret"), "text/plain")
+	c.MustPull("tls", "0", "secret")
+	if out := opsRun(t, nil, "status", "--http", gw.HTTP, "--insecure"); !strings.Contains(out, "tls") {
+		t.Errorf("status over https: %q", out)
+	}
+	// Plain HTTP on the TLS port gets no API answer.
+	resp, err := http.Get(strings.Replace(gw.HTTP, "https://", "http://", 1) + "/stats")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP served on the TLS port")
+		}
+	}
+}
+
+// opsCert writes a self-signed certificate for 127.0.0.1 and its key.
+func opsCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "lmq-gateway test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	opsWriteFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	opsWriteFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
 }
 
 // TestOpsGracefulShutdown sends SIGTERM while a long-poll waits, pushes are

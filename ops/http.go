@@ -140,7 +140,7 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		if route == "" {
 			route = "other" // no route matched: 404, 405 or refused before routing
 		}
-		o.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Observe(d.Seconds())
+		o.metrics.requests.WithLabelValues(methodLabel(r.Method), route, strconv.Itoa(rec.status)).Observe(d.Seconds())
 		if o.opt.AccessLog {
 			o.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 				slog.String("method", r.Method),
@@ -153,6 +153,17 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 			)
 		}
 	})
+}
+
+// methodLabel bounds the method label: clients may send any token as a
+// method, and each would otherwise make new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodHead, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 func isHealth(path string) bool { return path == PathHealthz || path == PathReadyz }

@@ -242,6 +242,7 @@ func TestMetricsNames(t *testing.T) {
 	h := handler(o, nil)
 	get(t, h, "/messages/m?t=0") // one request for the request histogram
 	get(t, h, "/nowhere")
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("BREW", "/messages/m", nil))
 	body := get(t, h, "/metrics").Body.String()
 	for _, want := range []string{
 		`lmq_pushes_total{queue="m"} 1`,
@@ -265,6 +266,7 @@ func TestMetricsNames(t *testing.T) {
 		`version="v9"} 1`,
 		`lmq_http_request_duration_seconds_count{code="204",method="GET",route="/messages/{name}"} 1`,
 		`lmq_http_request_duration_seconds_count{code="404",method="GET",route="other"} 1`,
+		`lmq_http_request_duration_seconds_count{code="405",method="other",route="other"} 1`,
 		"go_goroutines ",
 		"go_memstats_alloc_bytes ",
 	} {
