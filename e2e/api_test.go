@@ -75,10 +75,10 @@ func testOldPaths(t *testing.T, gw *Gateway) {
 	c := gw.Client(t)
 	const q = "api-old/paths"
 	c.PushPath("/msgs/"+Q(q), []byte("old"), "text/plain")
-	r := c.Expect(http.StatusOK, http.MethodGet, "/msgs/"+Q(q)+"?t=1", nil)
+	r := c.Expect(http.StatusOK, http.MethodGet, "/msgs/"+Q(q)+"?t="+msgWait, nil)
 	ExpectMessage(t, r, q, "old")
 	c.Expect(http.StatusNoContent, http.MethodPost, "/msgs/"+Q(q)+"/"+r.ID()+"?reply=nack", nil)
-	r = c.Expect(http.StatusOK, http.MethodGet, "/msgs/"+Q(q)+"?t=1", nil)
+	r = c.Expect(http.StatusOK, http.MethodGet, "/msgs/"+Q(q)+"?t="+msgWait, nil)
 	ExpectMessage(t, r, q, "old")
 	if r.Retry() != 1 {
 		t.Errorf("after nack via /msgs: retry %d, want 1", r.Retry())
@@ -110,14 +110,14 @@ func testContentType(t *testing.T, gw *Gateway) {
 			want = "application/octet-stream"
 		}
 		for _, cf := range []string{"", "&cf=multipart", "&cf=msgpack"} { // cf does not apply to normal messages
-			r := c.Do(http.MethodGet, "/messages/"+q+"?t=1"+cf, nil)
+			r := c.Do(http.MethodGet, "/messages/"+q+"?t="+msgWait+cf, nil)
 			ExpectMessage(t, r, q, "ct="+ct)
 			if got := r.Header.Get("Content-Type"); got != want {
 				t.Errorf("pushed with %q, pulled (%s) with content-type %q, want %q", ct, cf, got, want)
 			}
 			c.ExpectReply(http.StatusNoContent, q, r.ID(), "nack")
 		}
-		r := c.MustPull(q, "1", "ct="+ct)
+		r := c.MustPull(q, msgWait, "ct="+ct)
 		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	}
 }
@@ -147,7 +147,7 @@ func testBadRequests(t *testing.T, gw *Gateway) {
 		}
 	}
 	c.Push(q, []byte("x"), "")
-	m := c.MustPull(q, "1", "x")
+	m := c.MustPull(q, msgWait, "x")
 	for _, reply := range []string{"", "reply=", "reply=done", "reply=ACK", "foo=ack"} {
 		if r := c.Do(http.MethodPost, "/messages/"+q+"/"+m.ID()+"?"+reply, nil); r.Status != http.StatusBadRequest {
 			t.Errorf("reply ?%s: got %v, want 400", reply, r)
@@ -167,7 +167,7 @@ func testNotFound(t *testing.T, gw *Gateway) {
 		}
 	}
 	// An id is only valid on its own queue.
-	m := c.MustPull(q, "1", "x")
+	m := c.MustPull(q, msgWait, "x")
 	c.ExpectReply(http.StatusNotFound, "api-not-found-other", m.ID(), "ack")
 	c.ExpectReply(http.StatusNotFound, "api-never-existed", m.ID(), "ack")
 	c.ExpectReply(http.StatusNoContent, q, m.ID(), "ack")
@@ -319,7 +319,7 @@ func testDefaultList(t *testing.T, gw *Gateway, base string) {
 	}
 	// The default retry applies to messages pushed now.
 	c.Push("dl-other", []byte("r0"), "")
-	m := c.MustPull("dl-other", "1", "r0")
+	m := c.MustPull("dl-other", msgWait, "r0")
 	if m.Retry() != 0 {
 		t.Errorf("retry-remaining %d under default retry 0, want 0", m.Retry())
 	}
@@ -368,14 +368,14 @@ func testDeleteQueue(t *testing.T, gw *Gateway) {
 	for _, b := range []string{"1", "2", "3"} {
 		c.Push(q, []byte(b), "")
 	}
-	inflight := c.MustPull(q, "1", "1")
+	inflight := c.MustPull(q, msgWait, "1")
 	c.Expect(http.StatusNoContent, http.MethodDelete, "/queues/"+q, nil)
 	c.Expect(http.StatusNotFound, http.MethodDelete, "/queues/"+q, nil)
 	c.ExpectReply(http.StatusNotFound, q, inflight.ID(), "ack")
 	// Pulling creates the queue afresh, empty.
 	c.PullEmpty(q, "0.2")
 	c.Push(q, []byte("4"), "")
-	c.MustPull(q, "1", "4")
+	c.MustPull(q, msgWait, "4")
 }
 
 // names that must work on every endpoint, each with its path encoding.
@@ -407,7 +407,7 @@ func testQueueNames(t *testing.T, gw *Gateway) {
 		}
 		p := n.enc
 		c.PushPath(msgs+p, []byte(n.name), "text/plain")
-		r := c.Expect(http.StatusOK, http.MethodGet, msgs+p+"?t=1", nil)
+		r := c.Expect(http.StatusOK, http.MethodGet, msgs+p+"?t="+msgWait, nil)
 		ExpectMessage(t, r, n.name, n.name)
 		c.Expect(http.StatusNoContent, http.MethodPost, msgs+p+"/"+r.ID()+"?reply=ext", nil)
 		c.Expect(http.StatusNoContent, http.MethodPost, msgs+p+"/"+r.ID()+"?reply=ack", nil)
@@ -427,20 +427,20 @@ func testDistinctNames(t *testing.T, gw *Gateway) {
 	// '+' is literal whether sent raw or as %2B; it is not a space.
 	c.PushPath("/messages/dn+x", []byte("plus"), "")
 	c.PullEmpty("dn x", "0")
-	r := c.Expect(http.StatusOK, http.MethodGet, "/messages/dn%2Bx?t=1", nil)
+	r := c.Expect(http.StatusOK, http.MethodGet, "/messages/dn%2Bx?t="+msgWait, nil)
 	ExpectMessage(t, r, "dn+x", "plus")
 	c.Expect(http.StatusNoContent, http.MethodPost, "/messages/dn+x/"+r.ID()+"?reply=ack", nil)
 
 	// Encoded and literal spellings of unreserved characters are the same name.
 	c.PushPath("/messages/dn%3Ay%2Ez", []byte("colon"), "")
-	c.MustPull("dn:y.z", "1", "colon")
+	c.MustPull("dn:y.z", msgWait, "colon")
 
 	// A slash in a name is not a path separator, and case matters.
 	for _, q := range []string{"dn/a", "dn%2Fa", "DN/A", "dn/a/", "dn//a"} {
 		c.Push(q, []byte(q), "")
 	}
 	for _, q := range []string{"dn/a", "dn%2Fa", "DN/A", "dn/a/", "dn//a"} {
-		c.MustPull(q, "1", q)
+		c.MustPull(q, msgWait, q)
 		c.PullEmpty(q, "0")
 	}
 }
@@ -491,7 +491,7 @@ func testPreserveHeaderHook(t *testing.T, gw *Gateway) {
 		t.Errorf("props with hooks: %s, want %s", got, want)
 	}
 	c.Push(q, []byte("ua"), "text/plain", "User-Agent", "lmq-e2e/1.0", "X-Other", "dropped")
-	r := c.MustPull(q, "1", "ua")
+	r := c.MustPull(q, msgWait, "ua")
 	if got := r.Header.Get("User-Agent"); got != "lmq-e2e/1.0" {
 		t.Errorf("pulled user-agent %q, want lmq-e2e/1.0", got)
 	}
@@ -505,7 +505,7 @@ func testPreserveHeaderHook(t *testing.T, gw *Gateway) {
 
 	// A queue without the hook keeps no headers.
 	c.Push("api-hooks-none", []byte("plain"), "", "User-Agent", "lmq-e2e/1.0")
-	if got := c.MustPull("api-hooks-none", "1", "plain").Header.Get("User-Agent"); got != "" {
+	if got := c.MustPull("api-hooks-none", msgWait, "plain").Header.Get("User-Agent"); got != "" {
 		t.Errorf("queue without hook returned user-agent %q", got)
 	}
 

@@ -17,6 +17,11 @@ import (
 // requestTimeout bounds a request that is not a deliberate long-poll.
 const requestTimeout = 30 * time.Second
 
+// msgWait is the t of a pull that expects a message to be available: it
+// costs nothing when the message is there, and is generous so that a loaded
+// machine (go test runs packages in parallel) does not fail the test.
+const msgWait = "5"
+
 // LMQ's message response headers.
 const (
 	hQueue = "x-lmq-queue-name"
