@@ -35,6 +35,10 @@ type QueueView struct {
 	Current []string
 }
 
+// collectTimeout bounds one collection; queues not reached by then are left
+// out of it.
+const collectTimeout = 30 * time.Second
+
 // inventory asks JetStream about every queue, for /stats, /metrics and
 // StatsD. Each queue costs a few JetStream requests, so a collection is shared
 // by everyone asking within ttl, runs a bounded number of requests at once,
@@ -81,7 +85,9 @@ func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 
 		// The collection serves every waiter, so it must not end with the
 		// first caller's context; it is bounded by its own timeout instead.
-		views := inv.gather(context.WithoutCancel(ctx), names)
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), collectTimeout)
+		views := inv.gather(gctx, names)
+		cancel()
 		inv.mu.Lock()
 		inv.cached, inv.names, inv.at, inv.running = views, names, time.Now(), nil
 		inv.mu.Unlock()
