@@ -94,7 +94,7 @@ func fillSource(t *testing.T, c *Client) *migrationSource {
 			s.bodies[q] = append(s.bodies[q], body)
 		}
 	}
-	push("q/one", 1500, "text/plain")
+	push("q/one", 1000, "text/plain")
 	push("q two", 40, "")
 	push("q:hooks", 60, "application/json")
 	push("skip.me", 10, "text/plain") // not selected by migrateQueues
@@ -142,14 +142,14 @@ func streamMsgs(ctx context.Context, js jetstream.JetStream, queue string) uint6
 	return st.CachedInfo().State.Msgs
 }
 
-// waitFor polls cond every 5ms until it holds or d passes.
+// waitFor polls cond every 20ms until it holds or d passes.
 func waitFor(d time.Duration, cond func() bool) bool {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		if cond() {
 			return true
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return false
 }
@@ -224,7 +224,7 @@ func TestMigrate(t *testing.T) {
 			return true
 		}
 	}
-	if !waitFor(30*time.Second, func() bool { return !running() || streamMsgs(ctx, js, "q/one") >= 300 }) || !running() {
+	if !waitFor(30*time.Second, func() bool { return !running() || streamMsgs(ctx, js, "q/one") >= 200 }) || !running() {
 		_ = cmd.Process.Kill()
 		t.Fatalf("run 1 did not get going:\n%s", out.String())
 	}
@@ -242,7 +242,7 @@ func TestMigrate(t *testing.T) {
 	var rep2 *migrate.Report
 	var err2 error
 	wg.Go(func() { rep2, err2 = migrate.Migrate(c2, opts, &out) })
-	if !waitFor(30*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= killedAt+300 }) {
+	if !waitFor(30*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= killedAt+200 }) {
 		t.Fatal("run 2 did not get going")
 	}
 	src.Kill()
@@ -349,7 +349,7 @@ func TestMigrate(t *testing.T) {
 	// A message the source delivered again keeps its lower count; the others
 	// have the source's retry 3 still ahead of them, as on the source.
 	t.Logf("retry-remaining of q/one on the target: %v", retries)
-	if retries[3] < 1490 {
+	if retries[3] < 990 {
 		t.Errorf("retry-remaining of q/one on the target: %v, want nearly all 3", retries)
 	}
 	for {
