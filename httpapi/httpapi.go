@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -22,6 +23,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -89,6 +91,19 @@ func New(core *gateway.Gateway, opts Options) http.Handler {
 		h = opts.Middleware(h)
 	}
 	return h
+}
+
+type connKey struct{}
+
+// ConnContext is for http.Server.ConnContext: it lets handlers see their
+// connection, so that a delivery is not written to a client that has gone.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func clientClosed(r *http.Request) bool {
+	c, ok := r.Context().Value(connKey{}).(net.Conn)
+	return ok && peer.Closed(c)
 }
 
 // queueName decodes the {name} path variable.
@@ -271,7 +286,10 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if r.Context().Err() != nil {
+	// The server may not have noticed yet that the client closed its
+	// connection while waiting, and writing to it would still succeed: ask
+	// the socket (see ConnContext) before handing the message over.
+	if r.Context().Err() != nil || clientClosed(r) {
 		a.core.Abandon(context.Background(), d)
 		return
 	}

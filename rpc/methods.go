@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -116,8 +117,10 @@ func (c *conn) handle(req request) {
 	}
 	// If the client is gone, give the message back at once, without counting a
 	// retry, instead of letting it wait for its timeout.
+	// The reader may not have seen the client's close yet, and a write to a
+	// socket the peer closed still succeeds: ask the socket itself.
 	werr := errClientGone
-	if !c.clientGone.Load() {
+	if !c.clientGone.Load() && !peer.Closed(c.nc) {
 		werr = c.send(resp, true)
 	}
 	if werr != nil {

@@ -131,6 +131,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			Mount:        o.Mount,
 			Middleware:   o.Middleware,
 		}),
+		ConnContext:       httpapi.ConnContext,
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		IdleTimeout:       c.idleTimeout,

@@ -1,0 +1,46 @@
+package peer
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+func TestClosed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if Closed(server) {
+		t.Fatal("open connection reported closed")
+	}
+	if _, err := client.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if Closed(server) {
+		t.Fatal("connection with unread data reported closed")
+	}
+	buf := make([]byte, 1)
+	if _, err := server.Read(buf); err != nil || buf[0] != 'x' {
+		t.Fatalf("peek consumed data: %v %q", err, buf)
+	}
+	client.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for !Closed(server) {
+		if time.Now().After(deadline) {
+			t.Fatal("closed connection not detected")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
