@@ -110,8 +110,12 @@ type process struct {
 // are appended to the command line. The process is stopped when t ends.
 func Start(t testing.TB, extraArgs ...string) *Gateway {
 	t.Helper()
+	// The data directory first: cleanups run last-in first-out, so the
+	// process (stopped by a cleanup newGateway registers) is gone before
+	// its directory is removed.
+	dataDir := t.TempDir()
 	g := newGateway(t)
-	g.DataDir = t.TempDir()
+	g.DataDir = dataDir
 	nats := freeAddr(t)
 	g.NATSURL = "nats://" + nats
 	g.args = append([]string{
@@ -153,8 +157,8 @@ func newGateway(t testing.TB) *Gateway {
 			DisableCompression:  true,
 		}},
 	}
-	// Registered after any t.TempDir of the caller's, so it runs before the
-	// data directory is removed.
+	// Stops the process. Cleanups run last-in first-out: directories the
+	// process uses must come from t.TempDir calls made before this one.
 	t.Cleanup(func() {
 		g.shutdown()
 		g.hc.CloseIdleConnections()
