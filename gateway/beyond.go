@@ -29,11 +29,7 @@ func (g *Gateway) bury(r *raw) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	cp := nats.NewMsg(mapping.DeadSubject(r.q.name))
-	for k, v := range r.msg.Header {
-		if !strings.HasPrefix(k, "Nats-") {
-			cp.Header[k] = v
-		}
-	}
+	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.used()))
 	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
 	var err error
@@ -121,9 +117,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 			return moved, jsErr("read dead letter", err)
 		}
 		m := nats.NewMsg(mapping.QueueSubject(queue))
-		for k, v := range raw.Header {
-			m.Header[k] = v
-		}
+		copyOwnHeaders(m, &nats.Msg{Header: raw.Header})
 		m.Header.Del(mapping.HdrDelivered)
 		m.Header.Del(mapping.HdrDeadAt)
 		m.Data = raw.Data

@@ -122,6 +122,20 @@ func TestBatch(t *testing.T) {
 			t.Fatalf("got %q want %q", d.Message.Body, want)
 		}
 	}
+	// A batch message that is nacked comes back (its copy is no batch).
+	if err := g.PushBatch(ctx, "batch", msgs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	d := mustPull(t, g, "batch", time.Second)
+	if err := g.Reply(ctx, "batch", d.ID, gateway.Nack); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustPull(t, g, "batch", time.Second); string(d.Message.Body) != "b" {
+		t.Fatalf("got %q", d.Message.Body)
+	}
+	if d := mustPull(t, g, "batch", time.Second); string(d.Message.Body) != "a" || d.RetryRemaining != 1 {
+		t.Fatalf("nacked batch message: %q retry %d", d.Message.Body, d.RetryRemaining)
+	}
 	if err := g.PushBatch(ctx, "batch", make([]gateway.Message, gateway.MaxBatch+1)); err == nil {
 		t.Fatal("oversized batch accepted")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,9 +206,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	cp := nats.NewMsg(r.q.subject)
-	for k, v := range r.msg.Header {
-		cp.Header[k] = v
-	}
+	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
 	if v := r.msg.Header.Get(mapping.HdrExpires); v != "" {
 		// The copy must expire when the original would have.
@@ -233,6 +232,17 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.q.name, "err", err)
 	}
 	g.Notify(r.q.name)
+}
+
+// copyOwnHeaders copies the message's headers except JetStream's own
+// (Nats-*): a copy must not inherit a batch id, a message id (it would be
+// dropped as a duplicate), a TTL or schedule markers of the original.
+func copyOwnHeaders(dst, src *nats.Msg) {
+	for k, v := range src.Header {
+		if !strings.HasPrefix(k, "Nats-") {
+			dst.Header[k] = v
+		}
+	}
 }
 
 // body returns the stored body of r, reading it from the stream when the
