@@ -331,3 +331,29 @@ func TestPushAll(t *testing.T) {
 		t.Fatalf("no match: %v %v", res, err)
 	}
 }
+
+// TestAckWaitFollowsTimeout: a queue created by a property update gets the
+// JetStream backstop of its own timeout, so that a gateway that dies gives
+// its deliveries back soon after their timeout.
+func TestAckWaitFollowsTimeout(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	timeoutProps(t, g, "aw", 0.5)
+	st, err := g.JetStream().Stream(ctx, mapping.StreamName("aw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Consumer(ctx, mapping.ConsumerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aw := c.CachedInfo().Config.AckWait; aw > 6*time.Second {
+		t.Fatalf("AckWait %v for timeout 0.5 s", aw)
+	}
+	timeoutProps(t, g, "aw", 60)
+	c, _ = st.Consumer(ctx, mapping.ConsumerName)
+	if aw := c.CachedInfo().Config.AckWait; aw < 60*time.Second {
+		t.Fatalf("AckWait %v for timeout 60 s", aw)
+	}
+}

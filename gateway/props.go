@@ -147,9 +147,10 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 	if err := validName(queue); err != nil {
 		return err
 	}
-	if _, err := g.queues.ensure(ctx, queue); err != nil {
-		return err
-	}
+	// The properties are written before the queue is created, so that a new
+	// queue's consumer starts with the AckWait of its own timeout (AckWait is
+	// only ever raised later: lowering it under deliveries in flight would
+	// have JetStream hand them out a second time).
 	enc := mapping.EncodeName(queue)
 	key := ownKeyPrefix + enc
 	for attempt := 0; ; attempt++ {
@@ -174,6 +175,9 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 		}
 		if err == nil {
 			g.props.setLocal(enc, next, true)
+			if _, err := g.queues.ensure(ctx, queue); err != nil {
+				return err
+			}
 			return g.queues.applyProps(ctx, queue)
 		}
 		conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)

@@ -104,6 +104,9 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 const usageHead = `Usage: lmq-gateway [serve] [flags]
        lmq-gateway status [--http ADDR] [flags]   print nodes and queues of a running gateway
        lmq-gateway version                        print the version
+       lmq-gateway migrate --from URL [--to-nats URL] [--queues RE] [--dry-run]
+                                                  copy a running LMQ into the gateway
+       lmq-gateway names [--json] QUEUE...        print a queue's JetStream stream, subjects and consumer
 
 Serves the LMQ API (HTTP, MessagePack-RPC) on NATS JetStream.
 

@@ -3,7 +3,8 @@
 // or in front of an existing NATS deployment (--nats-url).
 //
 // Subcommands: serve (the default), status (print the nodes and queues of a
-// running gateway, like LMQ's lmq-admin status) and version. Run
+// running gateway, like LMQ's lmq-admin status), version, migrate (copy a
+// running LMQ into the gateway) and names (a queue's JetStream names). Run
 // "lmq-gateway --help" for the settings, their defaults, environment
 // variables and config file.
 package main
@@ -16,11 +17,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lmq-gateway/lmq-gateway/migrate"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -51,12 +56,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "version":
 		_, err := fmt.Fprintln(stdout, versionLine())
 		return err
+	case "migrate":
+		// Ctrl-C lets the migration finish the message in hand.
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return migrate.Main(ctx, args, stdout)
+	case "names":
+		return migrate.NamesMain(args, stdout)
 	case "help":
 		fs := newFlagSet(&config{}, stdout)
 		usage(fs, stdout)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want serve, status or version; see --help)", cmd)
+	return fmt.Errorf("unknown command %q (want serve, status, version, migrate or names; see --help)", cmd)
 }
 
 func versionString() string {
