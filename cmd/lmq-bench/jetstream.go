@@ -134,16 +134,29 @@ func (c *jsClient) pull(ctx context.Context, queue string, wait time.Duration) (
 	if wait <= 0 {
 		batch, err = cons.FetchNoWait(1)
 	} else {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		batch, err = cons.Fetch(1, jetstream.FetchContext(wctx))
+		// FetchMaxWait, not a context deadline: the server then ends the
+		// request and the client waits a further second for that answer.
+		// With a context deadline the client gives up only a tenth of the
+		// wait after the server, and on a loaded machine a message handed
+		// out in that gap stays in flight, unseen, until AckWait.
+		batch, err = cons.Fetch(1, jetstream.FetchMaxWait(wait))
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("fetch: %w", err)
 	}
 	var msg jetstream.Msg
-	for m := range batch.Messages() {
-		msg = m
+	msgs := batch.Messages()
+recv:
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				break recv
+			}
+			msg = m
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("fetch: %w", ctx.Err())
+		}
 	}
 	if msg == nil {
 		if err := batch.Error(); err != nil && !isTimeout(err) {

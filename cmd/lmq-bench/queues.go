@@ -15,14 +15,15 @@ import (
 type queueSet struct {
 	names     []string
 	remaining []atomic.Int64
-	// dirty: a counted message went missing or an ack failed, so a queue
+	// dirty: a counted message went missing or an ack failed, so the queue
 	// may hold messages the count does not know of (they would come back
-	// later with stale timestamps). drain recreates the queues then.
-	dirty atomic.Bool
+	// later with stale timestamps). drain recreates such queues.
+	dirty    []atomic.Bool
+	anyDirty atomic.Bool
 }
 
 func newQueueSet(prefix string, n int) *queueSet {
-	qs := &queueSet{names: make([]string, n), remaining: make([]atomic.Int64, n)}
+	qs := &queueSet{names: make([]string, n), remaining: make([]atomic.Int64, n), dirty: make([]atomic.Bool, n)}
 	for i := range qs.names {
 		qs.names[i] = fmt.Sprintf("%s-%d", prefix, i)
 	}
@@ -52,10 +53,9 @@ func (qs *queueSet) total() int64 {
 	return t
 }
 
-func (qs *queueSet) zero() {
-	for i := range qs.remaining {
-		qs.remaining[i].Store(0)
-	}
+func (qs *queueSet) markDirty(q int) {
+	qs.dirty[q].Store(true)
+	qs.anyDirty.Store(true)
 }
 
 // reserve takes one counted message of queue q for a puller, so that
