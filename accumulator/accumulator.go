@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -24,12 +25,15 @@ const (
 	// window, or removed) long before gcAge makes it look stray.
 	pushTimeout = 30 * time.Second
 	// maxAttempts bounds how often a push retries because the window it
-	// joined closed before its part was stored; each retry meets a window
-	// that was open a moment ago, so more than one or two means trouble.
-	maxAttempts = 10
+	// joined closed before its part was stored, or another push opened one
+	// at the same time; more than a few means trouble.
+	maxAttempts = 20
 	// defaultLease is how long a close job stays with its runner without a
 	// write before another gateway may take it over.
 	defaultLease = 30 * time.Second
+	// publishRetryWait is the pause between attempts to store a part while
+	// its stream has no leader.
+	publishRetryWait = 250 * time.Millisecond
 	// defaultGrace delays the close of a window by gateways other than the
 	// one that opened it, which normally closes it on time.
 	defaultGrace = 500 * time.Millisecond
@@ -215,6 +219,7 @@ func (a *Accumulator) Push(ctx context.Context, queue string, accum time.Duratio
 func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duration, retry int, m *nats.Msg) (st gateway.AccumState, settled bool, err error) {
 	enc := mapping.EncodeName(queue)
 	fresh := false
+	lost := 0
 	for range maxAttempts {
 		cur := a.cachedPtr(enc)
 		if fresh {
@@ -251,14 +256,24 @@ func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duratio
 				return "", true, unavailable("accumulate", err)
 			}
 			if !won {
-				fresh = true // another push opened one first: join it
+				// Another push opened one first: join it. In a cluster the
+				// write may also have been refused because another one on
+				// the key was still being replicated; then wait a moment.
+				fresh = true
+				if lost++; lost > 1 {
+					if err := pause(ctx, lost); err != nil {
+						return "", true, unavailable("accumulate", err)
+					}
+				}
 				continue
 			}
 			st = gateway.AccumNew
 		}
 		m.Header.Set(mapping.HdrWindow, w.ID)
 		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		pa, err := a.js.PublishMsg(pctx, m)
+		// "No responders" means nobody stored it (a leader election in a
+		// cluster): try again until opTimeout.
+		pa, err := a.js.PublishMsg(pctx, m, jetstream.WithRetryAttempts(int(opTimeout/publishRetryWait)), jetstream.WithRetryWait(publishRetryWait))
 		cancel()
 		if err != nil {
 			var apiErr *jetstream.APIError
@@ -277,8 +292,8 @@ func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duratio
 }
 
 // open writes a new window pointer. markerRev is the revision of the marker
-// the last window left (0: none known). won is false when another push
-// opened a window first.
+// the last window left (0: none). won is false when another push opened a
+// window first, or markerRev was out of date.
 func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev uint64) (rev uint64, won bool, err error) {
 	b, err := json.Marshal(w)
 	if err != nil {
@@ -286,14 +301,12 @@ func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if markerRev == 0 {
-		rev, err = a.kv.Create(ctx, ptrKey(enc), b)
-	} else {
-		// Create would first fail on the marker and then read it; the
-		// watch already told us its revision.
-		rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	// Not KeyValue.Create: over the marker of the previous window it reads
+	// the marker's revision from any replica, which may be behind. The
+	// revision here comes from the watch or a leader read; a wrong one only
+	// fails, and the push reads again.
+	rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -321,7 +334,7 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 	}
 	a.log.Debug("window closing under a push", "queue", w.Queue, "window", w.ID, "seq", seq)
 	key := jobKey(enc, w.ID)
-	for {
+	for attempt := 1; ; attempt++ {
 		j, jrev, ok, err := a.readJob(ctx, key)
 		if err != nil {
 			return false, err
@@ -354,6 +367,9 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 			_, err = a.kv.Update(uctx, key, b, jrev)
 			cancel()
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				if err := pause(ctx, attempt); err != nil {
+					return false, err
+				}
 				continue
 			}
 			if err != nil {
@@ -373,6 +389,21 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 		a.log.Warn("could not remove a part that missed its window", "queue", w.Queue, "seq", seq, "err", err)
 	}
 	return false, nil
+}
+
+// pause waits a little longer at each attempt (with jitter), for writes that
+// lost a race on a key; ctx ending cuts it short.
+func pause(ctx context.Context, attempt int) error {
+	d := time.Duration(min(attempt, 20)) * 2 * time.Millisecond
+	d += rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (a *Accumulator) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {

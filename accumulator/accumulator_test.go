@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -409,10 +410,23 @@ func TestHourWindow(t *testing.T) {
 	}
 }
 
-// Open windows cost no goroutine: opening windows on many queues whose
-// streams already exist leaves the goroutine count where it was.
+// accumGoroutines counts the goroutines running code of this package.
+func accumGoroutines() int {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "lmq-gateway/accumulator.") {
+			n++
+		}
+	}
+	return n
+}
+
+// Open windows cost no goroutine and no timer: opening windows on many
+// queues adds entries to the scheduler's heap, nothing else. (Not parallel,
+// so that no other test's gateway runs meanwhile.)
 func TestManyQueuesNoGoroutineEach(t *testing.T) {
-	t.Parallel()
 	ns := startServer(t, t.TempDir())
 	g := startGW(t, ns)
 	const n = 200
@@ -424,22 +438,57 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	before := runtime.NumGoroutine()
+	before := accumGoroutines()
 	for i := range n {
 		if st := push(t, g, "acc/many/"+strconv.Itoa(i), "x"); st != gateway.AccumNew {
 			t.Fatal(st)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	after := runtime.NumGoroutine()
-	if after-before > 20 {
-		t.Fatalf("goroutines %d → %d with %d open windows", before, after, n)
+	if after := accumGoroutines(); after != before {
+		t.Fatalf("accumulator goroutines %d → %d with %d open windows", before, after, n)
 	}
 	g.acc.mu.RLock()
 	cachedN := len(g.acc.cache)
 	g.acc.mu.RUnlock()
 	if cachedN != n {
 		t.Fatalf("%d windows known, want %d", cachedN, n)
+	}
+}
+
+// Many windows fall due at once (they closed while the gateway was down):
+// a few workers close them all, each once.
+func TestManyWindowsDueAtRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ns := startServer(t, dir)
+	g := startGW(t, ns)
+	const n = 3 * workers
+	for i := range n {
+		q := "acc/due/" + strconv.Itoa(i)
+		setAccum(t, g, q, 0.2, 2)
+		push(t, g, q, "a")
+		push(t, g, q, "b")
+	}
+	g.close()
+	ns.Shutdown(context.Background())
+	time.Sleep(300 * time.Millisecond)
+	ns = startServer(t, dir)
+	g = startGW(t, ns)
+	for i := range n {
+		q := "acc/due/" + strconv.Itoa(i)
+		if d := pull(t, g, q, 5*time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
+			t.Fatalf("%s: %+v", q, d)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := range n {
+		q := "acc/due/" + strconv.Itoa(i)
+		if d := pull(t, g, q, 0); d != nil {
+			t.Fatalf("%s delivered twice: %q", q, bodies(d))
+		}
+		if parts, _ := leftovers(t, g, q); parts != 0 {
+			t.Fatalf("%s: %d parts left", q, parts)
+		}
 	}
 }

@@ -28,13 +28,13 @@ const (
 // closeDue starts the close of the window p when its time has come: it
 // creates the window's close job, which elects this gateway as its runner,
 // and runs it.
-func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) error {
+func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) (time.Time, error) {
 	cur, err := a.read(ctx, ptrKey(enc))
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if !cur.live || cur.rev != p.rev {
-		return nil // already being closed elsewhere
+		return time.Time{}, nil // already being closed elsewhere
 	}
 	r := &jobRef{
 		key: jobKey(enc, p.w.ID),
@@ -43,7 +43,7 @@ func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) erro
 	}
 	b, err := json.Marshal(r.j)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	uctx, cancel := context.WithTimeout(ctx, opTimeout)
 	// Expecting revision 0 rather than using Create: Create would also
@@ -51,12 +51,15 @@ func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) erro
 	r.rev, err = a.kv.Update(uctx, r.key, b, 0)
 	cancel()
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return nil // another gateway won the election
+		// Another gateway won the election (its job will show up in the
+		// watch), or, in a cluster, its write was still being replicated:
+		// look again later in case that write failed.
+		return time.Now().Add(checkDelay), nil
 	}
 	if err != nil {
-		return fmt.Errorf("create close job: %w", err)
+		return time.Time{}, fmt.Errorf("create close job: %w", err)
 	}
-	return a.run(ctx, r)
+	return time.Time{}, a.run(ctx, r)
 }
 
 // checkJob looks at a job this gateway does not run: its own after a failed
@@ -197,7 +200,7 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 // fence removes the window's pointer if it still names the window.
 func (a *Accumulator) fence(ctx context.Context, r *jobRef) error {
 	key := ptrKey(r.enc)
-	for {
+	for attempt := 1; ; attempt++ {
 		cur, err := a.read(ctx, key)
 		if err != nil || !cur.live {
 			return err
@@ -213,12 +216,17 @@ func (a *Accumulator) fence(ctx context.Context, r *jobRef) error {
 		if err != nil || removed {
 			return err
 		}
+		// Refused: the pointer changed, or (in a cluster) another write of
+		// it was still being replicated.
+		if err := pause(ctx, attempt); err != nil {
+			return err
+		}
 	}
 }
 
 // finish removes the job: the window is done.
 func (a *Accumulator) finish(ctx context.Context, r *jobRef) error {
-	for {
+	for attempt := 1; ; attempt++ {
 		removed, err := a.remove(ctx, r.key, r.rev)
 		if err != nil || removed {
 			return err
@@ -231,6 +239,11 @@ func (a *Accumulator) finish(ctx context.Context, r *jobRef) error {
 			return nil
 		case j.Owner != a.id:
 			return errJobLost
+		}
+		if rev == r.rev {
+			if err := pause(ctx, attempt); err != nil {
+				return err
+			}
 		}
 		r.j, r.rev = j, rev
 	}

@@ -1,48 +1,56 @@
 // Package accumulator implements LMQ accumulation (the accum property): the
 // pushes to a queue during a window of accum seconds become one compound
-// message. It is the core's gateway.Accumulator and keeps every piece of
-// state in JetStream, so that any gateway can finish what another started.
+// message. It is the core's gateway.Accumulator, and every piece of its state
+// lives in JetStream, so any gateway can finish what another one started.
 //
 // Where parts live: in the queue's own stream, on mapping.PartSubject
-// (lmq.a.<enc>), which the queue's consumer does not see; each part is
-// tagged with its window's id (header Lmq-Window). A push answers once its
-// part is stored. Windows live in the KV bucket LMQ_ACCUM: the pointer
-// w.<enc> names a queue's open window (id, deadline = open time + accum, the
-// retry fixed at opening, the gateway that opened it); creating it is the
-// one push that answers "new", and a push that finds it answers "yes".
+// (lmq.a.<enc>), which the queue's consumer does not read, each tagged with
+// its window's id (header Lmq-Window). A push answers once its part is stored.
+// Windows live in the KV bucket LMQ_ACCUM. The pointer w.<enc> names the
+// queue's open window: its id, its deadline (open time + accum) and the
+// retry, both fixed at opening, and the gateway that opened it. The push that
+// creates the pointer answers "new"; a push that finds it answers "yes".
 //
 // Who closes a window: every gateway watches the bucket and keeps the
-// deadlines of all windows in one min-heap served by one goroutine and one
-// timer (idle queues cost nothing). At the deadline (other gateways wait a
-// little longer) a gateway creates the close job j.<enc>.<id> with expected
-// revision 0; the one that succeeds runs it. The job is a small state
-// machine (closing → publishing → published → removed), written with
-// expected revisions and a lease: if its runner dies (no subscriber on its
-// liveness subject) or its lease runs out, another gateway takes it over,
-// and a restarted gateway resumes jobs and overdue windows from the watch.
+// deadlines of all windows in one min-heap, served by one goroutine with one
+// timer; at most 8 closes run at once, so idle queues cost nothing. At the
+// deadline (other gateways wait half a second longer), a gateway creates the
+// close job j.<enc>.<id> with expected revision 0. The one that succeeds runs
+// it. The job is a small state machine (closing → publishing → published →
+// removed), written with expected revisions and renewing a 30 s lease. A
+// window's close waits until every earlier window of the queue has stored
+// its compound, so compounds become available in window order. When
+// its runner dies (nobody answers on that gateway's liveness subject) or its
+// lease runs out, another gateway takes it over. A restarted gateway resumes
+// jobs and overdue windows from the watch.
 //
-// Which parts a window gets: the runner first removes the pointer (from
-// then on pushes open a new window at once), then fixes the cut, the
-// stream's last sequence, in the job. A part belongs to its window if and
-// only if its sequence is ≤ the cut. After storing its part a push reads the
-// pointer again (from the stream leader): unchanged means the cut, read
-// later, will cover the part; otherwise it reads the cut from the job (or
-// fixes it itself if the runner has not yet), and a part past the cut is
-// removed and pushed again, into the next window. So no part is lost or
-// lands in no window, and none is in two.
+// Which parts a window gets: the runner first removes the pointer (from then
+// on pushes open a new window at once). Then it fixes the cut, the stream's
+// last sequence, in the job. A part belongs to its window if and only if its
+// sequence is ≤ the cut. After storing its part, a push reads the pointer
+// again (from the stream leader). If it has not changed, the cut, read
+// later, will cover the part. If it has changed, the push reads the cut from
+// the job, or fixes the cut itself if the runner has not done so yet. A part
+// past the cut is removed and pushed again, into the next window. So no part
+// is lost, none is left outside every window, and none is in two.
 //
-// How duplicates are prevented: one close job per window (expected revision
-// 0), and a compound message is stored only by the job's current owner,
-// after it recorded state publishing and the stream's last sequence LQ. The
-// compound is built from the tagged parts up to the cut, in stream order
-// (push order), each with its own metadata, and carries the window's retry.
-// Only after the job says published are the parts removed, then the job. A
-// run that finds the job in publishing (a crash, a timeout, a takeover)
-// looks for a message tagged with the window after LQ before storing the
-// compound again. Nats-Msg-Id is not used for this: the core releases a
-// message by re-publishing it with all its headers, and JetStream would
-// silently drop that copy as a duplicate within its dedupe window. The one
-// case this cannot catch is a compound stored, then delivered and acked
-// before the interrupted run is resumed, all between two consecutive
-// requests of the runner.
+// How duplicates are prevented: each window has one close job (expected
+// revision 0), and only the job's current owner stores the compound message.
+// Before storing it, the owner records the state publishing and LQ, the
+// stream's last sequence. The compound holds the tagged parts up to the cut
+// in stream order (push order), each with its own metadata, and it carries
+// the window's retry. The parts are removed only after the job says
+// published; then the job is removed. A run that finds the job still in
+// publishing (after a crash, a timeout or a takeover) looks for a message
+// tagged with the window after LQ before it stores the compound again.
+//
+// Nats-Msg-Id and atomic batches are not used for this. The core releases a
+// message (nack, timeout) by re-publishing it with all its headers, so
+// JetStream would drop a copy carrying a Nats-Msg-Id as a duplicate, and
+// would refuse one carrying Nats-Batch-* headers. One case is not caught.
+// Suppose a runner stores the compound and stops before it records
+// published, and the compound is then delivered and acked before the job is
+// resumed. The resumed run stores the compound a second time. Deadlines and
+// leases are wall-clock times, so gateways on different hosts need
+// synchronized clocks.
 package accumulator

@@ -113,7 +113,8 @@ const errCodeNoMessage = 10037
 // KeyValue.Get may be answered by any replica (KV buckets allow direct gets),
 // which can be behind; the membership decisions of pushes need a read that
 // sees every write acknowledged before it, so they go through the stream API,
-// which only the leader answers.
+// which only the leader answers. While a new leader is being elected nobody
+// answers: the request is repeated with short timeouts.
 func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
 	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
 	if err != nil {
@@ -121,34 +122,59 @@ func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	msg, err := a.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	for {
+		e, retry, err := a.readOnce(ctx, key, req)
+		if !retry || ctx.Err() != nil {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return e, err
+		case <-time.After(readRetryPause):
+		}
+	}
+}
+
+const (
+	// readAttempt bounds one leader read; an election takes about 2 s.
+	readAttempt    = 2 * time.Second
+	readRetryPause = 100 * time.Millisecond
+)
+
+// readOnce is one attempt of read; retry says whether another may succeed.
+func (a *Accumulator) readOnce(ctx context.Context, key string, req []byte) (e entry, retry bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, readAttempt)
+	defer cancel()
+	msg, err := a.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
 	if err != nil {
-		return entry{}, fmt.Errorf("read %s: %w", key, err)
+		retry = errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+		return entry{}, retry, fmt.Errorf("read %s: %w", key, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return entry{}, fmt.Errorf("read %s: %w", key, err)
+		return entry{}, false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrCode == errCodeNoMessage {
-			return entry{}, nil
+			return entry{}, false, nil
 		}
-		return entry{}, fmt.Errorf("read %s: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
+		// 503: no leader (yet), JetStream not ready.
+		return entry{}, resp.Error.Code == 503, fmt.Errorf("read %s: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
 	}
 	if resp.Message == nil {
-		return entry{}, fmt.Errorf("read %s: empty answer", key)
+		return entry{}, false, fmt.Errorf("read %s: empty answer", key)
 	}
-	e := entry{value: resp.Message.Data, rev: resp.Message.Seq, live: true}
+	e = entry{value: resp.Message.Data, rev: resp.Message.Seq, live: true}
 	if len(resp.Message.Hdrs) > 0 {
 		hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
 		if err != nil {
-			return entry{}, fmt.Errorf("read %s: %w", key, err)
+			return entry{}, false, fmt.Errorf("read %s: %w", key, err)
 		}
 		if hdr.Get("KV-Operation") != "" || hdr.Get(jetstream.MarkerReasonHeader) != "" {
 			e.live, e.value = false, nil
 		}
 	}
-	return e, nil
+	return e, false, nil
 }
 
 // readJob reads a job; ok is false when it does not exist (finished).
@@ -187,7 +213,7 @@ type jobRef struct {
 // mutate again, so mutate must decide from the job it is given. It fails with
 // errJobGone or errJobLost when the job finished or changed hands.
 func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutate func(*job)) error {
-	for {
+	for attempt := 1; ; attempt++ {
 		nj := r.j
 		if nj.Cut != nil {
 			c := *nj.Cut
@@ -221,6 +247,13 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 			return errJobGone
 		case cur.Owner != owner:
 			return errJobLost
+		}
+		if rev == r.rev {
+			// Refused while another write of the job was being replicated
+			// (a cluster): wait for it.
+			if err := pause(ctx, attempt); err != nil {
+				return err
+			}
 		}
 		r.j, r.rev = cur, rev
 	}

@@ -14,7 +14,7 @@ import (
 
 const (
 	// workers bounds the closes a gateway runs at once; closes due meanwhile
-	// wait for a slot.
+	// stay in the heap until a worker is free.
 	workers = 8
 	// retryDelay is the pause before a failed close is tried again.
 	retryDelay = time.Second
@@ -24,6 +24,9 @@ const (
 	// rewatchDelay is the pause before the watch is set up again after it
 	// ended.
 	rewatchDelay = time.Second
+	// orderWait is how often a close waits for the close of an earlier
+	// window of the same queue to store its compound message.
+	orderWait = 20 * time.Millisecond
 )
 
 // scheduler is the one goroutine of a gateway that knows every open window
@@ -31,14 +34,18 @@ const (
 // due: a min-heap of due times and a single timer, so that idle accumulating
 // queues cost no goroutine or timer at all.
 type scheduler struct {
-	a       *Accumulator
-	w       jetstream.KeyWatcher
-	ptrs    map[string]ptrEntry // by key
-	jobs    map[string]jobEntry // by key
-	due     dueHeap
-	running map[string]bool // window ids being handled here
-	results chan result
-	slots   chan struct{}
+	a    *Accumulator
+	w    jetstream.KeyWatcher
+	ptrs map[string]ptrEntry // by key
+	jobs map[string]jobEntry // by key
+	// unpublished are the windows (id → open time) of each queue (by
+	// encoded name) whose close job has not yet stored its compound: a later
+	// window of the queue waits for them, so that compounds are available
+	// in window order.
+	unpublished map[string]map[string]int64
+	due         dueHeap
+	running     map[string]bool // window ids being handled here
+	results     chan result
 }
 
 type ptrEntry struct {
@@ -64,12 +71,12 @@ type result struct {
 // bounds the loading, runCtx the watch.
 func newScheduler(startCtx, runCtx context.Context, a *Accumulator) (*scheduler, error) {
 	s := &scheduler{
-		a:       a,
-		ptrs:    make(map[string]ptrEntry),
-		jobs:    make(map[string]jobEntry),
-		running: make(map[string]bool),
-		results: make(chan result),
-		slots:   make(chan struct{}, workers),
+		a:           a,
+		ptrs:        make(map[string]ptrEntry),
+		jobs:        make(map[string]jobEntry),
+		unpublished: make(map[string]map[string]int64),
+		running:     make(map[string]bool),
+		results:     make(chan result),
 	}
 	if err := s.watch(startCtx, runCtx); err != nil {
 		return nil, err
@@ -87,6 +94,7 @@ func (s *scheduler) watch(startCtx, runCtx context.Context) error {
 	}
 	clear(s.ptrs)
 	clear(s.jobs)
+	clear(s.unpublished)
 	s.due = s.due[:0]
 	for {
 		select {
@@ -120,7 +128,8 @@ func (s *scheduler) loop(ctx context.Context) {
 		if s.w != nil {
 			updates = s.w.Updates()
 		}
-		if len(s.due) > 0 {
+		// With every worker busy, the next result re-arms the timer.
+		if len(s.due) > 0 && len(s.running) < workers {
 			timer.Reset(time.Until(s.due[0].at))
 		} else {
 			timer.Reset(time.Hour)
@@ -203,8 +212,13 @@ func (s *scheduler) apply(e jetstream.KeyValueEntry, initial bool) {
 		}
 		s.push(at, key, rev)
 	case strings.HasPrefix(key, jobPrefix):
+		enc, id, ok := parseJobKey(key)
+		if !ok {
+			return
+		}
 		if removed {
 			delete(s.jobs, key)
+			s.published(enc, id)
 			return
 		}
 		var j job
@@ -214,8 +228,34 @@ func (s *scheduler) apply(e jetstream.KeyValueEntry, initial bool) {
 		}
 		je := jobEntry{j: j, rev: rev}
 		s.jobs[key] = je
+		if j.State == stPublished {
+			s.published(enc, id)
+		} else {
+			if s.unpublished[enc] == nil {
+				s.unpublished[enc] = make(map[string]int64)
+			}
+			s.unpublished[enc][id] = j.Opened
+		}
 		s.scheduleJob(key, je, initial)
 	}
+}
+
+func (s *scheduler) published(enc, id string) {
+	delete(s.unpublished[enc], id)
+	if len(s.unpublished[enc]) == 0 {
+		delete(s.unpublished, enc)
+	}
+}
+
+// earlierPending reports whether a window of the queue opened before opened
+// still waits for its compound to be stored.
+func (s *scheduler) earlierPending(enc string, opened int64) bool {
+	for _, o := range s.unpublished[enc] {
+		if o < opened {
+			return true
+		}
+	}
+	return false
 }
 
 // scheduleJob decides when to look at a job: a job of this gateway's that
@@ -253,17 +293,25 @@ func (s *scheduler) push(at time.Time, key string, rev uint64) {
 // fire starts the work that is due. Entries whose key changed since they
 // were pushed are dropped: the change pushed its own entry.
 func (s *scheduler) fire(ctx context.Context, now time.Time) {
-	for len(s.due) > 0 && !s.due[0].at.After(now) {
+	for len(s.due) > 0 && len(s.running) < workers && !s.due[0].at.After(now) {
 		d := heap.Pop(&s.due).(due)
 		if p, ok := s.ptrs[d.key]; ok && p.rev == d.rev && !s.running[p.w.ID] {
 			enc := d.key[len(ptrPrefix):]
+			if s.earlierPending(enc, p.w.Opened) {
+				s.push(now.Add(orderWait), d.key, d.rev)
+				continue
+			}
 			s.start(ctx, p.w.ID, enc, d.key, func(ctx context.Context) (time.Time, error) {
-				return time.Time{}, s.a.closeDue(ctx, enc, p)
+				return s.a.closeDue(ctx, enc, p)
 			})
 			continue
 		}
 		if je, ok := s.jobs[d.key]; ok && je.rev == d.rev && !s.running[je.j.ID] {
 			enc, _, _ := parseJobKey(d.key)
+			if je.j.State != stPublished && s.earlierPending(enc, je.j.Opened) {
+				s.push(now.Add(orderWait), d.key, d.rev)
+				continue
+			}
 			s.start(ctx, je.j.ID, enc, d.key, func(ctx context.Context) (time.Time, error) {
 				return s.a.checkJob(ctx, d.key, enc, je)
 			})
@@ -279,16 +327,11 @@ func (s *scheduler) start(ctx context.Context, window, enc, key string, fn func(
 	go func() {
 		defer s.a.wg.Done()
 		r := result{window: window, enc: enc, key: key}
-		select {
-		case s.slots <- struct{}{}:
-			again, err := fn(ctx)
-			<-s.slots
-			r.again = again
-			if err != nil && ctx.Err() == nil {
-				s.a.log.Warn("accumulation window not closed yet; retrying", "key", key, "err", err)
-				r.again = time.Now().Add(retryDelay)
-			}
-		case <-ctx.Done():
+		again, err := fn(ctx)
+		r.again = again
+		if err != nil && ctx.Err() == nil {
+			s.a.log.Warn("accumulation window not closed yet; retrying", "key", key, "err", err)
+			r.again = time.Now().Add(retryDelay)
 		}
 		select {
 		case s.results <- r:
