@@ -22,7 +22,7 @@ const (
 	// opTimeout bounds one JetStream request.
 	opTimeout = 10 * time.Second
 	// pushTimeout bounds a whole push: a part must be settled (taken by its
-	// window, or removed) long before gcAge makes it look stray.
+	// window, or removed) long before strayAge makes it look stray.
 	pushTimeout = 30 * time.Second
 	// maxAttempts bounds how often a push retries because the window it
 	// joined closed before its part was stored, or another push opened one
