@@ -24,12 +24,12 @@ import (
 // so nothing an LMQ client sends reaches them.
 
 func (a *api) mountBeyond(r *mux.Router) {
-	r.HandleFunc("/queues", a.listQueues).Methods(http.MethodGet)
-	r.HandleFunc("/queues/{name}", a.queueDetail).Methods(http.MethodGet)
-	r.HandleFunc("/queues/{name}/dead", a.deadInfo).Methods(http.MethodGet)
-	r.HandleFunc("/queues/{name}/dead", a.deleteDead).Methods(http.MethodDelete)
-	r.HandleFunc("/queues/{name}/dead/head", a.deadHead).Methods(http.MethodGet)
-	r.HandleFunc("/queues/{name}/dead/respawn", a.respawnDead).Methods(http.MethodPost)
+	r.Handle("/queues", a.handler(a.listQueues)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}", a.named(a.queueDetail)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead", a.named(a.deadInfo)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead", a.named(a.deleteDead)).Methods(http.MethodDelete)
+	r.Handle("/queues/{name}/dead/head", a.named(a.deadHead)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
 }
 
 // seconds reads an optional non-negative seconds query parameter.
@@ -60,21 +60,20 @@ func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 // multipart/mixed body (one message per part, with its content-type) or an
 // application/x-msgpack array of [{header: value}, content] pairs (the form of
 // a compound message).
-func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) {
-	body, ok := a.readBody(w, r)
-	if !ok {
-		return
+func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) error {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		return err
 	}
 	msgs, err := parseBatch(r.Header.Get("Content-Type"), body)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if err := a.core.PushBatch(r.Context(), queue, msgs); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"accum":"no","count":`+strconv.Itoa(len(msgs))+`}`))
+	return nil
 }
 
 func parseBatch(contentType string, body []byte) ([]gateway.Message, error) {
@@ -115,7 +114,7 @@ type queueSummary struct {
 	Size uint64 `json:"size"`
 }
 
-func (a *api) listQueues(w http.ResponseWriter, r *http.Request) {
+func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
 	out := []queueSummary{}
 	for _, name := range a.core.QueueNames() {
 		qi, err := a.core.Queue(r.Context(), name)
@@ -123,25 +122,19 @@ func (a *api) listQueues(w http.ResponseWriter, r *http.Request) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		out = append(out, queueSummary{Name: name, Size: qi.Size})
 	}
 	b, _ := json.Marshal(map[string]any{"queues": out})
 	writeJSON(w, http.StatusOK, b)
+	return nil
 }
 
-func (a *api) queueDetail(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) queueDetail(w http.ResponseWriter, r *http.Request, queue string) error {
 	d, err := a.core.QueueDetail(r.Context(), queue)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	b, _ := json.Marshal(map[string]any{
 		"name":         d.Name,
@@ -154,38 +147,28 @@ func (a *api) queueDetail(w http.ResponseWriter, r *http.Request) {
 		"props":        json.RawMessage(d.Props.JSON()),
 	})
 	writeJSON(w, http.StatusOK, b)
+	return nil
 }
 
-func (a *api) deadInfo(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) deadInfo(w http.ResponseWriter, r *http.Request, queue string) error {
 	d, err := a.core.QueueDetail(r.Context(), queue)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"size":`+strconv.FormatUint(d.DeadLetters, 10)+`}`))
+	return nil
 }
 
 // deadHead shows the oldest dead letter like a delivered message, with its
 // history in x-lmq-deliveries and x-lmq-dead-at; 204 when there is none.
-func (a *api) deadHead(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) deadHead(w http.ResponseWriter, r *http.Request, queue string) error {
 	dl, err := a.core.DeadLetterHead(r.Context(), queue)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if dl == nil {
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil
 	}
 	h := w.Header()
 	h[hdrQueueName] = []string{queue}
@@ -198,39 +181,30 @@ func (a *api) deadHead(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(dl.Message.Body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(dl.Message.Body)
+	return nil
 }
 
-func (a *api) respawnDead(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) respawnDead(w http.ResponseWriter, r *http.Request, queue string) error {
 	n := 1
 	if v := r.URL.Query().Get("n"); v != "" {
+		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			a.fail(w, r, fmt.Errorf("%w: n must be a positive integer", gateway.ErrInvalid))
-			return
+			return fmt.Errorf("%w: n must be a positive integer", gateway.ErrInvalid)
 		}
 	}
 	moved, err := a.core.RespawnDeadLetters(r.Context(), queue, n)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"respawned":`+strconv.Itoa(moved)+`}`))
+	return nil
 }
 
-func (a *api) deleteDead(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) deleteDead(w http.ResponseWriter, r *http.Request, queue string) error {
 	n, err := a.core.DeleteDeadLetters(r.Context(), queue)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"deleted":`+strconv.FormatUint(n, 10)+`}`))
+	return nil
 }

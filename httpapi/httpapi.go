@@ -61,21 +61,21 @@ func New(core *gateway.Gateway, opts Options) http.Handler {
 	r.UseEncodedPath()
 	r.SkipClean(true)
 	for _, base := range []string{"/messages", "/msgs"} {
-		r.HandleFunc(base, a.pushAll).Methods(http.MethodPost)
-		r.HandleFunc(base, a.pullAny).Methods(http.MethodGet)
-		r.HandleFunc(base+"/{name}", a.push).Methods(http.MethodPost)
-		r.HandleFunc(base+"/{name}", a.pull).Methods(http.MethodGet)
-		r.HandleFunc(base+"/{name}/{id}", a.reply).Methods(http.MethodPost)
+		r.Handle(base, a.handler(a.pushAll)).Methods(http.MethodPost)
+		r.Handle(base, a.handler(a.pullAny)).Methods(http.MethodGet)
+		r.Handle(base+"/{name}", a.named(a.push)).Methods(http.MethodPost)
+		r.Handle(base+"/{name}", a.named(a.pull)).Methods(http.MethodGet)
+		r.Handle(base+"/{name}/{id}", a.named(a.reply)).Methods(http.MethodPost)
 	}
-	r.HandleFunc("/queues/{name}", a.deleteQueue).Methods(http.MethodDelete)
+	r.Handle("/queues/{name}", a.named(a.deleteQueue)).Methods(http.MethodDelete)
 	a.mountBeyond(r)
 	for _, base := range []string{"/properties", "/props"} {
-		r.HandleFunc(base, a.getDefaults).Methods(http.MethodGet)
-		r.HandleFunc(base, a.putDefaults).Methods(http.MethodPut)
-		r.HandleFunc(base, a.deleteDefaults).Methods(http.MethodDelete)
-		r.HandleFunc(base+"/{name}", a.getProps).Methods(http.MethodGet)
-		r.HandleFunc(base+"/{name}", a.patchProps).Methods(http.MethodPatch)
-		r.HandleFunc(base+"/{name}", a.deleteProps).Methods(http.MethodDelete)
+		r.Handle(base, a.handler(a.getDefaults)).Methods(http.MethodGet)
+		r.Handle(base, a.handler(a.putDefaults)).Methods(http.MethodPut)
+		r.Handle(base, a.handler(a.deleteDefaults)).Methods(http.MethodDelete)
+		r.Handle(base+"/{name}", a.named(a.getProps)).Methods(http.MethodGet)
+		r.Handle(base+"/{name}", a.named(a.patchProps)).Methods(http.MethodPatch)
+		r.Handle(base+"/{name}", a.named(a.deleteProps)).Methods(http.MethodDelete)
 	}
 	if opts.Mount != nil {
 		opts.Mount(r)
@@ -106,6 +106,45 @@ func clientClosed(r *http.Request) bool {
 	return ok && peer.Closed(c)
 }
 
+// statusError is an answer other than the core's errors: 413, 415, …
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// apiFunc is a handler that reports failure as an error; fail turns it into
+// the answer.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// queueFunc is an apiFunc of one queue, named by the {name} path variable.
+type queueFunc func(w http.ResponseWriter, r *http.Request, queue string) error
+
+// errHandler adapts an apiFunc: every handler shares one error path.
+type errHandler struct {
+	a *api
+	f apiFunc
+}
+
+func (h errHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.f(w, r); err != nil {
+		h.a.fail(w, r, err)
+	}
+}
+
+func (a *api) handler(f apiFunc) http.Handler { return errHandler{a: a, f: f} }
+
+func (a *api) named(f queueFunc) http.Handler {
+	return errHandler{a: a, f: func(w http.ResponseWriter, r *http.Request) error {
+		queue, err := queueName(r)
+		if err != nil {
+			return err
+		}
+		return f(w, r, queue)
+	}}
+}
+
 // queueName decodes the {name} path variable.
 func queueName(r *http.Request) (string, error) {
 	name, err := url.PathUnescape(mux.Vars(r)["name"])
@@ -118,31 +157,30 @@ func queueName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", a.opts.MaxBodyBytes))
-		return nil, false
+		return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", a.opts.MaxBodyBytes)}
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
-		return nil, false
+		return nil, fmt.Errorf("%w: reading body: %w", gateway.ErrInvalid, err)
 	}
-	return body, true
+	return body, nil
 }
 
-func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gateway.Message, bool) {
-	body, ok := a.readBody(w, r)
-	if !ok {
-		return gateway.Message{}, false
+// message reads a pushed message; for a single queue it keeps the request
+// headers its pre_http_push hooks name.
+func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gateway.Message, error) {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		return gateway.Message{}, err
 	}
 	msg := gateway.Message{ContentType: r.Header.Get("Content-Type"), Body: body}
 	if queue != "" {
 		props, err := a.core.QueueProps(r.Context(), queue)
 		if err != nil {
-			a.fail(w, r, err)
-			return gateway.Message{}, false
+			return gateway.Message{}, err
 		}
 		for _, name := range props.Hooks.PreservedHeaders() {
 			for _, v := range r.Header.Values(name) {
@@ -150,50 +188,41 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gat
 			}
 		}
 	}
-	return msg, true
+	return msg, nil
 }
 
-func (a *api) push(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) push(w http.ResponseWriter, r *http.Request, queue string) error {
 	if r.URL.Query().Get("batch") != "" {
-		a.pushBatch(w, r, queue)
-		return
+		return a.pushBatch(w, r, queue)
 	}
 	opts, err := pushOptions(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	msg, ok := a.message(w, r, queue)
-	if !ok {
-		return
+	msg, err := a.message(w, r, queue)
+	if err != nil {
+		return err
 	}
 	st, err := a.core.PushWith(r.Context(), queue, msg, opts)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"accum":"`+string(st)+`"}`))
+	return nil
 }
 
-func (a *api) pushAll(w http.ResponseWriter, r *http.Request) {
+func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 	re, err := qre(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	msg, ok := a.message(w, r, "")
-	if !ok {
-		return
+	msg, err := a.message(w, r, "")
+	if err != nil {
+		return err
 	}
 	res, err := a.core.PushAll(r.Context(), re, msg)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	out := make(map[string]map[string]string, len(res))
 	for q, st := range res {
@@ -201,6 +230,7 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) {
 	}
 	b, _ := json.Marshal(out)
 	writeJSON(w, http.StatusOK, b)
+	return nil
 }
 
 func qre(r *http.Request) (*regexp.Regexp, error) {
@@ -247,188 +277,139 @@ func firstOf(v []string) string {
 	return v[0]
 }
 
-func (a *api) pull(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) pull(w http.ResponseWriter, r *http.Request, queue string) error {
 	wait, cf, err := pullParams(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	d, err := a.core.Pull(r.Context(), queue, wait)
-	a.answerPull(w, r, d, err, cf)
+	return a.answerPull(w, r, d, err, cf)
 }
 
-func (a *api) pullAny(w http.ResponseWriter, r *http.Request) {
+func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 	re, err := qre(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	wait, cf, err := pullParams(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	d, err := a.core.PullAny(r.Context(), re, wait)
-	a.answerPull(w, r, d, err, cf)
+	return a.answerPull(w, r, d, err, cf)
 }
 
-func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Delivery, err error, cf string) {
+func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Delivery, err error, cf string) error {
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if d == nil {
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil
 	}
 	// The server may not have noticed yet that the client closed its
 	// connection while waiting, and writing to it would still succeed: ask
 	// the socket (see ConnContext) before handing the message over.
 	if r.Context().Err() != nil || clientClosed(r) {
 		a.core.Abandon(context.Background(), d)
-		return
+		return nil
 	}
 	if err := writeDelivery(w, d, cf); err != nil {
 		a.log.Debug("client went away during delivery", "queue", d.Queue, "err", err)
 		a.core.Abandon(context.Background(), d)
 	}
+	return nil
 }
 
-func (a *api) reply(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error {
 	id, err := url.PathUnescape(mux.Vars(r)["id"])
 	if err != nil {
-		a.fail(w, r, fmt.Errorf("%w: message id", gateway.ErrInvalid))
-		return
+		return fmt.Errorf("%w: message id", gateway.ErrInvalid)
 	}
 	kind, err := gateway.ParseReply(r.URL.Query().Get("reply"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	if err := a.core.Reply(r.Context(), queue, id, kind); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent(w, a.core.Reply(r.Context(), queue, id, kind))
 }
 
-func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err == nil {
-		err = a.core.DeleteQueue(r.Context(), queue)
-	}
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request, queue string) error {
+	return noContent(w, a.core.DeleteQueue(r.Context(), queue))
 }
 
-func (a *api) getDefaults(w http.ResponseWriter, r *http.Request) {
+func (a *api) getDefaults(w http.ResponseWriter, r *http.Request) error {
 	l, err := a.core.DefaultProps(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, l.JSON())
+	return nil
 }
 
-// jsonBody reads a JSON request body, answering 415 for other content types.
-func (a *api) jsonBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// jsonBody reads a JSON request body; other content types are 415.
+func (a *api) jsonBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "content-type must be application/json")
-		return nil, false
+		return nil, &statusError{http.StatusUnsupportedMediaType, "content-type must be application/json"}
 	}
 	return a.readBody(w, r)
 }
 
-func (a *api) putDefaults(w http.ResponseWriter, r *http.Request) {
-	body, ok := a.jsonBody(w, r)
-	if !ok {
-		return
+func (a *api) putDefaults(w http.ResponseWriter, r *http.Request) error {
+	body, err := a.jsonBody(w, r)
+	if err != nil {
+		return err
 	}
 	l, err := mapping.ParseDefaultList(body)
 	if err != nil {
-		a.fail(w, r, fmt.Errorf("%w: %w", gateway.ErrInvalid, err))
-		return
+		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 	}
-	if err := a.core.SetDefaultProps(r.Context(), l); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent(w, a.core.SetDefaultProps(r.Context(), l))
 }
 
-func (a *api) deleteDefaults(w http.ResponseWriter, r *http.Request) {
-	if err := a.core.SetDefaultProps(r.Context(), nil); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (a *api) deleteDefaults(w http.ResponseWriter, r *http.Request) error {
+	return noContent(w, a.core.SetDefaultProps(r.Context(), nil))
 }
 
-func (a *api) getProps(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *api) getProps(w http.ResponseWriter, r *http.Request, queue string) error {
 	p, err := a.core.QueueProps(r.Context(), queue)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, p.JSON())
+	return nil
 }
 
-func (a *api) patchProps(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
+func (a *api) patchProps(w http.ResponseWriter, r *http.Request, queue string) error {
+	body, err := a.jsonBody(w, r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	body, ok := a.jsonBody(w, r)
-	if !ok {
-		return
+		return err
 	}
 	p, err := mapping.ParseProps(body)
 	if err != nil {
-		a.fail(w, r, fmt.Errorf("%w: %w", gateway.ErrInvalid, err))
-		return
+		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 	}
-	if err := a.core.UpdateProps(r.Context(), queue, p); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent(w, a.core.UpdateProps(r.Context(), queue, p))
 }
 
-func (a *api) deleteProps(w http.ResponseWriter, r *http.Request) {
-	queue, err := queueName(r)
+func (a *api) deleteProps(w http.ResponseWriter, r *http.Request, queue string) error {
+	return noContent(w, a.core.ResetProps(r.Context(), queue))
+}
+
+// noContent answers 204 unless err.
+func noContent(w http.ResponseWriter, err error) error {
 	if err == nil {
-		err = a.core.ResetProps(r.Context(), queue)
+		w.WriteHeader(http.StatusNoContent)
 	}
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return err
 }
 
 // fail maps core errors onto status codes.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var se *statusError
 	switch {
+	case errors.As(err, &se):
+		writeError(w, se.status, se.msg)
 	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, mapping.ErrInvalidProps), errors.Is(err, mapping.ErrInvalidName):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, gateway.ErrNotFound):
