@@ -166,7 +166,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.bg.Add(1)
 	go g.repollLoop()
-	if err := nc.FlushWithContext(ctx); err != nil {
+	// FlushWithContext insists on a deadline; the caller's ctx need not have one.
+	fctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("flush: %w", err)
 	}

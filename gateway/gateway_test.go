@@ -357,3 +357,23 @@ func TestAckWaitFollowsTimeout(t *testing.T) {
 		t.Fatalf("AckWait %v for timeout 60 s", aw)
 	}
 }
+
+// TestNewWithoutDeadline: New must not require its context to carry a deadline.
+func TestNewWithoutDeadline(t *testing.T) {
+	t.Parallel()
+	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	nc, err := ns.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	g, err := gateway.New(context.Background(), nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+}
