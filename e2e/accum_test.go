@@ -344,3 +344,44 @@ func TestAccumGatewayDies(t *testing.T) {
 	c2.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	c2.PullEmpty(q, "1")
 }
+
+// A three-node cluster with R3 streams: windows closing under pushes through
+// all nodes, then a node killed with a window open, which the others close.
+func TestAccumCluster(t *testing.T) {
+	t.Parallel()
+	gws := StartEmbeddedCluster(t, 3, "--replicas", "3")
+	cs := []*Client{gws[0].Client(t), gws[1].Client(t), gws[2].Client(t)}
+	const q = "accum/cluster"
+	cs[0].PatchProps(q, `{"accum":0.2}`)
+	accumAwaitProps(t, cs[1], q)
+	accumAwaitProps(t, cs[2], q)
+	pushed, news := accumLoad(t, cs, q, 3, 20)
+	accumDrain(t, cs, q, pushed, news)
+
+	if st := accumPush(t, cs[0], q, "x 000", ""); st != "new" {
+		t.Fatalf("push %q, want new", st)
+	}
+	gws[0].Kill()
+	// The node may have led the streams: the rest elect new leaders.
+	r := cs[1].Do(http.MethodPost, "/messages/"+Q(q), []byte("x 001"))
+	for range 20 {
+		if r.Status == http.StatusOK {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+		r = cs[1].Do(http.MethodPost, "/messages/"+Q(q), []byte("x 001"))
+	}
+	if r.Status != http.StatusOK {
+		t.Fatalf("push after the kill: %v", r)
+	}
+	want := []string{"x 000", "x 001"}
+	if accumAnswer(t, r) == "new" {
+		// The first window closed before the second push: two compounds.
+		want = want[:1]
+	}
+	r = cs[1].Pull(q, "15")
+	if got := accumParts(t, r, q); !slices.Equal(got, want) {
+		t.Fatalf("compound %q, want %q", got, want)
+	}
+	cs[1].ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+}
