@@ -136,12 +136,21 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.dels = newDeliveryTable()
 	g.queues = newRegistry(g)
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      propsBucket,
-		Description: "lmq-gateway queue properties and default-properties list",
-		History:     1,
-		Replicas:    cfg.Replicas,
-	})
+	// The bucket is shared: created once, with the creator's --replicas, and
+	// never updated, so that a gateway started with another count does not
+	// rescale it under the others (an R1 bucket dies with its one server).
+	kv, err := js.KeyValue(ctx, propsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      propsBucket,
+			Description: "lmq-gateway queue properties and default-properties list",
+			History:     1,
+			Replicas:    cfg.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, propsBucket) // another gateway was first
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("properties bucket: %w", err)
 	}

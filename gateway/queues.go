@@ -301,7 +301,10 @@ func (r *registry) consumerConfig(queue string, ackWait time.Duration) jetstream
 		AckWait:       ackWait,
 		MaxDeliver:    -1,
 		MaxAckPending: -1,
-		Replicas:      r.g.cfg.Replicas,
+		// Replicas stays 0, "as many as the stream": JetStream refuses a
+		// consumer of a WorkQueue stream with another replica count (10134),
+		// so a fixed count would make queues created by a gateway with
+		// another --replicas, or scaled with nats stream edit, unusable here.
 	}
 }
 
