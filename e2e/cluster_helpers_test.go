@@ -7,13 +7,22 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,9 +146,10 @@ func awaitGateway(g *Gateway) {
 }
 
 // StartNATSCluster runs an n-node nats-server cluster with JetStream inside
-// the test process, on free loopback ports, and returns the servers; edit
-// (may be nil) adjusts each node's options. They are shut down when t ends.
-func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) []*server.Server {
+// the test process, on free loopback ports, and returns the servers and
+// their options (for RestartNATS); edit (may be nil) adjusts each node's
+// options. They are shut down when t ends.
+func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) ([]*server.Server, []*server.Options) {
 	t.Helper()
 	addrs, release := holdAddrs(t, n)
 	release()
@@ -149,6 +159,7 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 	}
 	routes := server.RoutesFromStr(strings.Join(clusterAddrs, ","))
 	servers := make([]*server.Server, n)
+	all := make([]*server.Options, n)
 	for i := range n {
 		u, _ := url.Parse(clusterAddrs[i])
 		host, port := u.Hostname(), u.Port()
@@ -168,6 +179,7 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 		if edit != nil {
 			edit(i, o)
 		}
+		all[i] = o
 		s, err := server.NewServer(o)
 		if err != nil {
 			t.Fatalf("nats-server %d: %v", i, err)
@@ -184,7 +196,30 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 			t.Fatalf("nats-server %d not ready within %v", i, startTimeout)
 		}
 	}
-	return servers
+	return servers, all
+}
+
+// RestartNATS starts a stopped in-process server again with its options, on
+// the same client port and data; it is shut down when t ends.
+func RestartNATS(t testing.TB, old *server.Server, opts *server.Options) *server.Server {
+	t.Helper()
+	o := opts.Clone()
+	if u, err := url.Parse(old.ClientURL()); err == nil {
+		fmt.Sscan(u.Port(), &o.Port)
+	}
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatalf("restart %s: %v", old.Name(), err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(startTimeout) {
+		t.Fatalf("restart %s: not ready within %v", old.Name(), startTimeout)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
 }
 
 // ClientURLs joins the servers' client URLs as --nats-url wants them.
@@ -690,4 +725,64 @@ func QueueEmpty(js jetstream.JetStream, queue string) func() bool {
 		info, err := st.Info(ctx)
 		return err == nil && info.State.Msgs == 0
 	}
+}
+
+// writeTestPKI writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate, PEM-encoded, and returns their paths by file name (ca.pem,
+// server.pem, server-key.pem, client.pem, client-key.pem).
+func writeTestPKI(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	files := make(map[string]string)
+	write := func(name, typ string, der []byte) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files[name] = p
+	}
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	caKey := newKey()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lmq e2e CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) {
+		k := newKey()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name+".pem", "CERTIFICATE", der)
+		write(name+"-key.pem", "EC PRIVATE KEY", kb)
+	}
+	leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return files
 }
