@@ -45,6 +45,10 @@ import (
 // so none of them would become ready alone.
 func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 	t.Helper()
+	// The first TempDir registers the removal of the test's temporary
+	// directories; done before newGateway registers the shutdowns, it runs
+	// after them (cleanups run last first), when no node writes any more.
+	_ = t.TempDir()
 	// Held until the nodes start, so that no other address drawn meanwhile
 	// (the gateways' HTTP and RPC ports) can be one of these.
 	addrs, release := holdAddrs(t, 2*n)

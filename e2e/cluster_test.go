@@ -76,11 +76,11 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	q := prefix + "-walk"
 	dq := prefix + "-defaults"
 	jsonCT := []string{"Content-Type", "application/json"}
-	// Created first, with retries: creating an R3 stream while a node of the
-	// cluster is down but not yet known to be offline can outlast one
-	// request (503), which is not what this walk is about.
-	createQueue(t, r, q, settle)
-	createQueue(t, r, dq, settle)
+	// Created and used once first, with retries: an R3 stream created while
+	// a node of the cluster is down may take seconds to be created and to
+	// take writes (503 meanwhile), which is not what this walk is about.
+	roundTrip(t, r, q, "probe", settle)
+	roundTrip(t, r, dq, "probe", settle)
 
 	r.next().PatchProps(q, `{"retry":5,"timeout":10}`)
 	eventually(t, settle, "queue properties on every gateway", func() (bool, string) {
@@ -208,6 +208,40 @@ func createQueue(t *testing.T, r *rr, queue string, d time.Duration) {
 	}
 }
 
+// crossGatewayRPC: over MessagePack-RPC as well, every call may go to
+// another gateway; done, retain and release are relayed to the gateway that
+// delivered.
+func crossGatewayRPC(t *testing.T, gws ...*Gateway) {
+	t.Helper()
+	cs := make([]*rpcClient, len(gws))
+	for i, g := range gws {
+		cs[i] = dialRPC(t, g.RPCAddr)
+	}
+	n := 0
+	next := func() *rpcClient {
+		c := cs[n%len(cs)]
+		n++
+		return c
+	}
+	const q = "rpc-cross"
+	next().MustOK("push", q, "hello")
+	m := next().MustPull("pull", q, 5)
+	next().MustOK("retain", q, m.ID)
+	next().MustOK("release", q, m.ID)
+	m2 := next().MustPull("pull", q, 5)
+	if m2.ID == m.ID || m2.Retry != 1 || m2.Content != "hello" {
+		t.Errorf("after a relayed release: %+v, want a new id, retry 1, hello", m2)
+	}
+	for range cs {
+		next().MustFail("done", q, m.ID)
+	}
+	next().MustOK("done", q, m2.ID)
+	for range cs {
+		next().MustFail("retain", q, m2.ID)
+	}
+	next().MustEmpty("pull", q, 0)
+}
+
 // roundTrip pushes body through one client and pulls and acks it through
 // the next ones, retrying while a cluster elects leaders (up to d); it
 // reports how long it took until the push was accepted.
@@ -256,7 +290,7 @@ func TestClusterEmbedded(t *testing.T) {
 	}
 
 	r := newRR(t, nodes...)
-	crossGatewayAPI(t, r, "emb", 5*time.Second)
+	crossGatewayAPI(t, r, "emb", 15*time.Second)
 
 	const q = "emb-r3"
 	roundTrip(t, r, q, "first", 10*time.Second)
@@ -319,7 +353,8 @@ func TestClusterExternal(t *testing.T) {
 	a := StartWithNATS(t, urls, "--replicas", "3")
 	b := StartWithNATS(t, urls, "--replicas", "3")
 	r := newRR(t, a, b)
-	crossGatewayAPI(t, r, "ext", 5*time.Second)
+	crossGatewayAPI(t, r, "ext", 15*time.Second)
+	crossGatewayRPC(t, a, b)
 
 	js := JetStreamOf(t, urls)
 	mixedReplicas(t, js, urls, a, b)

@@ -149,7 +149,7 @@ func TestFaultGatewayKill(t *testing.T) {
 // with SIGKILL under load and started again on the same data; clients see
 // errors while it is down, and nothing that was answered 200 is lost.
 func TestFaultRestartSingle(t *testing.T) {
-	gw := Start(t)
+	gw := rpcStart(t) // Start, with the data directory removed after the shutdown
 	const q = "fault-restart"
 	prepareQueue(t, gw.Client(t), q)
 	// The test's own connection reconnects to the restarted server.
