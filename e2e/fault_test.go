@@ -26,8 +26,9 @@ const (
 	faultAfter   = 4 * time.Second              // load after it, pushes included
 	// A kill -9 of a Raft leader is noticed by its followers only when their
 	// election timer runs out (4 to 9 s in nats-server 2.15): the queue's
-	// stream takes no writes until then.
-	faultAfterNodeKill = 12 * time.Second
+	// stream takes no writes until then (up to 10.5 s seen, when the killed
+	// node also led the meta group).
+	faultAfterNodeKill = 16 * time.Second
 	faultDrain         = 30 * time.Second // bound of the final drain
 	faultPushPause     = 15 * time.Millisecond
 )
