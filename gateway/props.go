@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -32,38 +33,79 @@ type propCache struct {
 
 func newPropCache(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
 	wctx, cancel := context.WithCancel(context.Background())
-	w, err := kv.WatchAll(wctx)
+	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), cancel: cancel, done: make(chan struct{})}
+	w, err := c.replay(ctx, wctx)
 	if err != nil {
 		cancel()
+		return nil, err
+	}
+	go c.follow(wctx, w)
+	return c, nil
+}
+
+// replay starts a watch of the bucket (living as long as wctx) and applies
+// its current values, forgetting cached ones the bucket no longer has; ctx
+// bounds the wait for the replay.
+func (c *propCache) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, error) {
+	w, err := c.kv.WatchAll(wctx)
+	if err != nil {
 		return nil, fmt.Errorf("watch properties: %w", err)
 	}
-	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), cancel: cancel, done: make(chan struct{})}
-	// The watcher first replays the current values, then sends nil.
+	seen := make(map[string]bool)
 	for {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				cancel()
 				return nil, errors.New("properties watcher closed")
 			}
-			if e == nil {
-				go c.follow(w)
-				return c, nil
+			if e == nil { // the end of the current values
+				c.mu.Lock()
+				for enc := range c.own {
+					if !seen[ownKeyPrefix+enc] {
+						delete(c.own, enc)
+					}
+				}
+				if !seen[defaultsKey] {
+					c.defaults = nil
+				}
+				c.mu.Unlock()
+				return w, nil
 			}
+			seen[e.Key()] = e.Operation() == jetstream.KeyValuePut
 			c.apply(e)
 		case <-ctx.Done():
-			cancel()
+			_ = w.Stop()
 			return nil, fmt.Errorf("load properties: %w", ctx.Err())
 		}
 	}
 }
 
-func (c *propCache) follow(w jetstream.KeyWatcher) {
+// follow applies changes until stop. Should the watch end by itself, a new
+// one replaces it: a gateway must not go on with properties it no longer
+// hears about.
+func (c *propCache) follow(wctx context.Context, w jetstream.KeyWatcher) {
 	defer close(c.done)
-	defer func() { _ = w.Stop() }()
-	for e := range w.Updates() {
-		if e != nil {
-			c.apply(e)
+	for {
+		for e := range w.Updates() {
+			if e != nil {
+				c.apply(e)
+			}
+		}
+		_ = w.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			rctx, cancel := context.WithTimeout(wctx, opTimeout)
+			nw, err := c.replay(rctx, wctx)
+			cancel()
+			if err == nil {
+				w = nw
+				break
+			}
+			c.log.Warn("properties watch lost; retrying", "err", err)
 		}
 	}
 }

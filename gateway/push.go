@@ -156,9 +156,15 @@ func (g *Gateway) PushCompound(ctx context.Context, queue string, parts []Messag
 func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) error {
 	_, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
-		g.queues.forget(q.name)
-		if _, err = g.queues.ensure(ctx, q.name); err != nil {
-			return err
+		// Either the stream is gone (deleted through another gateway) or it
+		// has no leader for the moment (an election in a cluster). Only the
+		// first calls for re-creating the queue; the second for waiting, as
+		// nats.go's own retries do.
+		if _, serr := g.js.Stream(ctx, q.stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
+			g.queues.forget(q.name)
+			if _, err = g.queues.ensure(ctx, q.name); err != nil {
+				return err
+			}
 		}
 		_, err = g.js.PublishMsg(ctx, m)
 	}

@@ -109,9 +109,13 @@ func parseBatch(contentType string, body []byte) ([]gateway.Message, error) {
 	return nil, fmt.Errorf("%w: a batch is multipart/mixed or %s", gateway.ErrInvalid, mapping.ContentTypeMsgpack)
 }
 
+// queueSummary is one entry of GET /queues. A queue whose stream does not
+// answer (offline or electing a leader in a cluster) is listed with size null
+// and the error, rather than failing the whole list.
 type queueSummary struct {
-	Name string `json:"name"`
-	Size uint64 `json:"size"`
+	Name  string  `json:"name"`
+	Size  *uint64 `json:"size"`
+	Error string  `json:"error,omitempty"`
 }
 
 func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
@@ -122,9 +126,10 @@ func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			return err
+			out = append(out, queueSummary{Name: name, Error: err.Error()})
+			continue
 		}
-		out = append(out, queueSummary{Name: name, Size: qi.Size})
+		out = append(out, queueSummary{Name: name, Size: &qi.Size})
 	}
 	b, _ := json.Marshal(map[string]any{"queues": out})
 	writeJSON(w, http.StatusOK, b)
