@@ -38,6 +38,9 @@ type bench struct {
 	mems     []memResult
 	setups   []setupResult
 	notes    []string
+	// peakRSS is the highest VmHWM of gateway processes the memory workload
+	// replaced with fresh ones (the peak of the earlier workloads).
+	peakRSS int64
 }
 
 func newBench(cfg config, stderr io.Writer) (*bench, error) {
@@ -281,6 +284,7 @@ func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size i
 }
 
 func (b *bench) addCell(r cellResult) {
+	r.srvRSS = b.serverRSS()
 	b.cells = append(b.cells, r)
 	b.log.Info("cell",
 		"workload", r.workload, "target", r.target, "C", r.conc, "size", r.size, "queues", r.queues,
@@ -351,6 +355,24 @@ func (b *bench) serverCPU(t target) time.Duration {
 	for _, pid := range b.serverPIDs(t) {
 		if d, err := procCPU(pid); err == nil {
 			total += d
+		}
+	}
+	return total
+}
+
+// serverRSS is the RSS of the gateway and of a separate nats-server now.
+func (b *bench) serverRSS() int64 {
+	pids := []int{b.gwPID}
+	if b.natsPID != b.gwPID {
+		pids = append(pids, b.natsPID)
+	}
+	var total int64
+	for _, pid := range pids {
+		if pid <= 0 {
+			continue
+		}
+		if rss, _, err := procRSS(pid); err == nil {
+			total += rss
 		}
 	}
 	return total

@@ -28,6 +28,7 @@ type cellResult struct {
 	missing  int64       // counted messages a pull did not find
 	retried  int64       // pulls of a counted message that had to wait for it
 	pushLat  percentiles // mixed: latency of the pushes
+	srvRSS   int64       // RSS of the serving processes after the cell
 	firstErr string
 }
 

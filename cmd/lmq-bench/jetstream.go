@@ -31,7 +31,9 @@ const jsConsumerName = "bench"
 func newJSTarget(url string, conns int) (*jsTarget, error) {
 	t := &jsTarget{consumers: make(map[string]jetstream.Consumer)}
 	for i := range conns {
-		nc, err := nats.Connect(url, nats.Name(fmt.Sprintf("lmq-bench-%d", i)), nats.MaxReconnects(-1))
+		nc, err := nats.Connect(url, nats.Name(fmt.Sprintf("lmq-bench-%d", i)),
+			// The memory workload restarts a spawned gateway: come back fast.
+			nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 		if err != nil {
 			_ = t.close()
 			return nil, fmt.Errorf("jetstream target: connect %s: %w", url, err)
@@ -46,6 +48,19 @@ func newJSTarget(url string, conns int) (*jsTarget, error) {
 		t.jss = append(t.jss, js)
 	}
 	return t, nil
+}
+
+// waitConnected waits until every connection is up again (after a restart
+// of the server).
+func (t *jsTarget) waitConnected(ctx context.Context) error {
+	for _, nc := range t.conns {
+		for !nc.IsConnected() {
+			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+				return fmt.Errorf("waiting for NATS reconnect: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 func (t *jsTarget) name() string   { return tJS }

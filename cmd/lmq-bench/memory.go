@@ -77,10 +77,37 @@ func (b *bench) memory(ctx context.Context) error {
 		picked = append(picked, front)
 	}
 	for _, t := range picked {
+		if b.gw != nil {
+			if err := b.freshGateway(ctx); err != nil {
+				return err
+			}
+		}
 		r, err := b.memFill(ctx, t)
 		b.mems = append(b.mems, r)
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// freshGateway restarts the spawned gateway (same ports, empty data), so
+// that a backlog fill starts from a process the earlier workloads have not
+// grown. The peak RSS of the process it replaces is kept for the report.
+func (b *bench) freshGateway(ctx context.Context) error {
+	if _, hwm, err := procRSS(b.gwPID); err == nil && hwm > b.peakRSS {
+		b.peakRSS = hwm
+	}
+	b.log.Info("restarting the gateway for a fresh process")
+	if err := b.gw.restart(ctx); err != nil {
+		return err
+	}
+	b.gwPID = b.gw.pid()
+	for _, t := range b.targets {
+		if jt, ok := t.(*jsTarget); ok {
+			if err := jt.waitConnected(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -164,9 +164,9 @@ func (b *bench) report() string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid).\n\n", s.title, capitalize(s.latency))
-		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | vs jetstream | vs noop-http | notes |\n")
-		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
+		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | notes |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		sortCells(rows)
 		for _, c := range rows {
 			js := index[cellKey{c.workload, c.conc, c.size, c.queues}][tJS]
@@ -179,10 +179,14 @@ func (b *bench) report() string {
 					vsNoop = fmtRatio(c.rate, n.rate)
 				}
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			rss := "—"
+			if c.target != tNoop && c.srvRSS > 0 {
+				rss = fmt.Sprintf("%.0f MiB", float64(c.srvRSS)/(1<<20))
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				c.target, c.conc, fmtSize(c.size), queuesCol(c.target, c.queues), fmtRate(c.rate),
 				fmtDur(c.lat.p50), fmtDur(c.lat.p99), fmtDur(c.lat.p999),
-				cpuPerMsg(c.srvCPU, c.msgs), vsJS, vsNoop, cellNotes(c))
+				cpuPerMsg(c.srvCPU, c.msgs), rss, vsJS, vsNoop, cellNotes(c))
 		}
 		w("\n")
 	}
@@ -274,8 +278,11 @@ func (b *bench) report() string {
 			}
 			w("\n")
 		}
+		if b.peakRSS > 0 {
+			w("- each fill ran on a freshly restarted gateway (same ports, empty data dir); the gateway processes it replaced (earlier workloads and fills) peaked at %s RSS (VmHWM)\n", fmtMiB(b.peakRSS))
+		}
 		if hwm := b.mems[len(b.mems)-1].hwm; hwm > 0 {
-			w("- peak RSS (VmHWM) of the gateway process over the whole run: %s\n", fmtMiB(hwm))
+			w("- peak RSS (VmHWM) of the gateway process that ran the last fill: %s\n", fmtMiB(hwm))
 		}
 		w("\n")
 	}

@@ -23,14 +23,17 @@ import (
 // target.
 type gatewayProc struct {
 	dir      string
+	dataDir  string
 	logPath  string
 	bin      string
+	args     []string
+	starts   int
 	httpAddr string
 	rpcAddr  string
 	natsURL  string
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	waitErr  error
+	waitErr  error // valid once exited is closed
 	keep     bool
 	log      *slog.Logger
 }
@@ -63,7 +66,7 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	g := &gatewayProc{dir: dir, keep: cfg.keep, log: log, exited: make(chan struct{})}
+	g := &gatewayProc{dir: dir, keep: cfg.keep, log: log}
 	fail := func(err error) (*gatewayProc, error) {
 		g.stop()
 		return nil, err
@@ -95,40 +98,21 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	natsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
 	g.natsURL = "nats://" + natsAddr
 
-	args := []string{
+	g.dataDir = filepath.Join(dir, "data")
+	g.args = []string{
 		"--http-listen", g.httpAddr,
 		"--rpc-listen", g.rpcAddr,
-		"--data-dir", filepath.Join(dir, "data"),
+		"--data-dir", g.dataDir,
 		"--nats-listen", natsAddr,
 	}
 	// Access logging costs the gateway per request; turn it off where the
 	// binary has the flag (older builds do not, and reject unknown flags).
 	if help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput(); bytes.Contains(help, []byte("-access-log")) {
-		args = append(args, "--access-log=false")
+		g.args = append(g.args, "--access-log=false")
 	}
-	args = append(args, cfg.gatewayArgs...)
-	g.logPath = filepath.Join(dir, "gateway.log")
-	logf, err := os.Create(g.logPath)
-	if err != nil {
-		return fail(fmt.Errorf("gateway log: %w", err))
-	}
-	// Not CommandContext: the gateway must outlive a cancelled run long
-	// enough to be stopped politely by stop().
-	g.cmd = exec.Command(g.bin, args...)
-	g.cmd.Stdout = logf
-	g.cmd.Stderr = logf
-	log.Info("starting gateway", "bin", g.bin, "args", strings.Join(args, " "))
-	if err := g.cmd.Start(); err != nil {
-		logf.Close()
-		return fail(fmt.Errorf("start gateway: %w", err))
-	}
-	go func() {
-		g.waitErr = g.cmd.Wait()
-		logf.Close()
-		close(g.exited)
-	}()
-	if err := g.waitReady(ctx, 60*time.Second); err != nil {
-		return fail(fmt.Errorf("%w\n--- gateway log (tail) ---\n%s", err, tail(g.logPath, 40)))
+	g.args = append(g.args, cfg.gatewayArgs...)
+	if err := g.start(ctx); err != nil {
+		return fail(err)
 	}
 	// RPC may be missing from a gateway build (it landed after HTTP); the
 	// rpc target is then skipped rather than the whole run failing.
@@ -138,6 +122,49 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	}
 	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "nats", g.natsURL)
 	return g, nil
+}
+
+// start runs the gateway with g.args and waits until it is ready.
+func (g *gatewayProc) start(ctx context.Context) error {
+	g.starts++
+	g.logPath = filepath.Join(g.dir, fmt.Sprintf("gateway-%d.log", g.starts))
+	logf, err := os.Create(g.logPath)
+	if err != nil {
+		return fmt.Errorf("gateway log: %w", err)
+	}
+	// Not CommandContext: the gateway must outlive a cancelled run long
+	// enough to be stopped politely by halt().
+	cmd := exec.Command(g.bin, g.args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	g.log.Info("starting gateway", "bin", g.bin, "args", strings.Join(g.args, " "))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start gateway: %w", err)
+	}
+	exited := make(chan struct{})
+	g.cmd, g.exited = cmd, exited
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		g.waitErr = err
+		close(exited)
+	}()
+	if err := g.waitReady(ctx, 60*time.Second); err != nil {
+		return fmt.Errorf("%w\n--- gateway log (tail) ---\n%s", err, tail(g.logPath, 40))
+	}
+	return nil
+}
+
+// restart stops the gateway and starts it again on the same ports with an
+// empty data dir: a fresh process, for a measurement (memory) that the
+// earlier workloads would distort.
+func (g *gatewayProc) restart(ctx context.Context) error {
+	g.halt()
+	if err := os.RemoveAll(g.dataDir); err != nil {
+		return fmt.Errorf("clearing gateway data: %w", err)
+	}
+	return g.start(ctx)
 }
 
 // waitReady waits until the HTTP and NATS ports accept connections and the
@@ -213,6 +240,18 @@ func (g *gatewayProc) stop() {
 	if g == nil {
 		return
 	}
+	g.halt()
+	if g.keep {
+		g.log.Info("kept gateway dir", "dir", g.dir, "log", g.logPath)
+		return
+	}
+	if err := os.RemoveAll(g.dir); err != nil {
+		g.log.Warn("removing temp dir", "dir", g.dir, "err", err)
+	}
+}
+
+// halt ends the gateway process: SIGTERM, then SIGKILL after 10 s.
+func (g *gatewayProc) halt() {
 	if g.cmd != nil && g.cmd.Process != nil {
 		select {
 		case <-g.exited:
@@ -226,13 +265,6 @@ func (g *gatewayProc) stop() {
 				<-g.exited
 			}
 		}
-	}
-	if g.keep {
-		g.log.Info("kept gateway dir", "dir", g.dir, "log", g.logPath)
-		return
-	}
-	if err := os.RemoveAll(g.dir); err != nil {
-		g.log.Warn("removing temp dir", "dir", g.dir, "err", err)
 	}
 }
 
