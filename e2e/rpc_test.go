@@ -583,8 +583,15 @@ func TestRPCDisconnectRace(t *testing.T) {
 		<-a.done
 		time.Sleep(20 * time.Millisecond)
 		b.MustOK("push", q, i)
-		if r := b.Do("pull", q, 1); r.Result == "empty" {
+		// Well before the queue's 30 s timeout (a loaded machine may take a
+		// moment), and without a retry used: the client that left never had it.
+		res := b.Must("pull", q, 5)
+		if res == "empty" {
 			lost++
+			continue
+		}
+		if d, err := rpcPulled(res); err != nil || d.Retry != 2 {
+			t.Errorf("round %d: %+v %v, want retry 2 (a delivery to the departed client was counted)", i, d, err)
 		}
 	}
 	if lost > 0 {
