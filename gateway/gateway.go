@@ -15,20 +15,33 @@
 // own delivery table (id → stream sequence, ack subject, deadline) with a timer
 // per delivery. A nack, an expired timer or a vanished client releases a
 // delivery by re-publishing a copy at the tail of the stream (carrying the
-// deliveries used so far in Lmq-Delivered) and then terminating the original:
-// publish first, so a crash in between gives a duplicate, never a loss. The
-// consumer's AckWait is only a backstop for a gateway that died, set a margin
-// above the queue's timeout.
+// deliveries used so far in Lmq-Delivered, without JetStream's own Nats-*
+// headers) and then acking the original away: publish first, so a crash in
+// between gives a duplicate, never a loss. The consumer's AckWait is only a
+// backstop for a gateway that died, set a margin above the queue's timeout
+// (raised with the timeout, never lowered: a lower AckWait would have
+// JetStream hand out deliveries still in flight a second time). Retries are
+// counted as Lmq-Delivered plus JetStream's delivery count; a message whose
+// retries are used up is dropped (or kept as a dead letter, beyond LMQ). A
+// delivery id starts with this gateway's id, so a reply reaching another
+// gateway is relayed here over NATS (lmq.gw.<id>.reply).
 //
 // Pulling: a client's pull registers a waiter on the queue's dispatcher. The
-// dispatcher issues no_wait pull requests (batch = waiting clients) and never
-// leaves a pull request standing in JetStream: a standing request would keep
-// taking messages after its client left, and giving such a message back either
-// reorders the queue or costs it a retry. While a queue is empty its waiters
-// sleep until a notification on lmq.n.<enc> (published by any gateway after
-// every stored push or release) or a periodic re-poll (which also catches
-// messages published by plain NATS programs and JetStream's own redeliveries).
-// An idle long-poll therefore costs no JetStream requests between re-polls.
+// dispatcher issues no_wait pull requests (batch = waiting clients, one
+// request at a time per queue) and never leaves a pull request standing in
+// JetStream: a standing request would keep taking messages after its client
+// left, and giving such a message back either reorders the queue or costs it
+// a retry. (Right after a push notification a request may wait up to 50 ms,
+// because JetStream acknowledges a publish before the consumer counts the
+// message.) While a queue is empty its waiters sleep until a notification on
+// lmq.n.<enc> (published by any gateway after every stored push or release) or
+// a periodic re-poll (which also catches messages published by plain NATS
+// programs and JetStream's own redeliveries). An idle long-poll therefore
+// costs no JetStream requests between re-polls. Pull-any registers on every
+// matching queue and probes them one at a time from a rotating start.
+//
+// In-flight deliveries keep only the message's headers in memory; a release
+// reads the body back from the stream by sequence.
 package gateway
 
 import (
