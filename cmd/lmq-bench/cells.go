@@ -406,7 +406,9 @@ func (b *bench) drain(ctx context.Context, t target, qs *queueSet) error {
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, b.cfg.drainTimeout)
 	defer cancel()
-	n := min(b.cfg.setupConc, len(qs.names))
+	// Clients share the queues when there are fewer queues than clients
+	// (assigned), so one queue still drains at full speed.
+	n := b.cfg.setupConc
 	clients, err := b.openClients(dctx, t, n)
 	if err != nil {
 		return err
