@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -234,62 +235,100 @@ func (b *bench) matrixOf(ctx context.Context, ts []target, nq int) error {
 	}
 	for _, size := range cfg.sizes {
 		for _, c := range cfg.conc {
-			for i, t := range ts {
-				if s, ok := t.(sizer); ok {
-					s.setSize(size)
-				}
-				if err := b.cellGroup(ctx, t, sets[i], c, size); err != nil {
-					return err
+			// Repetitions take turns too, so each target's median is
+			// taken across the same stretch of time as the others'.
+			runs := make([][]cellResult, len(ts))
+			for range cfg.repeat {
+				for i, t := range ts {
+					if s, ok := t.(sizer); ok {
+						s.setSize(size)
+					}
+					rs, err := b.cellGroup(ctx, t, sets[i], c, size)
+					runs[i] = append(runs[i], rs...)
+					if err != nil {
+						b.keepMedians(runs)
+						return err
+					}
 				}
 			}
+			b.keepMedians(runs)
 		}
 	}
 	return nil
 }
 
+// keepMedians records, per target and workload, the repetition with the
+// median rate (all of them when there is one).
+func (b *bench) keepMedians(runs [][]cellResult) {
+	for _, rs := range runs {
+		for _, w := range []string{wPush, wPull, wMixed} {
+			var same []cellResult
+			for _, r := range rs {
+				if r.workload == w {
+					same = append(same, r)
+				}
+			}
+			if len(same) == 0 {
+				continue
+			}
+			slices.SortStableFunc(same, func(x, y cellResult) int { return cmp.Compare(x.rate, y.rate) })
+			m := same[(len(same)-1)/2]
+			if len(same) > 1 {
+				for _, r := range same {
+					m.repRates = append(m.repRates, r.rate)
+				}
+			}
+			b.cells = append(b.cells, m)
+		}
+	}
+}
+
 // cellGroup runs, on one queue set, push (which fills), pull (which drains)
-// and mixed, emptying the queues after each.
-func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size int) error {
+// and mixed, emptying the queues after each. It returns the cells of the
+// selected workloads (push runs unreported when only pull is selected).
+func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size int) ([]cellResult, error) {
 	cfg := b.cfg
+	var out []cellResult
 	if cfg.has(wPush) || cfg.has(wPull) {
 		r, err := b.pushCell(ctx, t, qs, c, size)
 		if err != nil {
-			return err
+			return out, err
 		}
 		if cfg.has(wPush) {
-			b.addCell(r)
+			out = append(out, b.measured(r))
 		}
 	}
 	if cfg.has(wPull) {
 		r, err := b.pullCell(ctx, t, qs, c, size)
 		if err != nil {
-			return err
+			return out, err
 		}
-		b.addCell(r)
+		out = append(out, b.measured(r))
 	}
 	if err := b.drain(ctx, t, qs); err != nil {
-		return err
+		return out, err
 	}
 	if cfg.has(wMixed) {
 		r, err := b.mixedCell(ctx, t, qs, c, size)
 		if err != nil {
-			return err
+			return out, err
 		}
-		b.addCell(r)
+		out = append(out, b.measured(r))
 		if err := b.drain(ctx, t, qs); err != nil {
-			return err
+			return out, err
 		}
 	}
-	return nil
+	return out, nil
 }
 
-func (b *bench) addCell(r cellResult) {
+// measured completes a cell just run (server RSS now) and logs it.
+func (b *bench) measured(r cellResult) cellResult {
 	r.srvRSS = b.serverRSS()
-	b.cells = append(b.cells, r)
 	b.log.Info("cell",
 		"workload", r.workload, "target", r.target, "C", r.conc, "size", r.size, "queues", r.queues,
 		"msgs", r.msgs, "rate", fmtRate(r.rate), "p50", fmtDur(r.lat.p50), "p99", fmtDur(r.lat.p99),
 		"errors", r.errors)
+	return r
 }
 
 // createQueues makes nq queues exist on t (timed, for the queues table).

@@ -29,6 +29,7 @@ type cellResult struct {
 	retried  int64       // pulls of a counted message that had to wait for it
 	pushLat  percentiles // mixed: latency of the pushes
 	srvRSS   int64       // RSS of the serving processes after the cell
+	repRates []float64   // --repeat: the rates of all repetitions
 	firstErr string
 }
 

@@ -82,6 +82,7 @@ type config struct {
 	logLevel         slog.Level
 	memIdle          time.Duration
 	interleaveQueues int
+	repeat           int
 }
 
 const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
@@ -139,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	sizes := fs.String("sizes", "256,64KiB", "message sizes in bytes (K/KiB/M/MiB suffixes allowed), comma-separated")
 	queues := fs.String("queues", "1,100,10000", "queue counts for push, pull and mixed, comma-separated")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "duration of each measured cell")
+	fs.IntVar(&cfg.repeat, "repeat", 1, "run push/pull/mixed cells and e2e trials this many times (targets taking turns) and report the median (by rate; by p99 for e2e)")
 
 	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc or --nats is given)")
 	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
@@ -246,6 +248,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case cfg.duration <= 0:
 		return cfg, errors.New("--duration must be positive")
+	case cfg.repeat < 1:
+		return cfg, errors.New("--repeat must be >= 1")
 	case cfg.rpcDepth < 1 || cfg.jsConns < 1 || cfg.memConc < 1 || cfg.setupConc < 1 || cfg.maxRateConc < 1:
 		return cfg, errors.New("--rpc-depth, --js-conns, --mem-conc, --setup-conc and --maxrate-conc must be >= 1")
 	case cfg.memSamples < 1:

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +29,8 @@ type e2eResult struct {
 	srvCPU      time.Duration
 	errors      int64
 	firstErr    string
-	pass        bool // maxrate: within the p99 bound and keeping up
+	pass        bool            // maxrate: within the p99 bound and keeping up
+	repP99      []time.Duration // --repeat: the p99 of all repetitions
 }
 
 // e2eSeries runs the e2e trials on nq queues per target, targets taking
@@ -49,21 +52,40 @@ func (b *bench) e2eSeries(ctx context.Context, nq int) error {
 	for _, size := range b.cfg.sizes {
 		for _, c := range b.cfg.conc {
 			for _, rate := range b.cfg.e2eRates {
-				for i, t := range ts {
-					r, err := b.e2eTrial(ctx, t, sets[i], c, size, rate, b.cfg.duration)
-					if err != nil {
-						return err
+				runs := make([][]e2eResult, len(ts))
+				for range b.cfg.repeat {
+					for i, t := range ts {
+						r, err := b.e2eTrial(ctx, t, sets[i], c, size, rate, b.cfg.duration)
+						if err != nil {
+							return err
+						}
+						b.logE2E("e2e", r)
+						runs[i] = append(runs[i], r)
+						if err := b.drain(ctx, t, sets[i]); err != nil {
+							return err
+						}
 					}
-					b.e2es = append(b.e2es, r)
-					b.logE2E("e2e", r)
-					if err := b.drain(ctx, t, sets[i]); err != nil {
-						return err
-					}
+				}
+				for _, rs := range runs {
+					b.e2es = append(b.e2es, medianE2E(rs))
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// medianE2E is the repetition with the median p99.
+func medianE2E(rs []e2eResult) e2eResult {
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(x, y e2eResult) int { return cmp.Compare(x.lat.p99, y.lat.p99) })
+	m := rs[(len(rs)-1)/2]
+	if len(rs) > 1 {
+		for _, r := range rs {
+			m.repP99 = append(m.repP99, r.lat.p99)
+		}
+	}
+	return m
 }
 
 func (b *bench) logE2E(what string, r e2eResult) {

@@ -202,3 +202,20 @@ func TestFlags(t *testing.T) {
 		t.Errorf("parseSize(64KiB) = %d, %v", n, err)
 	}
 }
+
+func TestMedians(t *testing.T) {
+	b := &bench{}
+	rs := []cellResult{
+		{workload: wPush, target: tJS, rate: 30}, {workload: wPull, target: tJS, rate: 5},
+		{workload: wPush, target: tJS, rate: 10}, {workload: wPull, target: tJS, rate: 7},
+		{workload: wPush, target: tJS, rate: 20}, {workload: wPull, target: tJS, rate: 6},
+	}
+	b.keepMedians([][]cellResult{rs})
+	if len(b.cells) != 2 || b.cells[0].rate != 20 || b.cells[1].rate != 6 || len(b.cells[0].repRates) != 3 {
+		t.Errorf("medians: %+v", b.cells)
+	}
+	m := medianE2E([]e2eResult{{lat: percentiles{p99: 3}}, {lat: percentiles{p99: 1}}, {lat: percentiles{p99: 2}}})
+	if m.lat.p99 != 2 || len(m.repP99) != 3 {
+		t.Errorf("e2e median: %+v", m)
+	}
+}

@@ -338,6 +338,13 @@ func cpuPerMsg(cpu time.Duration, msgs int64) string {
 
 func cellNotes(c cellResult) string {
 	var n []string
+	if len(c.repRates) > 1 {
+		rates := make([]string, len(c.repRates))
+		for i, x := range c.repRates {
+			rates[i] = fmtRate(x)
+		}
+		n = append(n, fmt.Sprintf("median of %d runs: %s /s", len(rates), strings.Join(rates, ", ")))
+	}
 	if c.depth > 1 {
 		n = append(n, fmt.Sprintf("depth %d", c.depth))
 	}
@@ -362,6 +369,13 @@ func cellNotes(c cellResult) string {
 
 func e2eNotes(r e2eResult) string {
 	var n []string
+	if len(r.repP99) > 1 {
+		p := make([]string, len(r.repP99))
+		for i, x := range r.repP99 {
+			p[i] = fmtDur(x)
+		}
+		n = append(n, fmt.Sprintf("median p99 of %d runs: %s", len(p), strings.Join(p, ", ")))
+	}
 	if r.depth > 1 {
 		n = append(n, fmt.Sprintf("depth %d", r.depth))
 	}
