@@ -20,8 +20,6 @@ type memSample struct {
 // left there, with RSS sampled as the backlog grows.
 type memResult struct {
 	target   string
-	pid      int
-	natsPID  int
 	samples  []memSample
 	fillRate float64
 	hwm      int64
@@ -126,7 +124,7 @@ func (b *bench) sampleMem(label string, backlog int64) memSample {
 
 func (b *bench) memFill(ctx context.Context, t target) (memResult, error) {
 	cfg := b.cfg
-	r := memResult{target: t.name(), pid: b.gwPID, natsPID: b.natsPID}
+	r := memResult{target: t.name()}
 	qs, err := b.createQueues(ctx, t, "mem", 1)
 	if err != nil {
 		return r, err
