@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/lmq-gateway/lmq-gateway/embedded"
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // TestIdlePullAnyCost measures what a pull-any waiting on many empty queues
@@ -26,21 +23,7 @@ func TestIdlePullAnyCost(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("LMQ_COST_QUEUES")); err == nil && v > 0 {
 		queues = v
 	}
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(ctxT(t)) })
-	nc, err := ns.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	g, err := gateway.New(ctxT(t), nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	ns, g := startCore(t, ctxT(t))
 	ctx := ctxT(t)
 	for i := 0; i < queues; i++ {
 		if d, err := g.Pull(ctx, fmt.Sprintf("idle-%04d", i), 0); d != nil || err != nil {

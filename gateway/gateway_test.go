@@ -18,6 +18,13 @@ func newCore(t *testing.T) *gateway.Gateway { return newCoreTB(t) }
 
 func newCoreTB(t testing.TB) *gateway.Gateway {
 	t.Helper()
+	_, g := startCore(t, context.Background())
+	return g
+}
+
+// startCore starts an embedded nats-server and a core on it (New gets ctx).
+func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Gateway) {
+	t.Helper()
 	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -28,14 +35,12 @@ func newCoreTB(t testing.TB) *gateway.Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	g, err := gateway.New(ctx, nc, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	return g
+	return ns, g
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -361,19 +366,5 @@ func TestAckWaitFollowsTimeout(t *testing.T) {
 // TestNewWithoutDeadline: New must not require its context to carry a deadline.
 func TestNewWithoutDeadline(t *testing.T) {
 	t.Parallel()
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	nc, err := ns.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	g, err := gateway.New(context.Background(), nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Close()
+	startCore(t, context.Background())
 }
