@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -110,43 +109,6 @@ func holdAddrs(t testing.TB, n int) ([]string, func()) {
 		addrs[i] = l.Addr().String()
 	}
 	return addrs, release
-}
-
-// launchGateway starts g's process without waiting for it (the harness's start
-// waits, which a cluster node cannot do alone).
-func launchGateway(g *Gateway) {
-	g.t.Helper()
-	cmd := exec.Command(gatewayBinary, g.args...)
-	cmd.Stdout, cmd.Stderr = g.out, g.out
-	setDeathSignal(cmd)
-	fmt.Fprintf(g.out, "--- start %s\n", time.Now().Format(time.RFC3339Nano))
-	if err := cmd.Start(); err != nil {
-		g.t.Fatalf("start lmq-gateway: %v", err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	g.proc = p
-}
-
-// awaitGateway waits until a launched gateway answers HTTP.
-func awaitGateway(g *Gateway) {
-	g.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !g.ready(ctx) {
-		select {
-		case <-g.proc.exited:
-			g.t.Fatalf("lmq-gateway exited during start-up (%v):\n%s", g.proc.err, g.out.String())
-		case <-ctx.Done():
-			g.t.Fatalf("lmq-gateway did not answer HTTP within %v:\n%s", startTimeout, g.out.String())
-		case <-tick.C:
-		}
-	}
 }
 
 // StartNATSCluster runs an n-node nats-server cluster with JetStream inside

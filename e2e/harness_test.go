@@ -172,6 +172,14 @@ func newGateway(t testing.TB) *Gateway {
 // start launches the binary and waits until HTTP answers.
 func (g *Gateway) start() {
 	g.t.Helper()
+	launchGateway(g)
+	awaitGateway(g)
+}
+
+// launchGateway starts g's process without waiting for it (a cluster node
+// cannot answer until the other nodes are up too).
+func launchGateway(g *Gateway) {
+	g.t.Helper()
 	cmd := exec.Command(gatewayBinary, g.args...)
 	cmd.Stdout, cmd.Stderr = g.out, g.out
 	setDeathSignal(cmd)
@@ -185,15 +193,17 @@ func (g *Gateway) start() {
 		close(p.exited)
 	}()
 	g.proc = p
+}
 
+// awaitGateway waits until a launched gateway answers HTTP.
+func awaitGateway(g *Gateway) {
+	g.t.Helper()
+	p := g.proc
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		if g.ready(ctx) {
-			return
-		}
+	for !g.ready(ctx) {
 		select {
 		case <-p.exited:
 			g.proc = nil
