@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -426,7 +427,7 @@ func mixedReplicas(t *testing.T, js jetstream.JetStream, urls string, r3 ...*Gat
 // password ends the start at once with the server's answer.
 func TestClusterExternalTLSAuth(t *testing.T) {
 	t.Parallel()
-	pki := writeTestPKI(t, t.TempDir())
+	pki := testpki.Write(t, t.TempDir())
 	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
 		CertFile: pki["server.pem"], KeyFile: pki["server-key.pem"], CaFile: pki["ca.pem"], Verify: true,
 	})

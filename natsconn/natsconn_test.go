@@ -3,16 +3,9 @@ package natsconn
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,6 +16,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
 )
 
 func TestValidate(t *testing.T) {
@@ -69,7 +64,7 @@ func TestNATSOptionsApplied(t *testing.T) {
 	if err := os.WriteFile(creds, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pki := writePKI(t, dir)
+	pki := testpki.Write(t, dir)
 	o := Options{URLs: "nats://a:1", Name: "gw-1", CredsFile: creds, CAFile: pki["ca.pem"], ReconnectWait: 3 * time.Second}
 	opts, err := o.NATSOptions()
 	if err != nil {
@@ -214,7 +209,7 @@ func TestConnectToken(t *testing.T) {
 
 func TestConnectMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	files := writePKI(t, dir)
+	files := testpki.Write(t, dir)
 	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
 		CertFile: files["server.pem"], KeyFile: files["server-key.pem"], CaFile: files["ca.pem"], Verify: true,
 	})
@@ -352,63 +347,4 @@ func TestWaitJetStream(t *testing.T) {
 	if err := WaitJetStream(ctx2, nc2, log); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitJetStream without JetStream: %v, want to wait until the deadline", err)
 	}
-}
-
-// writePKI writes a CA, a server certificate for 127.0.0.1 and a client
-// certificate, PEM-encoded, and returns their paths by file name.
-func writePKI(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := make(map[string]string)
-	write := func(name, typ string, der []byte) {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		files[name] = p
-	}
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	now := time.Now()
-	caKey := newKey()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("ca.pem", "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) {
-		k := newKey()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(name+".pem", "CERTIFICATE", der)
-		write(name+"-key.pem", "EC PRIVATE KEY", kb)
-	}
-	leaf("server", 2, x509.ExtKeyUsageServerAuth)
-	leaf("client", 3, x509.ExtKeyUsageClientAuth)
-	return files
 }
