@@ -283,6 +283,7 @@ type MixedLoad struct {
 type LoadLedger struct {
 	mu          sync.Mutex
 	pushed      map[string]bool // push answered 200
+	refused     map[string]int  // push answered an error status other than 504 (body → status)
 	msgs        map[string]*msgState
 	pushFailed  int // answered, not 200
 	pushUnsure  int // transport error: may or may not be stored
@@ -307,15 +308,16 @@ type LoadTotals struct {
 	Pushed, PushFailed, PushUnsure                 int
 	Delivered, Deliveries, Redeliveries            int
 	Acked, Duplicates, Extras, Lost                int
+	StoredRefused                                  int // delivered although its push was refused (e.g. 503)
 	Nacks, Exts, ReplyLost, ReplyFailed, AckUnsure int
 	PullFailed                                     int
 }
 
 func (t LoadTotals) String() string {
 	return fmt.Sprintf("pushed=%d acked=%d lost=%d duplicates=%d | push errors=%d push unsure=%d pull errors=%d | "+
-		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d | extras=%d",
+		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d | extras=%d stored-but-refused=%d",
 		t.Pushed, t.Acked, t.Lost, t.Duplicates, t.PushFailed, t.PushUnsure, t.PullFailed,
-		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Extras)
+		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Extras, t.StoredRefused)
 }
 
 // Totals sums the ledger up. Lost counts messages whose push was answered
@@ -341,6 +343,9 @@ func (l *LoadLedger) Totals() LoadTotals {
 		}
 		if !l.pushed[body] {
 			t.Extras++
+		}
+		if _, ok := l.refused[body]; ok && m.deliveries > 0 {
+			t.StoredRefused++
 		}
 	}
 	for body := range l.pushed {
@@ -385,7 +390,7 @@ func StartMixedLoad(t testing.TB, cfg LoadConfig) *MixedLoad {
 			MaxIdleConnsPerHost: 32,
 			DisableCompression:  true,
 		}},
-		led:      &LoadLedger{pushed: make(map[string]bool), msgs: make(map[string]*msgState)},
+		led:      &LoadLedger{pushed: make(map[string]bool), refused: make(map[string]int), msgs: make(map[string]*msgState)},
 		down:     make([]atomic.Int64, len(cfg.Targets)),
 		stopPush: make(chan struct{}),
 		stopPull: make(chan struct{}),
@@ -542,12 +547,14 @@ func (l *MixedLoad) produce(id int) {
 		}
 		l.led.mu.Lock()
 		switch {
-		case err != nil:
+		case err != nil, status == http.StatusGatewayTimeout:
+			// No answer, or the gateway's "outcome unknown": maybe stored.
 			l.led.pushUnsure++
 		case status == http.StatusOK:
 			l.led.pushed[body] = true
 		default:
 			l.led.pushFailed++
+			l.led.refused[body] = status
 		}
 		l.led.mu.Unlock()
 		body = ""
@@ -612,7 +619,8 @@ func (l *MixedLoad) consume(id int) {
 		st, err := l.reply(&rr, msg, id, "ack")
 		l.led.mu.Lock()
 		switch {
-		case err != nil:
+		case err != nil, st == http.StatusGatewayTimeout:
+			// No answer, or "outcome unknown": the ack may have been applied.
 			m.unsureAck = true
 		case st == http.StatusNoContent:
 			m.acked++
@@ -646,7 +654,7 @@ func (l *MixedLoad) reply(rr *int, msg, id, kind string) (int, error) {
 	switch {
 	case notSent(err):
 		l.led.replyFailed++ // no gateway listened at all
-	case err != nil:
+	case err != nil, status == http.StatusGatewayTimeout:
 		l.failed(ti)
 		if kind == "ack" {
 			l.led.replyUnsure++

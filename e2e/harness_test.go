@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 )
 
 // gatewayBinary is the lmq-gateway executable under test, set once by TestMain.
@@ -83,7 +86,9 @@ type Gateway struct {
 	// RPCAddr is the MessagePack-RPC listen address, "127.0.0.1:<port>".
 	RPCAddr string
 	// NATSURL is the NATS server the gateway uses: the embedded server's
-	// client port, or the URL given to StartWithNATS.
+	// client port, or the URL given to StartWithNATS. Once the gateway has
+	// started, an embedded server's URL carries the user and password the
+	// gateway generated (embedded.ClientURLFile in DataDir).
 	NATSURL string
 	// DataDir is the embedded server's JetStream directory ("" with an
 	// external NATS server). It survives Kill and Restart.
@@ -213,6 +218,26 @@ func awaitGateway(g *Gateway) {
 		case <-tick.C:
 		}
 	}
+	g.adoptNATSURL()
+}
+
+// adoptNATSURL sets NATSURL to the URL with credentials that an embedded
+// server wrote into its data directory, as a NATS tool would read it. A
+// gateway without that file (--nats-url, --nats-listen-auth none, a given
+// password) keeps the URL it has.
+func (g *Gateway) adoptNATSURL() {
+	g.t.Helper()
+	if g.DataDir == "" {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(g.DataDir, embedded.ClientURLFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		g.t.Fatalf("NATS client URL: %v", err)
+	}
+	g.NATSURL = strings.TrimSpace(string(b))
 }
 
 // ready reports whether the HTTP API answers a harmless request.
@@ -274,6 +299,15 @@ func (g *Gateway) Restart() {
 
 // Output is what the gateway wrote to stdout and stderr so far (the last MiB).
 func (g *Gateway) Output() string { return g.out.String() }
+
+// PID is the process id of the running gateway, 0 between Kill/Stop and
+// Restart (for reading /proc/<pid>, e.g. with rssBytes).
+func (g *Gateway) PID() int {
+	if g.proc == nil {
+		return 0
+	}
+	return g.proc.cmd.Process.Pid
+}
 
 // signalAndWait sends sig and waits up to d for the process to exit; on
 // timeout it kills it and reports false.

@@ -509,6 +509,7 @@ func (g *Gateway) opsLaunch(env []string, args ...string) {
 	if !ok {
 		g.t.Fatalf("lmq-gateway did not answer /healthz within %v:\n%s", startTimeout, g.out.String())
 	}
+	g.adoptNATSURL()
 }
 
 // opsEnv is the test's environment without LMQ_* settings.

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -23,6 +25,10 @@ type Options struct {
 	DataDir string
 	// Listen is the client address ("127.0.0.1:4222"); "" means in-process only.
 	Listen string
+	// ClientAuth is how clients of Listen authenticate: by default with a
+	// user and a password generated on the first start (ClientURLFile).
+	// Unused without Listen: in-process connections are the program's own.
+	ClientAuth ClientAuth
 	// ServerName must be unique within a cluster; "" lets the server pick one.
 	ServerName string
 	// ClusterName, ClusterListen and Routes form a JetStream cluster of embedded
@@ -38,18 +44,46 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the wait for the server to be ready (default 30s).
 	StartTimeout time.Duration
+	// StoreCheckInterval is how often the store watchdog looks for streams
+	// that hit a write error (a full disk) and, once the disk takes writes
+	// again, restarts JetStream to clear them (default 2s; see StoreError).
+	StoreCheckInterval time.Duration
 }
 
 // Server is a running embedded nats-server.
 type Server struct {
-	srv *server.Server
+	srv   *server.Server
+	lock  *dirLock
+	watch *storeWatch
+	// user and password the server requires of clients, "" for none.
+	user, password string
+	// urlFile is the path of ClientURLFile when this start wrote it.
+	urlFile string
 }
 
-// Start starts the server and waits until it accepts connections.
-func Start(opts Options) (*Server, error) {
+// Start locks the data directory (one server per directory: a second
+// process gets an error wrapping ErrDataDirLocked that names the holder's
+// pid), starts the server and waits until it accepts connections.
+func Start(opts Options) (s *Server, err error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("embedded: data dir required")
 	}
+	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("embedded: data dir: %w", err)
+	}
+	dir := opts.DataDir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
 	so := &server.Options{
 		ServerName: opts.ServerName,
 		JetStream:  true,
@@ -70,6 +104,17 @@ func Start(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("embedded: nats listen address: %w", err)
 		}
 		so.Host, so.Port = host, port
+	}
+	var user, password string
+	generated := false
+	if opts.Listen != "" && !opts.ClientAuth.None {
+		user, password, generated, err = clientCredentials(dir, opts.ClientAuth)
+		if err != nil {
+			return nil, err
+		}
+		// Without accounts these users belong to the global account, where
+		// JetStream and the gateway's streams are.
+		so.Users = []*server.User{{Username: user, Password: password}}
 	}
 	if opts.ClusterName != "" || opts.ClusterListen != "" || len(opts.Routes) > 0 {
 		if opts.ServerName == "" {
@@ -102,15 +147,32 @@ func Start(opts Options) (*Server, error) {
 	}
 	if !srv.ReadyForConnections(timeout) {
 		srv.Shutdown()
+		srv.WaitForShutdown() // before the lock is released
 		return nil, errors.New("embedded: nats-server not ready in time")
 	}
-	return &Server{srv: srv}, nil
+	s = &Server{srv: srv, lock: lock, user: user, password: password}
+	if generated {
+		// Rewritten at every start: the address may differ from last time.
+		s.urlFile = filepath.Join(dir, ClientURLFile)
+		if err := writeClientURL(s.urlFile, clientURL(srv.Addr(), user, password)); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, err
+		}
+	}
+	s.watch = startStoreWatch(srv, dir, opts.StoreCheckInterval, opts.Logger)
+	return s, nil
 }
 
 // Connect opens a client connection to the server: in-process when it does
 // not listen, else over loopback TCP to its port.
 func (s *Server) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {
-	opts := append([]nats.Option{nats.Name(name), nats.InProcessServer(s.srv), nats.MaxReconnects(-1)}, extra...)
+	opts := []nats.Option{nats.Name(name), nats.InProcessServer(s.srv), nats.MaxReconnects(-1)}
+	if s.user != "" {
+		// In-process clients pass the same authentication as remote ones.
+		opts = append(opts, nats.UserInfo(s.user, s.password))
+	}
+	opts = append(opts, extra...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)
@@ -118,7 +180,8 @@ func (s *Server) Connect(name string, extra ...nats.Option) (*nats.Conn, error) 
 	return nc, nil
 }
 
-// ClientURL is the server's client URL, "" when it does not listen.
+// ClientURL is the server's client URL without credentials, "" when it
+// does not listen.
 func (s *Server) ClientURL() string {
 	if s.srv.Addr() == nil {
 		return ""
@@ -126,15 +189,29 @@ func (s *Server) ClientURL() string {
 	return s.srv.ClientURL()
 }
 
+// ClientUser is the user clients of the port authenticate as, "" when the
+// port is open to anyone (or there is no port).
+func (s *Server) ClientUser() string { return s.user }
+
+// ClientURLFile is the path of the file holding the client URL with the
+// generated password, "" when this server did not write one (no port, no
+// authentication, or a password given in Options).
+func (s *Server) ClientURLFile() string { return s.urlFile }
+
 // NATS returns the underlying server, for tests and status reports.
 func (s *Server) NATS() *server.Server { return s.srv }
 
-// Shutdown stops the server and waits for it, or for ctx.
+// Shutdown stops the server and waits for it, or for ctx. The data
+// directory's lock is released once the server has stopped.
 func (s *Server) Shutdown(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
+		if s.watch != nil {
+			s.watch.close()
+		}
 		s.srv.Shutdown()
 		s.srv.WaitForShutdown()
+		s.lock.release()
 		close(done)
 	}()
 	select {
@@ -162,8 +239,23 @@ func splitHostPort(addr string) (string, int, error) {
 type slogAdapter struct{ l *slog.Logger }
 
 func (a *slogAdapter) Noticef(f string, v ...any) { a.l.Info(fmt.Sprintf(f, v...)) }
-func (a *slogAdapter) Warnf(f string, v ...any)   { a.l.Warn(fmt.Sprintf(f, v...)) }
-func (a *slogAdapter) Fatalf(f string, v ...any)  { a.l.Error(fmt.Sprintf(f, v...)) }
-func (a *slogAdapter) Errorf(f string, v ...any)  { a.l.Error(fmt.Sprintf(f, v...)) }
-func (a *slogAdapter) Debugf(f string, v ...any)  { a.l.Debug(fmt.Sprintf(f, v...)) }
-func (a *slogAdapter) Tracef(f string, v ...any)  { a.l.Debug(fmt.Sprintf(f, v...)) }
+func (a *slogAdapter) Warnf(f string, v ...any) {
+	if f == plaintextPasswordsWarning {
+		// Meant for passwords in configuration files. The client port's
+		// password lives in this process's memory only (and in the 0600
+		// ClientURLFile, which has to hold it for tools): a hash in the
+		// server's options would protect nothing.
+		a.l.Debug(f)
+		return
+	}
+	a.l.Warn(fmt.Sprintf(f, v...))
+}
+
+// plaintextPasswordsWarning is nats-server's (2.15) warning about users with
+// passwords that are not bcrypt hashes.
+const plaintextPasswordsWarning = "Plaintext passwords detected, use nkeys or bcrypt"
+
+func (a *slogAdapter) Fatalf(f string, v ...any) { a.l.Error(fmt.Sprintf(f, v...)) }
+func (a *slogAdapter) Errorf(f string, v ...any) { a.l.Error(fmt.Sprintf(f, v...)) }
+func (a *slogAdapter) Debugf(f string, v ...any) { a.l.Debug(fmt.Sprintf(f, v...)) }
+func (a *slogAdapter) Tracef(f string, v ...any) { a.l.Debug(fmt.Sprintf(f, v...)) }

@@ -20,6 +20,9 @@ type Message struct {
 	Body        []byte
 	// Kept are request headers kept by the preserve-header hook, in push order.
 	Kept []Header
+
+	// stored is set by PushStream: the body is in the Object Store already.
+	stored *storedBody
 }
 
 // AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".
@@ -96,6 +99,20 @@ var (
 	ErrUnavailable = errors.New("jetstream unavailable")
 	// ErrTooLarge: message larger than the configured maximum. HTTP 413.
 	ErrTooLarge = errors.New("message too large")
+	// ErrHeaderTooLarge: a request header the gateway would store with the
+	// message (content-type, a kept header) is beyond mapping.MaxHeaderValue
+	// or mapping.MaxStoredHeaders. HTTP 431.
+	ErrHeaderTooLarge = errors.New("header too large")
+	// ErrUnknown: the request reached JetStream but its answer did not come
+	// back in time (a timeout or a lost connection), so it may or may not
+	// have taken effect: a push may be stored, an ack may be applied. HTTP
+	// 504. It is never wrapped together with ErrUnavailable, which promises
+	// that nothing happened.
+	ErrUnknown = errors.New("outcome unknown")
+	// ErrAlreadyAcked: a reply to a delivery that this gateway saw acked
+	// (recently): the ack the client may be retrying took effect. It wraps
+	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.
+	ErrAlreadyAcked = fmt.Errorf("already acknowledged: %w", ErrNotFound)
 )
 
 // lowerHeaderName normalizes a kept header name.

@@ -91,7 +91,7 @@ func (g *Gateway) nextDead(ctx context.Context, st jetstream.Stream, queue strin
 		return nil, err
 	}
 	dl := &DeadLetter{Message: msg, seq: raw.Sequence}
-	dl.Deliveries, _ = strconv.Atoi(raw.Header.Get(mapping.HdrDelivered))
+	dl.Deliveries = readStamped(raw.Header).delivered
 	dl.DiedAt, _ = time.Parse(time.RFC3339Nano, raw.Header.Get(mapping.HdrDeadAt))
 	return dl, nil
 }
@@ -123,7 +123,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		m.Data = raw.Data
 		// Store the live copy first: a crash in between leaves a duplicate
 		// dead letter, never a lost message.
-		if err := g.publish(ctx, q, m); err != nil {
+		if err := g.publish(ctx, q, m, true); err != nil {
 			return moved, err
 		}
 		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -205,6 +205,10 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	for i, msg := range msgs {
 		if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
 			return fmt.Errorf("%w: message %d", ErrTooLarge, i+1)
+		}
+		// A batch's headers come in its body, so a bad one is a bad body (400).
+		if err := CheckHeaders(msg); err != nil {
+			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
 		}
 		m, err := g.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), msg, eff.Retry)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 
 // A compound message's body is a MessagePack array of [headers, content]
@@ -41,32 +43,44 @@ func EncodeCompound(parts []Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// DecodeCompound decodes a compound message body.
-func DecodeCompound(body []byte) ([]Message, error) {
-	var pairs [][]msgpack.RawMessage
-	if err := msgpack.Unmarshal(body, &pairs); err != nil {
+// DecodeCompound decodes a compound message body. The body is outside input
+// (a batch push, or whatever was published on a queue subject), so it is read
+// by mpack, whose memory follows the bytes present, never a declared count.
+// maxParts > 0 bounds the parts accepted. Part bodies share memory with body.
+func DecodeCompound(body []byte, maxParts int) ([]Message, error) {
+	parts, err := mpack.DecodeParts(body, maxParts)
+	if err != nil {
 		return nil, fmt.Errorf("decode compound: %w", err)
 	}
-	out := make([]Message, 0, len(pairs))
-	for i, p := range pairs {
-		if len(p) != 2 {
-			return nil, fmt.Errorf("decode compound: part %d is not a pair", i)
+	out := make([]Message, 0, len(parts))
+	for _, p := range parts {
+		m := Message{Body: p.Body}
+		for _, h := range p.Headers {
+			if h.Name == "content-type" {
+				m.ContentType = h.Value // a map has one value per name: the last sent wins
+				continue
+			}
+			m.Kept = append(m.Kept, Header{Name: h.Name, Value: h.Value})
 		}
-		var hdr map[string]string
-		if err := msgpack.Unmarshal(p[0], &hdr); err != nil {
-			return nil, fmt.Errorf("decode compound: part %d headers: %w", i, err)
-		}
-		var content []byte
-		if err := msgpack.Unmarshal(p[1], &content); err != nil {
-			return nil, fmt.Errorf("decode compound: part %d content: %w", i, err)
-		}
-		m := Message{ContentType: hdr["content-type"], Body: content}
-		delete(hdr, "content-type")
-		for k, v := range hdr {
-			m.Kept = append(m.Kept, Header{Name: k, Value: v})
-		}
-		sort.Slice(m.Kept, func(a, b int) bool { return m.Kept[a].Name < m.Kept[b].Name })
+		m.Kept = lastByName(m.Kept)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// lastByName sorts headers by name and keeps the last sent of each name, as a
+// map decoder would; sorting first keeps this O(n log n) for hostile bodies.
+func lastByName(hs []Header) []Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Name < hs[b].Name })
+	out := hs[:0]
+	for i, h := range hs {
+		if i+1 < len(hs) && hs[i+1].Name == h.Name {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }

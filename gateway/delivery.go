@@ -12,11 +12,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 type deliveryState int
+
+// replyTimeout bounds the work on one reply (ack, nack, ext) of a client,
+// whatever NATS does meanwhile; an ack that runs out of it is answered
+// ErrUnknown.
+const replyTimeout = 5 * time.Second
 
 const (
 	active deliveryState = iota
@@ -110,21 +116,39 @@ func (g *Gateway) newID() string {
 func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	q := r.q
 	msg, err := g.DecodeMessage(ctx, r.msg)
+	if bodyGoneForGood(err) {
+		// The message names a large-message body that is not stored (or not
+		// readable): put back, it would fail every pull again. It is handed
+		// out as stored, without that body, so the client can see and ack it.
+		g.log.Warn("large-message body not found; delivering the message without it",
+			"queue", q.name, "seq", r.sseq, "object", r.msg.Header.Get(mapping.HdrObject), "err", err)
+		stripped := *r.msg
+		stripped.Header = make(nats.Header, len(r.msg.Header))
+		for k, v := range r.msg.Header {
+			if k != mapping.HdrObject {
+				stripped.Header[k] = v
+			}
+		}
+		msg, err = g.DecodeMessage(ctx, &stripped)
+	}
 	if err != nil {
 		go g.release(r, false)
 		return nil, err
 	}
 	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used()}
+	out.Message = msg
 	if r.msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
-		parts, err := DecodeCompound(msg.Body)
-		if err != nil {
-			g.log.Error("dropping undecodable compound message", "queue", q.name, "err", err)
-			go g.discard(r)
-			return nil, fmt.Errorf("compound message: %w", err)
+		// What comes back from the stream is input too: anyone who can publish
+		// on the queue subject can store any body with this header. One that
+		// does not decode is handed out as a plain message with its body as
+		// stored, so nothing is lost, the client gets an answer and can ack
+		// it, and the queue is not stuck on it.
+		if parts, err := DecodeCompound(msg.Body, 0); err != nil {
+			g.log.Warn("compound message does not decode; delivering it as a plain message",
+				"queue", q.name, "seq", r.sseq, "bytes", len(msg.Body), "err", err)
+		} else {
+			out.Compound, out.Parts, out.Message = true, parts, Message{}
 		}
-		out.Compound, out.Parts = true, parts
-	} else {
-		out.Message = msg
 	}
 	timeout := g.props.effective(q.name).TimeoutDuration()
 	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
@@ -208,9 +232,8 @@ func (g *Gateway) release(r *raw, counted bool) {
 	cp := nats.NewMsg(r.q.subject)
 	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if v := r.msg.Header.Get(mapping.HdrExpires); v != "" {
+	if ns := readStamped(r.msg.Header).expires; ns != 0 {
 		// The copy must expire when the original would have.
-		ns, _ := strconv.ParseInt(v, 10, 64)
 		left := time.Until(time.Unix(0, ns))
 		if left <= 0 {
 			g.drop(r)
@@ -220,6 +243,13 @@ func (g *Gateway) release(r *raw, counted bool) {
 	}
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			// Already gone: an ack whose answer was lost (ErrUnknown) did
+			// take effect, or JetStream's backstop redelivered the message
+			// and another client acked it. Nothing to put back.
+			g.log.Debug("released message no longer stored", "queue", r.q.name, "seq", r.sseq)
+			return
+		}
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
 	}
@@ -306,6 +336,9 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 	}
 	d := g.dels.get(id)
 	if d == nil {
+		if g.acked.has(id) {
+			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
+		}
 		return g.relayReply(ctx, queue, id, kind)
 	}
 	if d.raw.q.name != queue {
@@ -326,7 +359,13 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		}
 		d.state = busy
 		d.mu.Unlock()
-		if err := g.ackRemove(ctx, d.raw); err != nil {
+		// The ack is bounded by its own deadline, not the client's: a client
+		// that leaves mid-ack still gets its ack applied, and one that waits
+		// gets an answer within replyTimeout even when the NATS node under
+		// this gateway died with the request in flight.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
+		defer cancel()
+		if err := g.ackRemove(actx, d.raw); err != nil {
 			d.mu.Lock()
 			d.state = active
 			expired := !time.Now().Before(d.deadline)
@@ -334,14 +373,15 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 			if expired {
 				g.expire(d)
 			}
-			return jsErr("ack", err)
+			return outcomeErr("ack", err)
 		}
 		d.mu.Lock()
 		d.state = finished
 		d.timer.Stop()
 		d.mu.Unlock()
 		g.dels.del(d.id)
-		g.dropObject(ctx, d.raw.msg)
+		g.acked.add(d.id)
+		g.dropObject(actx, d.raw.msg)
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound
@@ -349,7 +389,9 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		g.release(d.raw, true)
 	case Ext:
 		timeout := g.props.effective(q.name).TimeoutDuration()
-		if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
+		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
+		defer cancel()
+		if err := g.queues.ensureAckWait(ectx, q, timeout); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -383,22 +425,51 @@ func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKi
 	if owner == g.id {
 		return notFound
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The owner bounds its own work by replyTimeout and then answers; the
+	// extra second is for the round trip.
+	rctx, cancel := context.WithTimeout(ctx, replyTimeout+time.Second)
 	defer cancel()
 	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind))
 	if errors.Is(err, nats.ErrNoResponders) {
 		return notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
-		return jsErr("relay reply", err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("relay reply: %w", ctx.Err())
+		}
+		// The owner may have applied the reply and died (or lost NATS)
+		// before answering.
+		return fmt.Errorf("relay reply: %w: %w", ErrUnknown, err)
 	}
-	switch string(resp.Data) {
-	case "ok":
+	switch a := string(resp.Data); {
+	case a == "ok":
 		return nil
-	case "not_found":
+	case a == "not_found":
 		return notFound
+	case a == "acked":
+		return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
+	case strings.HasPrefix(a, "unknown: "):
+		return fmt.Errorf("relay reply: %w: %s", ErrUnknown, strings.TrimPrefix(a, "unknown: "))
 	}
 	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
+}
+
+// outcomeErr classifies a failed request to JetStream whose effect is a
+// state change (a store, an ack): if the request may have reached JetStream
+// and only the answer is missing, the outcome is unknown (ErrUnknown);
+// otherwise, e.g. no responders, nothing happened (ErrUnavailable).
+func outcomeErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: %w", op, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrDisconnected):
+		return fmt.Errorf("%s: %w: %w", op, ErrUnknown, err)
+	}
+	return jsErr(op, err)
 }
 
 func (g *Gateway) onRelayedReply(m *nats.Msg) {
@@ -408,17 +479,23 @@ func (g *Gateway) onRelayedReply(m *nats.Msg) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
 		defer cancel()
 		err := ErrNotFound
 		if d := g.dels.get(req.ID); d != nil && d.raw.q.name == req.Queue {
 			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
+		} else if g.acked.has(req.ID) {
+			err = ErrAlreadyAcked
 		}
 		switch {
 		case err == nil:
 			_ = m.Respond([]byte("ok"))
+		case errors.Is(err, ErrAlreadyAcked):
+			_ = m.Respond([]byte("acked"))
 		case errors.Is(err, ErrNotFound):
 			_ = m.Respond([]byte("not_found"))
+		case errors.Is(err, ErrUnknown):
+			_ = m.Respond([]byte("unknown: " + err.Error()))
 		default:
 			_ = m.Respond([]byte(err.Error()))
 		}

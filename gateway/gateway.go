@@ -65,6 +65,14 @@ type Config struct {
 	Replicas int
 	// MaxMessageSize is the largest body accepted (default 256 MiB).
 	MaxMessageSize int64
+	// StoreHealth, when set, reports the NATS server's standing store
+	// failure (embedded.Server.StoreError: a full disk), nil when it has
+	// none. Meanwhile stores fail at once with ErrUnavailable.
+	StoreHealth func() error
+	// MaxBufferedBody bounds a body PushStream holds in memory whole, for a
+	// queue that accumulates (default 32 MiB); other bodies beyond the NATS
+	// payload limit are streamed to the Object Store.
+	MaxBufferedBody int64
 	// RepollInterval is how often a queue with waiting clients is polled even
 	// without a notification (default 2s).
 	RepollInterval time.Duration
@@ -93,6 +101,9 @@ type Gateway struct {
 	props  *propCache
 	queues *registry
 	dels   *deliveryTable
+	store  storeHealth
+	acked  *ackedIDs
+	noise  *noiseLimiter
 
 	fetchSeq atomic.Uint64
 	rr       atomic.Uint64 // rotates pull-any's first queue
@@ -119,6 +130,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = 256 << 20
+	}
+	if cfg.MaxBufferedBody <= 0 {
+		cfg.MaxBufferedBody = DefaultMaxBufferedBody
 	}
 	if cfg.RepollInterval <= 0 {
 		cfg.RepollInterval = 2 * time.Second
@@ -148,6 +162,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.obs = nopObserver{}
 	}
 	g.dels = newDeliveryTable()
+	g.store.check = cfg.StoreHealth
+	g.acked = newAckedIDs(nil)
+	g.noise = newNoiseLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
 	// The bucket is shared: created once, with the creator's --replicas, and
 	// never updated, so that a gateway started with another count does not
@@ -188,6 +205,19 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.bg.Add(1)
 	go g.repollLoop()
+	// Pull requests in flight when the connection dropped get no answer:
+	// chained onto the connection's own handler (the daemon logs there).
+	prev := nc.Opts.ReconnectedCB
+	nc.SetReconnectHandler(func(c *nats.Conn) {
+		if prev != nil {
+			prev(c)
+		}
+		select {
+		case <-g.closing:
+		default:
+			g.onReconnect()
+		}
+	})
 	// FlushWithContext insists on a deadline; the caller's ctx need not have one.
 	fctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -257,6 +287,9 @@ func jsErr(op string, err error) error {
 	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	if cerr, ok := classifyAPIError(op, err); ok {
+		return cerr
 	}
 	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 }

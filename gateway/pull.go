@@ -42,12 +42,8 @@ type raw struct {
 
 // expired reports whether the message's ttl has passed.
 func (r *raw) expired(now time.Time) bool {
-	v := r.msg.Header.Get(mapping.HdrExpires)
-	if v == "" {
-		return false
-	}
-	ns, err := strconv.ParseInt(v, 10, 64)
-	return err == nil && now.UnixNano() >= ns
+	ns := readStamped(r.msg.Header).expires
+	return ns != 0 && now.UnixNano() >= ns
 }
 
 // used is the number of deliveries consumed including the current one.
@@ -375,17 +371,50 @@ func (g *Gateway) repollLoop() {
 		for _, q := range states {
 			q.mu.Lock()
 			if q.fetching && now.Sub(q.last) > stuckFetch {
-				// Its answer never came (a lost status, a reconnect): forget it.
-				for _, c := range q.cur.probes {
-					close(c)
-				}
-				q.cur, q.fetching = nil, false
+				// Its answer never came (a lost status): forget it.
+				q.abandonFetchLocked()
 			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
 				q.kickLocked()
 			}
 			q.mu.Unlock()
 		}
+	}
+}
+
+// abandonFetchLocked forgets the pull request in flight, whose answer will not
+// come; the next kick sends a new one.
+func (q *queueState) abandonFetchLocked() {
+	if q.cur != nil {
+		for _, c := range q.cur.probes {
+			close(c)
+		}
+	}
+	q.cur, q.fetching = nil, false
+}
+
+// onReconnect runs when the NATS connection is back: pull requests sent
+// before it went away lost their answers with the old connection, so they
+// are forgotten and the waiting clients' queues polled again at once instead
+// of after stuckFetch. (A message JetStream did send for an old request
+// still arrives on the queue's subscription and is handed over or released
+// as usual.)
+func (g *Gateway) onReconnect() {
+	g.queues.mu.Lock()
+	states := make([]*queueState, 0, len(g.queues.states))
+	for _, q := range g.queues.states {
+		states = append(states, q)
+	}
+	g.queues.mu.Unlock()
+	for _, q := range states {
+		q.mu.Lock()
+		if q.fetching {
+			q.abandonFetchLocked()
+		}
+		if len(q.waiters) > 0 {
+			q.kickLocked()
+		}
+		q.mu.Unlock()
 	}
 }
 
@@ -416,7 +445,12 @@ func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
 			}
 		case "100":
 		default:
-			g.log.Warn("pull request refused", "queue", fr.q.name, "status", status, "description", m.Header.Get("Description"))
+			// During an election every queue's requests are refused at
+			// once, hundreds a second: one line per interval says it.
+			if n, ok := g.noise.allow("pull request refused"); ok {
+				g.log.Warn("pull request refused", "queue", fr.q.name, "status", status,
+					"description", m.Header.Get("Description"), "suppressed", n)
+			}
 			q.fetchDone(fr, true, time.Second)
 		}
 		return
@@ -463,16 +497,13 @@ func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
 		return nil, false
 	}
 	r := &raw{q: q, msg: m, sseq: sseq, dc: dc}
-	r.prev, _ = strconv.Atoi(m.Header.Get(mapping.HdrDelivered))
-	if v, err := strconv.Atoi(m.Header.Get(mapping.HdrRetry)); err == nil && v >= 0 {
-		r.retry = v
-	} else {
+	s := readStamped(m.Header)
+	r.prev, r.retry, r.pushedAt = s.delivered, s.retry, s.pushedAt
+	if r.retry < 0 {
 		r.retry = g.props.effective(q.name).Retry
 	}
-	if v, err := strconv.ParseInt(m.Header.Get(mapping.HdrPushedAt), 10, 64); err == nil {
-		r.pushedAt = v
-	} else if v, err := strconv.ParseInt(tok[off+3], 10, 64); err == nil {
-		r.pushedAt = v
+	if r.pushedAt == 0 {
+		r.pushedAt, _ = strconv.ParseInt(tok[off+3], 10, 64)
 	}
 	return r, true
 }
@@ -532,9 +563,9 @@ func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Dura
 			if seen[name] {
 				continue
 			}
-			q, err := g.queues.ensure(ctx, name)
+			q, err := g.queues.open(ctx, name)
 			if err != nil {
-				continue // deleted meanwhile
+				continue // deleted meanwhile: never brought back
 			}
 			seen[name] = true
 			fresh = append(fresh, q)

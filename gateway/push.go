@@ -34,20 +34,56 @@ type PushOptions struct {
 	// TTL overrides the queue's ttl property: the message expires (is never
 	// delivered) this long after its push.
 	TTL time.Duration
+	// IdempotencyKey, when set, makes a retried push with the same key
+	// within IdempotencyWindow store the message once (a client that got
+	// ErrUnknown retries with the same key).
+	IdempotencyKey string
+}
+
+// IdempotencyWindow is how long a push's IdempotencyKey is remembered: the
+// queue stream's duplicate window, JetStream's default.
+const IdempotencyWindow = 2 * time.Minute
+
+// maxIdempotencyKey bounds a key's length; it is stored with the message.
+const maxIdempotencyKey = 256
+
+func checkIdempotencyKey(k string) error {
+	if len(k) > maxIdempotencyKey {
+		return fmt.Errorf("%w: idempotency key longer than %d bytes", ErrInvalid, maxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] == 0x7f {
+			return fmt.Errorf("%w: idempotency key has control characters", ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // PushWith is Push with per-message options.
 func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
+	return g.push(ctx, queue, msg, opts, true)
+}
+
+// push stores msg in queue; mayCreate says whether the queue may be created
+// (a plain push) or must exist (push-all, which never brings back a queue
+// deleted after it listed the matching ones).
+func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (AccumState, error) {
 	if err := validName(queue); err != nil {
 		return "", err
 	}
 	if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
 		return "", fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, len(msg.Body), g.cfg.MaxMessageSize)
 	}
-	if opts.Delay < 0 || opts.TTL < 0 {
-		return "", fmt.Errorf("%w: delay and ttl must not be negative", ErrInvalid)
+	if err := CheckHeaders(msg); err != nil {
+		return "", err
 	}
-	q, err := g.queues.ensure(ctx, queue)
+	if err := checkIdempotencyKey(opts.IdempotencyKey); err != nil {
+		return "", err
+	}
+	if opts.Delay < 0 || opts.TTL < 0 || opts.Delay > mapping.MaxDuration || opts.TTL > mapping.MaxDuration {
+		return "", fmt.Errorf("%w: delay and ttl must be from 0 to %d seconds (10 years)", ErrInvalid, mapping.MaxSeconds)
+	}
+	q, err := g.queues.bind(ctx, queue, mayCreate)
 	if err != nil {
 		return "", err
 	}
@@ -57,8 +93,12 @@ func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts 
 		ttl = eff.TTLDuration()
 	}
 	if eff.Accum > 0 {
-		if opts.Delay > 0 || opts.TTL > 0 {
-			return "", fmt.Errorf("%w: delay and ttl are not available on accumulating queues", ErrInvalid)
+		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" {
+			return "", fmt.Errorf("%w: delay, ttl and idempotency keys are not available on accumulating queues", ErrInvalid)
+		}
+		if msg.stored != nil {
+			// PushStream saw a plain queue: its properties changed since.
+			return "", fmt.Errorf("%w: the queue started accumulating during the push; try again", ErrUnavailable)
 		}
 		acc := g.acc.Load()
 		if acc == nil {
@@ -68,7 +108,7 @@ func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts 
 		if err != nil {
 			return "", err
 		}
-		g.obs.Pushed(queue, len(msg.Body))
+		g.obs.Pushed(queue, msg.size())
 		return st, nil
 	}
 	if ttl > 0 && opts.Delay >= ttl {
@@ -82,6 +122,13 @@ func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts 
 	m, err := g.EncodeMessage(ctx, queue, subject, msg, eff.Retry)
 	if err != nil {
 		return "", err
+	}
+	if opts.IdempotencyKey != "" {
+		// JetStream's de-duplication: within the stream's duplicate window
+		// (2 minutes) a second message with this id is acknowledged but not
+		// stored. Releases drop Nats-* headers, so a nacked copy is not
+		// mistaken for a retried push.
+		m.Header.Set(jetstream.MsgIDHeader, opts.IdempotencyKey)
 	}
 	if ttl > 0 {
 		expires := now.Add(ttl)
@@ -99,11 +146,21 @@ func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts 
 		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
 		m.Header.Set("Nats-Schedule-Target", mapping.QueueSubject(queue))
 	}
-	if err := g.publish(ctx, q, m); err != nil {
-		g.dropObject(ctx, m)
+	err = g.store.precheck("store message")
+	if err == nil {
+		err = g.publish(ctx, q, m, mayCreate)
+		g.store.note(err)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrUnknown) {
+			// Certainly not stored: its large body goes too. When the
+			// outcome is unknown the message may be stored, and a body
+			// left behind is better than a message without one.
+			g.dropObject(ctx, m)
+		}
 		return "", err
 	}
-	g.obs.Pushed(queue, len(msg.Body))
+	g.obs.Pushed(queue, msg.size())
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
@@ -142,8 +199,10 @@ func (g *Gateway) PushCompound(ctx context.Context, queue string, parts []Messag
 		return err
 	}
 	m.Header.Set(mapping.HdrKind, mapping.KindCompound)
-	if err := g.publish(ctx, q, m); err != nil {
-		g.dropObject(ctx, m)
+	if err := g.publish(ctx, q, m, true); err != nil {
+		if !errors.Is(err, ErrUnknown) {
+			g.dropObject(ctx, m) // certainly not stored (see PushWith)
+		}
 		return err
 	}
 	g.obs.Pushed(queue, len(body))
@@ -151,27 +210,65 @@ func (g *Gateway) PushCompound(ctx context.Context, queue string, parts []Messag
 	return nil
 }
 
+// storeTimeout bounds one store (publish and its PubAck) when the caller's
+// context has no earlier deadline.
+const storeTimeout = 5 * time.Second
+
 // publish stores m, re-creating the queue once if another gateway deleted it
-// after this one last saw it.
-func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) error {
-	_, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
-	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+// after this one last saw it (unless !mayCreate: then the push fails with
+// ErrNotFound).
+//
+// Its errors are honest about the outcome: "no responders" means no stream
+// took the message, so it is retried (a leader election, a reconnect) until
+// the deadline and then answered ErrUnavailable; a PubAck that does not come
+// back in time means the message may be stored, ErrUnknown. Retrying only
+// after "no responders" cannot store a message twice.
+func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg, mayCreate bool) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	looked := false
+	wait := 20 * time.Millisecond
+	for {
+		_, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return outcomeErr("store message", err)
+		}
 		// Either the stream is gone (deleted through another gateway) or it
-		// has no leader for the moment (an election in a cluster). Only the
-		// first calls for re-creating the queue; the second for waiting, as
-		// nats.go's own retries do.
-		if _, serr := g.js.Stream(ctx, q.stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
-			g.queues.forget(q.name)
-			if _, err = g.queues.ensure(ctx, q.name); err != nil {
-				return err
+		// has no leader for the moment (an election in a cluster, or this
+		// gateway's NATS node just went away). Only the first calls for
+		// re-creating the queue; the lookup is short so that it never holds
+		// up a push that a new leader could take.
+		if !looked {
+			looked = true
+			sctx, scancel := context.WithTimeout(ctx, time.Second)
+			_, serr := g.js.Stream(sctx, q.stream)
+			scancel()
+			if errors.Is(serr, jetstream.ErrStreamNotFound) {
+				g.queues.forget(q.name)
+				if !mayCreate {
+					return fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
+				}
+				if _, err := g.queues.ensure(ctx, q.name); err != nil {
+					return err
+				}
+				continue
 			}
 		}
-		_, err = g.js.PublishMsg(ctx, m)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("store message: %w", ctx.Err())
+			}
+			return fmt.Errorf("store message: %w: no stream leader took the message in time", ErrUnavailable)
+		case <-t.C:
+		}
+		wait = min(2*wait, 250*time.Millisecond)
 	}
-	if err != nil {
-		return jsErr("store message", err)
-	}
-	return nil
 }
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
@@ -181,7 +278,10 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (
 	names, _ := g.queues.matching(re)
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
-		st, err := g.Push(ctx, name, msg)
+		st, err := g.push(ctx, name, msg, PushOptions{}, false)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since it was listed: it stays deleted
+		}
 		if err != nil {
 			return out, fmt.Errorf("push to %q: %w", name, err)
 		}
@@ -224,6 +324,10 @@ func (g *Gateway) EncodeMessage(ctx context.Context, queue, subject string, msg 
 	m.Header.Set(mapping.HdrRetry, strconv.Itoa(retry))
 	for _, h := range msg.Kept {
 		m.Header.Add(mapping.HdrKeepPrefix+h.Name, h.Value)
+	}
+	if msg.stored != nil {
+		m.Header.Set(mapping.HdrObject, msg.stored.name)
+		return m, nil
 	}
 	if int64(len(msg.Body))+headerRoom <= g.nc.MaxPayload() {
 		m.Data = msg.Body

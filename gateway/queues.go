@@ -44,7 +44,9 @@ const (
 )
 
 func (r *registry) start(ctx context.Context) error {
-	for _, subj := range []string{advisoryCreated + mapping.StreamPrefix + "*", advisoryDeleted + mapping.StreamPrefix + "*"} {
+	// A NATS wildcard is a whole token ("LMQ_*" would match only a stream
+	// literally named so): take every stream's advisory and keep the queues'.
+	for _, subj := range []string{advisoryCreated + "*", advisoryDeleted + "*"} {
 		sub, err := r.g.nc.Subscribe(subj, r.onAdvisory)
 		if err != nil {
 			return fmt.Errorf("subscribe stream advisories: %w", err)
@@ -107,6 +109,9 @@ func (r *registry) queueNameOf(ctx context.Context, stream string) (string, erro
 
 func (r *registry) onAdvisory(m *nats.Msg) {
 	stream := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	if _, ok := mapping.QueueFromStream(stream); !ok {
+		return // not a queue's stream (buckets, migration journal, …)
+	}
 	if strings.HasPrefix(m.Subject, advisoryDeleted) {
 		r.mu.Lock()
 		name, ok := r.known[stream]
@@ -190,6 +195,17 @@ func (r *registry) local(queue string) *queueState {
 // ensure returns the queue's local state, creating the queue (stream and
 // consumer) when it does not exist.
 func (r *registry) ensure(ctx context.Context, queue string) (*queueState, error) {
+	return r.bind(ctx, queue, true)
+}
+
+// open returns the local state of an existing queue and ErrNotFound when the
+// queue does not exist: for the regexp operations, which must never bring
+// back a queue that another gateway deleted after this one listed it.
+func (r *registry) open(ctx context.Context, queue string) (*queueState, error) {
+	return r.bind(ctx, queue, false)
+}
+
+func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
 	r.mu.Lock()
 	q := r.states[queue]
 	r.mu.Unlock()
@@ -199,7 +215,7 @@ func (r *registry) ensure(ctx context.Context, queue string) (*queueState, error
 	if err := validName(queue); err != nil {
 		return nil, err
 	}
-	q, err := r.create(ctx, queue)
+	q, err := r.create(ctx, queue, mayCreate)
 	if err != nil {
 		return nil, err
 	}
@@ -226,13 +242,24 @@ func backstop(timeout time.Duration) time.Duration {
 	return timeout + margin
 }
 
-func (r *registry) create(ctx context.Context, queue string) (*queueState, error) {
+// create makes the queue's stream (unless !mayCreate: then the stream must
+// exist) and its consumer, and the local state.
+func (r *registry) create(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
 	g := r.g
 	stream := mapping.StreamName(queue)
 	scfg := streamConfig(queue, g.cfg.Replicas)
-	_, err := g.js.CreateStream(ctx, scfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	var err error
+	if mayCreate {
+		_, err = g.js.CreateStream(ctx, scfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			err = r.upgrade(ctx, scfg)
+		}
+	} else {
 		err = r.upgrade(ctx, scfg)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			r.forget(queue)
+			return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+		}
 	}
 	if err != nil {
 		return nil, jsErr("create queue", err)

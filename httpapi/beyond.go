@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -32,17 +31,18 @@ func (a *api) mountBeyond(r *mux.Router) {
 	r.Handle("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
 }
 
-// seconds reads an optional non-negative seconds query parameter.
+// seconds reads an optional seconds query parameter, from 0 to
+// mapping.MaxSeconds.
 func seconds(r *http.Request, key string) (time.Duration, error) {
-	v := r.URL.Query().Get(key)
+	v := query(r).Get(key)
 	if v == "" {
 		return 0, nil
 	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f*float64(time.Second) >= math.MaxInt64 {
-		return 0, fmt.Errorf("%w: %s must be a non-negative number of seconds", gateway.ErrInvalid, key)
+	d, err := mapping.ParseSeconds(key, v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 	}
-	return time.Duration(f * float64(time.Second)), nil
+	return d, nil
 }
 
 // pushOptions reads ?delay= and ?ttl=.
@@ -52,8 +52,13 @@ func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 	if o.Delay, err = seconds(r, "delay"); err != nil {
 		return o, err
 	}
-	o.TTL, err = seconds(r, "ttl")
-	return o, err
+	if o.TTL, err = seconds(r, "ttl"); err != nil {
+		return o, err
+	}
+	// Beyond LMQ: a retried push with the same key is stored once
+	// (gateway.IdempotencyWindow).
+	o.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	return o, nil
 }
 
 // pushBatch stores the messages of a ?batch=1 body atomically: a
@@ -76,35 +81,61 @@ func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) er
 	return nil
 }
 
+// parseBatch reads a batch body. Its memory follows the body: the MessagePack
+// reader checks every declared count against the bytes present, and parts are
+// counted as they are read, so a body with more than gateway.MaxBatch
+// messages is refused at the first one too many. A batch that holds no
+// message (also a multipart body whose boundary never occurs) is refused.
 func parseBatch(contentType string, body []byte) ([]gateway.Message, error) {
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return nil, fmt.Errorf("%w: batch content-type: %w", gateway.ErrInvalid, err)
 	}
+	var msgs []gateway.Message
 	switch {
 	case mt == mapping.ContentTypeMsgpack:
-		msgs, err := gateway.DecodeCompound(body)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+		if msgs, err = gateway.DecodeCompound(body, gateway.MaxBatch); err != nil {
+			return nil, fmt.Errorf("%w: batch body: %w", gateway.ErrInvalid, err)
+		}
+		if len(msgs) == 0 {
+			return nil, fmt.Errorf("%w: batch body holds no message", gateway.ErrInvalid)
 		}
 		return msgs, nil
 	case strings.HasPrefix(mt, "multipart/"):
-		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-		var msgs []gateway.Message
+		boundary := params["boundary"]
+		if boundary == "" {
+			return nil, fmt.Errorf("%w: batch content-type %s has no boundary", gateway.ErrInvalid, mt)
+		}
+		mr := multipart.NewReader(bytes.NewReader(body), boundary)
 		for {
 			p, err := mr.NextRawPart()
+			// Only the closing boundary ends the parts with a bare io.EOF; a
+			// body cut before it gives a wrapped one, and is refused.
+			if err == io.EOF { //nolint:errorlint // see above
+				break
+			}
 			if errors.Is(err, io.EOF) {
-				return msgs, nil
+				if len(msgs) == 0 {
+					return nil, fmt.Errorf("%w: batch body: no part; the boundary of the content-type does not occur in it", gateway.ErrInvalid)
+				}
+				return nil, fmt.Errorf("%w: batch body ends after part %d without the closing boundary", gateway.ErrInvalid, len(msgs))
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: batch body: %w", gateway.ErrInvalid, err)
+				return nil, fmt.Errorf("%w: batch body: part %d: %w", gateway.ErrInvalid, len(msgs)+1, err)
+			}
+			if len(msgs) == gateway.MaxBatch {
+				return nil, fmt.Errorf("%w: a batch holds at most %d messages", gateway.ErrInvalid, gateway.MaxBatch)
 			}
 			b, err := io.ReadAll(p)
 			if err != nil {
-				return nil, fmt.Errorf("%w: batch body: %w", gateway.ErrInvalid, err)
+				return nil, fmt.Errorf("%w: batch body: part %d: %w", gateway.ErrInvalid, len(msgs)+1, err)
 			}
 			msgs = append(msgs, gateway.Message{ContentType: p.Header.Get("Content-Type"), Body: b})
 		}
+		if len(msgs) == 0 {
+			return nil, fmt.Errorf("%w: batch body holds no message", gateway.ErrInvalid)
+		}
+		return msgs, nil
 	}
 	return nil, fmt.Errorf("%w: a batch is multipart/mixed or %s", gateway.ErrInvalid, mapping.ContentTypeMsgpack)
 }
@@ -191,7 +222,7 @@ func (a *api) deadHead(w http.ResponseWriter, r *http.Request, queue string) err
 
 func (a *api) respawnDead(w http.ResponseWriter, r *http.Request, queue string) error {
 	n := 1
-	if v := r.URL.Query().Get("n"); v != "" {
+	if v := query(r).Get("n"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 {
 			return fmt.Errorf("%w: n must be a positive integer", gateway.ErrInvalid)

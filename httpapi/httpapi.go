@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -31,12 +30,18 @@ import (
 type Options struct {
 	// MaxBodyBytes bounds request bodies (messages and properties).
 	MaxBodyBytes int64
+	// MaxBufferedBody bounds the bodies read whole into memory: batches,
+	// push to all queues (qre), properties (default 32 MiB). A single push
+	// is streamed and bounded by MaxBodyBytes alone.
+	MaxBufferedBody int64
 	// Logger for errors; slog.Default() when nil.
 	Logger *slog.Logger
 	// Mount adds more routes (statistics, metrics, health) to the router.
 	Mount func(r *mux.Router)
 	// Middleware wraps the whole handler (access log, metrics).
 	Middleware func(http.Handler) http.Handler
+	// Timeouts bound reading request bodies and writing answers (timeouts.go).
+	Timeouts Timeouts
 }
 
 type api struct {
@@ -49,6 +54,9 @@ type api struct {
 func New(core *gateway.Gateway, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 256 << 20
+	}
+	if opts.MaxBufferedBody <= 0 {
+		opts.MaxBufferedBody = gateway.DefaultMaxBufferedBody
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -80,13 +88,17 @@ func New(core *gateway.Gateway, opts Options) http.Handler {
 	if opts.Mount != nil {
 		opts.Mount(r)
 	}
+	// After Mount's middleware (route labels), so that a 400 for a malformed
+	// query is counted under its route; and on the mounted routes too.
+	r.Use(a.strictQuery)
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")
 	})
-	var h http.Handler = r
+	// Every handler reads its body and writes its answer under Timeouts.
+	var h http.Handler = withTimeouts(r, opts.Timeouts)
 	if opts.Middleware != nil {
 		h = opts.Middleware(h)
 	}
@@ -157,12 +169,25 @@ func queueName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// bufferedLimit bounds a body read whole into memory (batches, push to all
+// queues, properties); a single push streams up to MaxBodyBytes instead.
+func (a *api) bufferedLimit() int64 { return min(a.opts.MaxBodyBytes, a.opts.MaxBufferedBody) }
+
+// tooLarge is the 413 of a body beyond limit.
+func tooLarge(limit int64) error {
+	return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit)}
+}
+
 func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
+	limit := a.bufferedLimit()
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", a.opts.MaxBodyBytes)}
+		return nil, tooLarge(limit)
 	case err != nil:
 		return nil, fmt.Errorf("%w: reading body: %w", gateway.ErrInvalid, err)
 	}
@@ -172,11 +197,21 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // message reads a pushed message; for a single queue it keeps the request
 // headers its pre_http_push hooks name.
 func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gateway.Message, error) {
+	msg, err := a.messageHead(r, queue)
+	if err != nil {
+		return gateway.Message{}, err
+	}
 	body, err := a.readBody(w, r)
 	if err != nil {
 		return gateway.Message{}, err
 	}
-	msg := gateway.Message{ContentType: r.Header.Get("Content-Type"), Body: body}
+	msg.Body = body
+	return msg, nil
+}
+
+// messageHead is message without the body.
+func (a *api) messageHead(r *http.Request, queue string) (gateway.Message, error) {
+	msg := gateway.Message{ContentType: r.Header.Get("Content-Type")}
 	if queue != "" {
 		props, err := a.core.QueueProps(r.Context(), queue)
 		if err != nil {
@@ -188,23 +223,38 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gat
 			}
 		}
 	}
+	// Headers first: a request whose headers cannot be stored is answered
+	// 431 without reading its body.
+	if err := gateway.CheckHeaders(msg); err != nil {
+		return gateway.Message{}, err
+	}
 	return msg, nil
 }
 
 func (a *api) push(w http.ResponseWriter, r *http.Request, queue string) error {
-	if r.URL.Query().Get("batch") != "" {
+	if query(r).Get("batch") != "" {
 		return a.pushBatch(w, r, queue)
 	}
 	opts, err := pushOptions(r)
 	if err != nil {
 		return err
 	}
-	msg, err := a.message(w, r, queue)
+	// The body is not read here: the core streams one larger than a NATS
+	// message into the Object Store, so memory does not follow its size.
+	if r.ContentLength > a.opts.MaxBodyBytes {
+		return tooLarge(a.opts.MaxBodyBytes)
+	}
+	msg, err := a.messageHead(r, queue)
 	if err != nil {
 		return err
 	}
-	st, err := a.core.PushWith(r.Context(), queue, msg, opts)
-	if err != nil {
+	body := http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes)
+	st, err := a.core.PushStream(r.Context(), queue, msg, body, opts)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return tooLarge(a.opts.MaxBodyBytes)
+	case err != nil:
 		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"accum":"`+string(st)+`"}`))
@@ -234,7 +284,7 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 }
 
 func qre(r *http.Request) (*regexp.Regexp, error) {
-	vals, ok := r.URL.Query()["qre"]
+	vals, ok := query(r)["qre"]
 	if !ok || len(vals) == 0 {
 		return nil, fmt.Errorf("%w: qre is required", gateway.ErrInvalid)
 	}
@@ -245,19 +295,15 @@ func qre(r *http.Request) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// pullParams reads t (seconds to wait; absent = forever) and cf.
+// pullParams reads t (seconds to wait, at most mapping.MaxSeconds; absent =
+// forever) and cf.
 func pullParams(r *http.Request) (time.Duration, string, error) {
-	q := r.URL.Query()
+	q := query(r)
 	wait := time.Duration(-1)
 	if vals, ok := q["t"]; ok {
-		t, err := strconv.ParseFloat(firstOf(vals), 64)
-		if err != nil || math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
-			return 0, "", fmt.Errorf("%w: t must be a non-negative number of seconds", gateway.ErrInvalid)
-		}
-		if t*float64(time.Second) >= math.MaxInt64 {
-			wait = -1
-		} else {
-			wait = time.Duration(t * float64(time.Second))
+		var err error
+		if wait, err = mapping.ParseSeconds("t", firstOf(vals)); err != nil {
+			return 0, "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 		}
 	}
 	cf := "multipart"
@@ -326,7 +372,7 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error 
 	if err != nil {
 		return fmt.Errorf("%w: message id", gateway.ErrInvalid)
 	}
-	kind, err := gateway.ParseReply(r.URL.Query().Get("reply"))
+	kind, err := gateway.ParseReply(query(r).Get("reply"))
 	if err != nil {
 		return err
 	}
@@ -404,6 +450,10 @@ func noContent(w http.ResponseWriter, err error) error {
 	return err
 }
 
+// retryAfterSeconds is the Retry-After of 503 answers: soon, since the
+// usual causes (a leader election, a reconnect, space freed) pass in seconds.
+const retryAfterSeconds = "1"
+
 // fail maps core errors onto status codes.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var se *statusError
@@ -413,14 +463,28 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, mapping.ErrInvalidProps), errors.Is(err, mapping.ErrInvalidName):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, gateway.ErrNotFound):
+		if errors.Is(err, gateway.ErrAlreadyAcked) {
+			// Still LMQ's 404, but a client retrying an ack can tell it is done.
+			w.Header().Set("X-Lmq-Delivery-State", "acked")
+		}
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, gateway.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, gateway.ErrHeaderTooLarge):
+		writeError(w, http.StatusRequestHeaderFieldsTooLarge, err.Error())
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads an answer.
 	case errors.Is(err, gateway.ErrUnavailable):
 		a.log.Warn("request failed", "path", r.URL.Path, "err", err)
+		// Nothing happened and the same request may succeed later (JetStream
+		// back, space freed): say when to try again, as the pull limit does.
+		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, gateway.ErrUnknown):
+		// Not 503: the push may be stored, the ack may be applied. A client
+		// retries a push with the same Idempotency-Key to be safe.
+		a.log.Warn("request outcome unknown", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusGatewayTimeout, err.Error())
 	default:
 		a.log.Error("request failed", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -52,6 +52,8 @@ func TestParseDefaultListInvalid(t *testing.T) {
 		{`[["a",[]]]`, `invalid properties: default list entry 1: the properties must be an object`},
 		{`[["a",null]]`, `invalid properties: default list entry 1: the properties must be an object`},
 		{`[["a",{"retry":1.5}]]`, `invalid properties: default list entry 1: retry must be a non-negative integer (at most 2147483646)`},
+		{`[["a",{"accum":1e10}]]`, `invalid properties: default list entry 1: accum must be a number of seconds from 0 to 315360000 (10 years)`},
+		{`[["a",{}],["b",{"ttl":9000000000}]]`, `invalid properties: default list entry 2: ttl must be a number of seconds from 0 to 315360000 (10 years)`},
 		{`[["a",{"bogus":1}]]`, `invalid properties: default list entry 1: unknown key "bogus" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
 	}
 	for _, tt := range tests {

@@ -16,8 +16,9 @@ import (
 // ParseProps parses a JSON object of properties: a PATCH body or the PROPS of
 // a default-list entry. Keys: accum (or its old name pack; non-negative number
 // of seconds, rounded to whole milliseconds), retry (non-negative JSON
-// integer), timeout (non-negative number of seconds), hooks. {} is valid and
-// sets nothing. Every error wraps ErrInvalidProps.
+// integer), timeout (non-negative number of seconds), hooks, and beyond LMQ
+// ttl and dead_letter. accum, timeout and ttl are at most MaxSeconds (10
+// years). {} is valid and sets nothing. Every error wraps ErrInvalidProps.
 func ParseProps(data []byte) (Props, error) {
 	v, err := decodeJSON(data)
 	if err != nil {
@@ -128,8 +129,13 @@ func propsFromMap(m map[string]any) (Props, error) {
 // whole milliseconds when wholeMs is set.
 func toSeconds(key string, v any, wholeMs bool) (float64, error) {
 	f, ok := toFloat(v)
-	if !ok || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+	if !ok || f < 0 || math.IsNaN(f) || math.IsInf(f, -1) {
 		return 0, fmt.Errorf("%s must be a non-negative number (seconds)", key)
+	}
+	// Also +Inf and anything beyond MaxSeconds, which would overflow the
+	// times computed from it.
+	if err := CheckSeconds(key, f); err != nil {
+		return 0, err
 	}
 	if wholeMs {
 		f = math.Round(f*1000) / 1000

@@ -86,8 +86,9 @@ func (e Effective) TTLDuration() time.Duration { return secondsToDuration(e.TTL)
 func (e Effective) TimeoutDuration() time.Duration { return secondsToDuration(e.Timeout) }
 
 // secondsToDuration converts seconds to a duration, clamping instead of
-// overflowing: properties accept any non-negative number, and a float-to-int
-// conversion out of range is implementation-defined in Go.
+// overflowing: parsed properties are at most MaxSeconds, but an Effective may
+// be built by hand, and a float-to-int conversion out of range is
+// implementation-defined in Go.
 func secondsToDuration(s float64) time.Duration {
 	if !(s > 0) { // also catches NaN
 		return 0

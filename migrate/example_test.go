@@ -23,4 +23,8 @@ func ExampleNamesMain() {
 	// notify-subject: lmq.n.dhmn2br6dtng
 	// props:          LMQ_PROPS q.dhmn2br6dtng
 	// objects:        LMQ_OBJ dhmn2br6dtng/*
+	//
+	// NATS programs connect to the gateway's embedded server with the URL and
+	// credentials it keeps in its data directory (mode 0600), or to --nats-url:
+	//   nats --server "$(cat DATA-DIR/nats-client.url)" stream info LMQ_dhmn2br6dtng
 }

@@ -38,7 +38,7 @@ func (f regexpFlag) Set(s string) error {
 func RegisterFlags(fs *flag.FlagSet) *Options {
 	o := &Options{}
 	fs.StringVar(&o.From, "from", "", "base URL of the old LMQ's HTTP API, e.g. http://old-lmq:9980 (required)")
-	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway (its --nats-listen, or the --nats-url it uses)")
+	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway: its embedded server's URL with credentials, \"$(cat DATA-DIR/nats-client.url)\", or the --nats-url it uses")
 	fs.Var(regexpFlag{&o.Queues}, "queues", "copy only queues whose name matches this regexp (unanchored; default: all)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be copied, change nothing")
 	fs.IntVar(&o.Parallel, "parallel", 4, "queues copied at once (messages of one queue are copied in order)")
@@ -58,7 +58,7 @@ func Main(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	o := RegisterFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(out, `Usage: lmq-gateway migrate --from http://old-lmq:9980 [--to-nats nats://127.0.0.1:4222] [--queues REGEXP] [--dry-run]
+		fmt.Fprint(out, `Usage: lmq-gateway migrate --from http://old-lmq:9980 [--to-nats "$(cat DATA-DIR/nats-client.url)"] [--queues REGEXP] [--dry-run]
 
 Copies a running LMQ into the gateway's JetStream: the default-properties list,
 every queue's properties, and every waiting message (acked on LMQ only once
@@ -85,7 +85,7 @@ func NamesMain(args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	asJSON := fs.Bool("json", false, "print JSON objects instead of text")
 	fs.Usage = func() {
-		fmt.Fprint(out, "Usage: lmq-gateway names [--json] QUEUE...\n\nPrints the JetStream stream, subjects and consumer of each queue, for NATS programs.\n\n")
+		fmt.Fprint(out, "Usage: lmq-gateway names [--json] QUEUE...\n\nPrints the JetStream stream, subjects and consumer of each queue, for NATS programs.\n\n"+connectHint("LMQ_<enc>")+"\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +112,17 @@ func NamesMain(args []string, out io.Writer) error {
 			fmt.Fprintln(out)
 		}
 		fmt.Fprint(out, n.Text())
+		if i == fs.NArg()-1 {
+			fmt.Fprint(out, "\n"+connectHint(n.Stream))
+		}
 	}
 	return nil
+}
+
+// connectHint says how a NATS tool reaches the gateway's NATS, with an
+// example about stream.
+func connectHint(stream string) string {
+	return `NATS programs connect to the gateway's embedded server with the URL and
+credentials it keeps in its data directory (mode 0600), or to --nats-url:
+  nats --server "$(cat DATA-DIR/nats-client.url)" stream info ` + stream + "\n"
 }

@@ -262,7 +262,7 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	if nc == nil {
 		nc, err = nats.Connect(opts.ToNATS, nats.Name("lmq-gateway migrate"), nats.MaxReconnects(-1))
 		if err != nil {
-			return nil, fmt.Errorf("connect to the target's NATS %s: %w", opts.ToNATS, err)
+			return nil, fmt.Errorf("connect to the target's NATS %s: %w", redactedURLs(opts.ToNATS), err)
 		}
 		defer nc.Close()
 	}
@@ -1030,4 +1030,16 @@ func quoteAll(s []string) []string {
 		out[i] = fmt.Sprintf("%q", v)
 	}
 	return out
+}
+
+// redactedURLs is a comma-separated list of URLs fit for a message: the
+// embedded server's URL carries its password.
+func redactedURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }

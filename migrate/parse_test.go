@@ -223,7 +223,8 @@ func TestNamesMain(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := mapping.EncodeName("lmq/foo")
-	for _, want := range []string{"stream:         LMQ_" + enc + "\n", "subject:        lmq.q." + enc + "\n", "consumer:       lmq\n", "notify-subject: lmq.n." + enc + "\n"} {
+	for _, want := range []string{"stream:         LMQ_" + enc + "\n", "subject:        lmq.q." + enc + "\n", "consumer:       lmq\n", "notify-subject: lmq.n." + enc + "\n",
+		`nats --server "$(cat DATA-DIR/nats-client.url)"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}

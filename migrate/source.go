@@ -18,9 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -342,79 +341,29 @@ func parseDelivery(hdr http.Header, body []byte, kept []string) (*pulled, error)
 
 // partsFromMsgpack reads a cf=msgpack compound body: an array of
 // [{header: value}, content] pairs. LMQ's codec wrote strings and binaries as
-// the old "raw" type, newer ones as str or bin: accept either anywhere.
+// the old "raw" type, newer ones as str or bin: mpack accepts either anywhere,
+// and bounds its memory by the bytes of the body, whatever counts it declares
+// (the source's answers are input like any other).
 func partsFromMsgpack(body []byte) ([]gateway.Message, error) {
-	var pairs []any
-	if err := msgpack.Unmarshal(body, &pairs); err != nil {
+	pairs, err := mpack.DecodeParts(body, 0)
+	if err != nil {
 		return nil, fmt.Errorf("msgpack body: %w", err)
 	}
 	out := make([]gateway.Message, 0, len(pairs))
-	for i, v := range pairs {
-		pair, ok := v.([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("part %d is not a [headers, content] pair", i+1)
+	for _, pair := range pairs {
+		m := gateway.Message{Body: pair.Body}
+		// A map has one value per name: the last one sent wins.
+		hdr := make(map[string]string, len(pair.Headers))
+		for _, h := range pair.Headers {
+			hdr[h.Name] = h.Value
 		}
-		content, ok := rawBytes(pair[1])
-		if !ok {
-			return nil, fmt.Errorf("part %d: content is not a string or binary", i+1)
-		}
-		m := gateway.Message{Body: content}
-		if pair[0] != nil {
-			hdr, err := stringMap(pair[0])
-			if err != nil {
-				return nil, fmt.Errorf("part %d: headers: %w", i+1, err)
-			}
-			for k, val := range hdr {
-				m = withHeader(m, k, val)
-			}
+		for k, val := range hdr {
+			m = withHeader(m, k, val)
 		}
 		sort.Slice(m.Kept, func(a, b int) bool { return m.Kept[a].Name < m.Kept[b].Name })
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// stringMap reads a map of strings whose keys and values may be str or bin.
-func stringMap(v any) (map[string]string, error) {
-	out := map[string]string{}
-	add := func(k, val any) error {
-		kb, ok1 := rawBytes(k)
-		vb, ok2 := rawBytes(val)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("entry %v is not a string pair", k)
-		}
-		out[string(kb)] = string(vb)
-		return nil
-	}
-	switch m := v.(type) {
-	case map[string]any:
-		for k, val := range m {
-			if err := add(k, val); err != nil {
-				return nil, err
-			}
-		}
-	case map[any]any:
-		for k, val := range m {
-			if err := add(k, val); err != nil {
-				return nil, err
-			}
-		}
-	default:
-		return nil, fmt.Errorf("not a map but %T", v)
-	}
-	return out, nil
-}
-
-func rawBytes(v any) ([]byte, bool) {
-	switch x := v.(type) {
-	case []byte:
-		return x, true
-	case string:
-		return []byte(x), true
-	case nil:
-		return nil, true
-	}
-	return nil, false
 }
 
 // withHeader adds one part header: content-type, or a kept header. The

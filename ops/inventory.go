@@ -22,6 +22,10 @@ type Core interface {
 	Closing() <-chan struct{}
 	JetStream() jetstream.JetStream
 	ID() string
+	// StoreFailure is a standing failure to store (a full disk), nil when
+	// there is none; StoreFailures counts stores that failed so.
+	StoreFailure() error
+	StoreFailures() uint64
 }
 
 var _ Core = (*gateway.Gateway)(nil)

@@ -50,6 +50,19 @@ func newMetrics(o *Ops) *Metrics {
 			Name: "lmq_deliveries_in_flight",
 			Help: "Messages this gateway handed out and not yet answered.",
 		}, func() float64 { return float64(o.core.InFlight()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lmq_store_failures_total",
+			Help: "Stores (pushes) that failed for want of storage: a full disk, a JetStream limit.",
+		}, func() float64 { return float64(o.core.StoreFailures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lmq_store_failing",
+			Help: "1 while stores are failing for want of storage (/readyz answers 503 then), else 0.",
+		}, func() float64 {
+			if o.core.StoreFailure() != nil {
+				return 1
+			}
+			return 0
+		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_queues",
 			Help: "Queues that exist.",

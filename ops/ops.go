@@ -249,9 +249,10 @@ const (
 	readyCache = time.Second
 )
 
-// Ready checks that this gateway can serve: it is not shutting down, and
+// Ready checks that this gateway can serve: it is not shutting down, its
+// stores are not failing (a full disk: the core's StoreFailure), and
 // JetStream answers and stores (a write and a read of this gateway's key in a
-// small KV bucket). Answers are reused for a second.
+// small KV bucket). The probe's answers are reused for a second.
 func (o *Ops) Ready(ctx context.Context) error {
 	if o.draining.Load() {
 		return ErrDraining
@@ -260,6 +261,11 @@ func (o *Ops) Ready(ctx context.Context) error {
 	case <-o.core.Closing():
 		return ErrDraining
 	default:
+	}
+	// Not cached: it is the gateway's own record, and the store's recovery
+	// should show at once.
+	if err := o.core.StoreFailure(); err != nil {
+		return fmt.Errorf("store failing: %w", err)
 	}
 	o.readyMu.Lock()
 	defer o.readyMu.Unlock()

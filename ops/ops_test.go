@@ -30,6 +30,8 @@ type fakeCore struct {
 	queues  map[string]gateway.QueueInfo
 	closing chan struct{}
 	calls   int
+	// storeErr is StoreFailure's answer.
+	storeErr error
 }
 
 func newFakeCore(qs ...gateway.QueueInfo) *fakeCore {
@@ -63,6 +65,13 @@ func (c *fakeCore) InFlight() int                  { return 3 }
 func (c *fakeCore) Closing() <-chan struct{}       { return c.closing }
 func (c *fakeCore) JetStream() jetstream.JetStream { return nil }
 func (c *fakeCore) ID() string                     { return "cafe0001" }
+func (c *fakeCore) StoreFailures() uint64          { return 0 }
+
+func (c *fakeCore) StoreFailure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.storeErr
+}
 
 func props() mapping.Effective { return mapping.Effective{Retry: 2, Timeout: 30} }
 

@@ -145,9 +145,16 @@ func (c *conn) errorString(req request, err error) string {
 		return "badarg: " + err.Error()
 	case errors.Is(err, gateway.ErrTooLarge):
 		return "too_large"
+	case errors.Is(err, gateway.ErrHeaderTooLarge):
+		return "badarg: " + err.Error()
 	case errors.Is(err, gateway.ErrUnavailable):
 		c.log.Warn("rpc core unavailable", "method", req.method, "err", err)
 		return "unavailable"
+	case errors.Is(err, gateway.ErrUnknown):
+		// Distinct from "unavailable" (nothing happened): a push may be
+		// stored, an ack may be applied; retrying a push may duplicate it.
+		c.log.Warn("rpc outcome unknown", "method", req.method, "err", err)
+		return "unknown: " + err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "unavailable: request cancelled"
 	}
@@ -217,20 +224,21 @@ func argRegexp(p []byte) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// argWait reads the optional timeout in seconds (integer or float). Absent
-// means wait forever.
+// argWait reads the optional timeout in seconds (integer or float), at most
+// mapping.MaxSeconds. Absent means wait forever.
 func argWait(p [][]byte) (time.Duration, error) {
 	if len(p) < 2 {
 		return -1, nil
 	}
 	f, ok := decodeNumber(p[1])
-	if !ok || math.IsNaN(f) || f < 0 {
+	if !ok {
 		return 0, badarg("timeout must be a non-negative number of seconds")
 	}
-	if f*float64(time.Second) >= math.MaxInt64 {
-		return -1, nil // longer than anyone waits: forever
+	d, err := mapping.SecondsDuration("timeout", f)
+	if err != nil {
+		return 0, badarg("%v", err)
 	}
-	return time.Duration(f * float64(time.Second)), nil
+	return d, nil
 }
 
 // content stores pushed content as the MessagePack bytes the client sent.
@@ -276,10 +284,13 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 	}
 	for k, v := range m {
 		f, ok := number(v)
-		if !ok || f < 0 || f > 1e9 {
+		if !ok {
 			return o, badarg("push option %s must be a non-negative number of seconds", k)
 		}
-		d := time.Duration(f * float64(time.Second))
+		d, err := mapping.SecondsDuration("push option "+k, f)
+		if err != nil {
+			return o, badarg("%v", err)
+		}
 		switch k {
 		case "delay":
 			o.Delay = d
@@ -353,7 +364,10 @@ func (c *conn) pullAny(p [][]byte) (result, error) {
 func (c *conn) deliver(pull func(context.Context) (*gateway.Delivery, error)) (result, error) {
 	d, err := pull(c.waitCtx)
 	if err != nil {
-		if c.waitCtx.Err() != nil {
+		// A wait cut short by the client's end of sending (or a drain) is
+		// "empty"; any other error, e.g. an invalid name, is answered as such
+		// even when the client has half-closed since.
+		if c.waitCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			return c.str("empty"), nil
 		}
 		return result{}, err

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -62,6 +63,15 @@ type Options struct {
 	// WriteTimeout bounds writing one batch of answers to a client that does
 	// not read them (default 30 s); when it passes the connection is closed.
 	WriteTimeout time.Duration
+	// MaxTotalInFlightBytes bounds the request bytes held at once across all
+	// connections (0: no bound beyond MaxInFlightBytes per connection). When
+	// reached, no connection reads a new request until answered ones release
+	// their bytes; see sharedBytes for how far the peak may exceed it.
+	MaxTotalInFlightBytes int
+	// MaxConns bounds the connections open at once (0: no bound). Beyond it
+	// the server stops accepting: newcomers wait in the kernel's accept
+	// queue until a connection closes (package internal/connlimit).
+	MaxConns int
 }
 
 // Defaults of Options.
@@ -83,6 +93,9 @@ type Server struct {
 	// drainCtx is cancelled when Shutdown starts: waiting pulls answer "empty".
 	drainCtx context.Context
 	drain    context.CancelFunc
+
+	// total is the server-wide budget of request bytes (nil: none).
+	total *sharedBytes
 
 	mu        sync.Mutex
 	closed    bool
@@ -113,6 +126,7 @@ func New(core Core, opt Options) *Server {
 		log:       opt.Logger,
 		drainCtx:  drainCtx,
 		drain:     drain,
+		total:     newSharedBytes(opt.MaxTotalInFlightBytes),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
@@ -128,6 +142,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		l.Close()
 		return ErrServerClosed
 	}
+	l = connlimit.Listen(l, s.opt.MaxConns)
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -331,28 +346,40 @@ func (c *conn) serve() {
 func (c *conn) readLoop() error {
 	fr := newFrameReader(bufio.NewReaderSize(c.nc, 64<<10), c.s.opt.Limits)
 	for {
+		// With the server-wide budget spent, stop reading (TCP then pushes
+		// back on the client) until answered requests release bytes.
+		if err := c.s.total.waitRoom(c.waitCtx); err != nil {
+			return nil
+		}
 		frame, err := fr.ReadFrame()
 		if err != nil {
 			return err
 		}
+		held := len(frame)
+		c.s.total.charge(held)
 		// Frames already buffered when a drain starts are not taken.
 		if c.waitCtx.Err() != nil {
+			c.s.total.release(held)
 			return nil
 		}
 		req, err := parseFrame(frame, c.s.opt.Limits)
 		if err != nil {
+			c.s.total.release(held)
 			return err
 		}
 		if req.notification {
+			c.s.total.release(held)
 			continue // accepted and ignored, as MessagePack-RPC allows
 		}
 		cost := min(len(frame), c.s.opt.MaxInFlightBytes)
 		if err := c.budget.acquire(c.waitCtx, cost); err != nil {
+			c.s.total.release(held)
 			return nil
 		}
 		c.handlers.Add(1)
 		go func() {
 			defer c.handlers.Done()
+			defer c.s.total.release(held)
 			defer c.budget.release(cost)
 			c.handle(req)
 		}()

@@ -115,10 +115,10 @@ func (b *bench) report() string {
 	}
 	if b.gw != nil {
 		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, NATS %s; client and server share the machine\n",
-			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), b.natsURL)
+			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), redactURL(b.natsURL))
 	} else {
 		w("- deployment: running; HTTP %s, RPC %s, NATS %s, gateway pid %d, nats pid %d\n",
-			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.natsURL), b.gwPID, b.natsPID)
+			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(redactURL(b.natsURL)), b.gwPID, b.natsPID)
 	}
 	w("- cells: %s each; rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
 		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +33,12 @@ type gatewayProc struct {
 	starts   int
 	httpAddr string
 	rpcAddr  string
+	natsAddr string
+	// natsURL carries the user and password of natsPass, which the gateway
+	// is given in its environment: kept across restarts, which empty the
+	// data directory where it would otherwise generate a new one.
 	natsURL  string
+	natsPass string
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	waitErr  error // valid once exited is closed
@@ -95,15 +103,20 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	}
 	g.httpAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	g.rpcAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	g.natsURL = "nats://" + natsAddr
+	g.natsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return fail(fmt.Errorf("nats password: %w", err))
+	}
+	g.natsPass = hex.EncodeToString(pw)
+	g.natsURL = (&url.URL{Scheme: "nats", User: url.UserPassword("lmq", g.natsPass), Host: g.natsAddr}).String()
 
 	g.dataDir = filepath.Join(dir, "data")
 	g.args = []string{
 		"--http-listen", g.httpAddr,
 		"--rpc-listen", g.rpcAddr,
 		"--data-dir", g.dataDir,
-		"--nats-listen", natsAddr,
+		"--nats-listen", g.natsAddr,
 	}
 	// Access logging costs the gateway per request; turn it off where the
 	// binary has the flag (older builds do not, and reject unknown flags).
@@ -120,7 +133,7 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 		log.Warn("spawned gateway does not serve MessagePack-RPC", "addr", g.rpcAddr)
 		g.rpcAddr = ""
 	}
-	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "nats", g.natsURL)
+	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "nats", redactURL(g.natsURL))
 	return g, nil
 }
 
@@ -135,6 +148,10 @@ func (g *gatewayProc) start(ctx context.Context) error {
 	// Not CommandContext: the gateway must outlive a cancelled run long
 	// enough to be stopped politely by halt().
 	cmd := exec.Command(g.bin, g.args...)
+	// Not a flag: the password stays out of ps and the log of the args.
+	// Builds from before client port authentication ignore it, and accept
+	// the URL's credentials on their open port.
+	cmd.Env = append(os.Environ(), "LMQ_NATS_LISTEN_PASSWORD="+g.natsPass)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	g.log.Info("starting gateway", "bin", g.bin, "args", strings.Join(g.args, " "))
@@ -190,7 +207,7 @@ func (g *gatewayProc) waitReady(ctx context.Context, limit time.Duration) error 
 
 func (g *gatewayProc) readyOnce(ctx context.Context, hc *http.Client) bool {
 	var d net.Dialer
-	for _, a := range []string{g.httpAddr, strings.TrimPrefix(g.natsURL, "nats://")} {
+	for _, a := range []string{g.httpAddr, g.natsAddr} {
 		c, err := d.DialContext(ctx, "tcp", a)
 		if err != nil {
 			return false
@@ -345,4 +362,13 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("cpu of %d: bad stat fields", pid)
 	}
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// redactURL hides the password of a URL for logs and reports.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
 }

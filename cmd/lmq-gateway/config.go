@@ -27,6 +27,8 @@ type config struct {
 	natsListen    string
 	replicas      int
 	maxBody       int64
+	maxBuffered   int64
+	maxHeaderLen  int
 	maxPayload    int
 	syncAlways    bool
 	serverName    string
@@ -34,6 +36,7 @@ type config struct {
 	clusterListen string
 	routes        string
 	nats          natsconn.Options // --nats-* settings of --nats-url (natsflags.go)
+	natsAuth      natsListenAuth   // --nats-listen-* authentication (natsflags.go)
 
 	logLevel  string
 	logFormat string
@@ -51,6 +54,8 @@ type config struct {
 
 	statsdAddr     string
 	statsdInterval time.Duration
+
+	limits limits // connection, time and memory bounds; RPC protection (limits.go)
 }
 
 // envName is the environment variable of a flag: --http-listen is
@@ -71,9 +76,11 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.rpcMaxFrame, "rpc-max-frame", 64<<20, "largest MessagePack-RPC request in bytes; a larger one closes its connection")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "JetStream storage directory of the embedded NATS server")
 	fs.StringVar(&c.natsURL, "nats-url", "", "use these NATS servers (comma-separated nats:// URLs) instead of the embedded one")
-	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server, for NATS programs (empty: in-process only)")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server, for NATS programs, which authenticate (see --nats-listen-auth); empty: in-process only")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of each queue's stream (3 recommended in a cluster)")
-	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413")
+	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413 (a push larger than a NATS message is streamed to the Object Store, not held in memory)")
+	fs.Int64Var(&c.maxBuffered, "max-buffered-body", 32<<20, "largest body held in memory whole: batches, push to all queues (qre), pushes to accumulating queues, properties; larger ones are answered 413")
+	fs.IntVar(&c.maxHeaderLen, "max-header-bytes", 64<<10, "largest HTTP request line and headers in bytes; larger ones are answered 431 (a stored header value: content-type, kept headers, at most 4 KiB each and 6 KiB together, also 431)")
 	fs.IntVar(&c.maxPayload, "max-payload", 8<<20, "embedded NATS max_payload in bytes; larger messages go to the Object Store")
 	fs.BoolVar(&c.syncAlways, "sync-always", false, "embedded NATS fsyncs every write (durable across power loss, slower)")
 	fs.StringVar(&c.serverName, "server-name", "", "embedded NATS server name (required in a cluster, unique per node; a single node defaults to the host name)")
@@ -81,6 +88,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.clusterListen, "cluster-listen", "", "cluster route address of the embedded server (host:port)")
 	fs.StringVar(&c.routes, "routes", "", "cluster routes, comma-separated nats-route:// URLs of all nodes")
 	addNATSFlags(fs, &c.nats)
+	addNATSListenFlags(fs, &c.natsAuth)
 
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -98,6 +106,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.StringVar(&c.statsdAddr, "statsd-addr", "", "send LMQ's StatsD metrics to this UDP host:port, e.g. localhost:8125 (empty: off)")
 	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
+	addLimitFlags(fs, &c.limits)
 	return fs
 }
 
@@ -206,6 +215,9 @@ func (c *config) validate() error {
 	if err := checkNATSFlags(c.natsURL, c.nats); err != nil {
 		return err
 	}
+	if err := checkNATSListenFlags(c.natsURL, c.natsListen, c.natsAuth); err != nil {
+		return err
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
@@ -214,6 +226,9 @@ func (c *config) validate() error {
 	}
 	if c.maxWaitingPulls < 0 {
 		return errors.New("--max-waiting-pulls must not be negative")
+	}
+	if err := c.limits.check(c); err != nil {
+		return err
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
@@ -58,6 +59,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	rpcTLS, err := c.limits.rpcTLSConfig()
+	if err != nil {
+		return err
+	}
 
 	nc, ns, err := connectNATS(ctx, c, log)
 	if err != nil {
@@ -71,12 +76,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	stats := ops.NewStats(ops.StatsOptions{})
+	// The embedded server's store watchdog: a full disk shows in /readyz and
+	// fails pushes at once until it recovered (embedded/storewatch.go).
+	var storeHealth func() error
+	if ns != nil {
+		storeHealth = ns.StoreError
+	}
 	core, err := retryStart(ctx, log, "core", func(ctx context.Context) (*gateway.Gateway, error) {
 		return gateway.New(ctx, nc, gateway.Config{
-			Replicas:       c.replicas,
-			MaxMessageSize: c.maxBody,
-			Observer:       stats,
-			Logger:         log,
+			Replicas:        c.replicas,
+			MaxMessageSize:  c.maxBody,
+			MaxBufferedBody: c.maxBuffered,
+			StoreHealth:     storeHealth,
+			Observer:        stats,
+			Logger:          log,
 		})
 	})
 	if err != nil {
@@ -124,16 +137,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
+	hl = connlimit.Listen(hl, c.limits.maxHTTPConns)
 	srv := &http.Server{
 		Handler: httpapi.New(core, httpapi.Options{
-			MaxBodyBytes: c.maxBody,
-			Logger:       log,
-			Mount:        o.Mount,
-			Middleware:   o.Middleware,
+			MaxBodyBytes:    c.maxBody,
+			MaxBufferedBody: c.maxBuffered,
+			Logger:          log,
+			Mount:           o.Mount,
+			Middleware:      o.Middleware,
+			Timeouts:        c.limits.timeouts(),
 		}),
 		ConnContext:       httpapi.ConnContext,
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: c.readHeaderTimeout,
+		MaxHeaderBytes:    c.maxHeaderLen,
 		IdleTimeout:       c.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -155,10 +172,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("rpc listen: %w", err)
 		}
 		rpcAddr = rl.Addr().String()
+		c.limits.logRPCExposure(log, c, rl.Addr())
+		if rpcTLS != nil {
+			rl = tls.NewListener(rl, rpcTLS)
+			rpcAddr = "tls://" + rpcAddr
+		}
 		rs = rpc.New(core, rpc.Options{
-			Logger:  log,
-			Dialect: dialect,
-			Limits:  rpc.Limits{MaxFrameSize: c.rpcMaxFrame},
+			Logger:                log,
+			Dialect:               dialect,
+			Limits:                rpc.Limits{MaxFrameSize: c.rpcMaxFrame},
+			MaxConns:              c.limits.maxRPCConns,
+			MaxTotalInFlightBytes: c.limits.rpcMaxInflightBytes,
 		})
 		// Serve's context is not the signal's: Shutdown ends it gracefully,
 		// while a cancelled context would cut the connections.
@@ -344,16 +368,35 @@ func connectNATS(ctx context.Context, c *config, log *slog.Logger) (*nats.Conn, 
 		MaxPayload:    int32(c.maxPayload),
 		SyncAlways:    c.syncAlways,
 		Logger:        log,
+		ClientAuth:    c.natsAuth.clientAuth(),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	logNATSAuth(log, ns)
 	nc, err := ns.Connect("lmq-gateway", opts[1:]...)
 	if err != nil {
 		ns.Shutdown(context.Background())
 		return nil, nil, err
 	}
 	return nc, ns, nil
+}
+
+// logNATSAuth says how NATS programs get in, and warns loudly when anyone
+// can.
+func logNATSAuth(log *slog.Logger, ns *embedded.Server) {
+	addr := ns.ClientURL()
+	switch {
+	case addr == "":
+	case ns.ClientUser() == "":
+		log.Warn("EMBEDDED NATS PORT IS OPEN (--nats-listen-auth none): anyone who can connect to it reads, changes and deletes every queue, whatever --auth-token or --auth-basic say",
+			"nats", addr)
+	case ns.ClientURLFile() != "":
+		log.Info("embedded NATS port requires a user and password; the URL with both is in the data directory",
+			"nats", addr, "user", ns.ClientUser(), "url-file", ns.ClientURLFile())
+	default:
+		log.Info("embedded NATS port requires --nats-listen-user and --nats-listen-password", "nats", addr, "user", ns.ClientUser())
+	}
 }
 
 // closeNATS flushes what this gateway published, closes the connection and

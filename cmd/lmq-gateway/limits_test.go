@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func TestLimitFlagsRejected(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"negative idle":        {[]string{"--read-body-idle-timeout", "-1s"}, "--read-body-idle-timeout must not be negative"},
+		"negative rate":        {[]string{"--min-body-rate", "-1"}, "--min-body-rate must not be negative"},
+		"negative write":       {[]string{"--write-timeout", "-1s"}, "--write-timeout must not be negative"},
+		"negative http conns":  {[]string{"--max-http-conns", "-1"}, "--max-http-conns must not be negative"},
+		"negative rpc conns":   {[]string{"--max-rpc-conns", "-5"}, "--max-rpc-conns must not be negative"},
+		"negative rpc bytes":   {[]string{"--rpc-max-inflight-bytes", "-1"}, "--rpc-max-inflight-bytes must not be negative"},
+		"conns under pulls":    {[]string{"--max-http-conns", "100", "--max-waiting-pulls", "100"}, "must exceed --max-waiting-pulls"},
+		"rpc tls half":         {[]string{"--rpc-tls-cert", "c.pem"}, "--rpc-tls-cert and --rpc-tls-key go together"},
+		"client ca alone":      {[]string{"--rpc-tls-client-ca", "ca.pem"}, "needs --rpc-tls-cert"},
+		"token, rpc default":   {[]string{"--auth-token", "t"}, "--rpc-allow-unauthenticated"},
+		"basic, rpc all IPv6":  {[]string{"--auth-basic", "u:p", "--rpc-listen", "[::]:18800"}, "exposes MessagePack-RPC"},
+		"token, rpc host name": {[]string{"--auth-token", "t", "--rpc-listen", "gw.example:18800"}, "exposes MessagePack-RPC"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parseConfig(tc.args, env(nil), &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLimitFlagsAccepted(t *testing.T) {
+	for name, args := range map[string][]string{
+		"defaults":           nil,
+		"no auth, open rpc":  {"--rpc-listen", ":18800"},
+		"token, loopback":    {"--auth-token", "t", "--rpc-listen", "127.0.0.1:18800"},
+		"token, localhost":   {"--auth-token", "t", "--rpc-listen", "localhost:18800"},
+		"token, ipv6 lo":     {"--auth-token", "t", "--rpc-listen", "[::1]:18800"},
+		"token, rpc off":     {"--auth-token", "t", "--rpc-listen", ""},
+		"token, opt-in":      {"--auth-token", "t", "--rpc-allow-unauthenticated"},
+		"token, client cert": {"--auth-token", "t", "--rpc-tls-cert", "c", "--rpc-tls-key", "k", "--rpc-tls-client-ca", "ca"},
+		"limits off":         {"--max-http-conns", "0", "--max-rpc-conns", "0", "--rpc-max-inflight-bytes", "0", "--read-body-idle-timeout", "0", "--min-body-rate", "0", "--write-timeout", "0"},
+	} {
+		if _, err := parseConfig(args, env(nil), &bytes.Buffer{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestLimitFlagsInHelp(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{
+		"(default 30s; env LMQ_READ_BODY_IDLE_TIMEOUT)", "(default 1024; env LMQ_MIN_BODY_RATE)",
+		"(default 30s; env LMQ_WRITE_TIMEOUT)", "(default 16384; env LMQ_MAX_HTTP_CONNS)",
+		"(default 4096; env LMQ_MAX_RPC_CONNS)", "(default 268435456; env LMQ_RPC_MAX_INFLIGHT_BYTES)",
+		"--rpc-allow-unauthenticated", "--rpc-tls-cert FILE", "--rpc-tls-client-ca FILE",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+)
+
+// A full store is unavailable (503 with Retry-After: space may come back);
+// headers JetStream refuses are too large (431), never unavailable.
+func TestClassifyAPIError(t *testing.T) {
+	apiErr := func(code int, ec jetstream.ErrorCode, desc string) error {
+		// As nats.go returns a refused publish.
+		return fmt.Errorf("nats: %w", &jetstream.APIError{Code: code, ErrorCode: ec, Description: desc})
+	}
+	for _, tc := range []struct {
+		err           error
+		want, notWant error
+	}{
+		{apiErr(503, 10023, "insufficient resources"), ErrUnavailable, ErrHeaderTooLarge},
+		{apiErr(500, 10028, "insufficient memory resources available"), ErrUnavailable, ErrHeaderTooLarge},
+		{apiErr(500, 10047, "insufficient storage resources available"), ErrUnavailable, ErrHeaderTooLarge},
+		{apiErr(400, 10097, "header size exceeds maximum allowed of 64k"), ErrHeaderTooLarge, ErrUnavailable},
+		{apiErr(500, 10999, "something new"), ErrUnavailable, ErrHeaderTooLarge},
+		{errors.New("no space left on device"), ErrUnavailable, ErrHeaderTooLarge},
+	} {
+		got := jsErr("store message", tc.err)
+		if !errors.Is(got, tc.want) || errors.Is(got, tc.notWant) {
+			t.Errorf("jsErr(%v) = %v: want %v, not %v", tc.err, got, tc.want, tc.notWant)
+		}
+		if !strings.Contains(got.Error(), tc.err.Error()) {
+			t.Errorf("jsErr(%v) = %v: lost the cause", tc.err, got)
+		}
+	}
+}
+
+// The backstop on a real JetStream: a publish whose headers exceed what
+// JetStream takes is classified as too large, not unavailable.
+func TestJetStreamHeaderLimitClassified(t *testing.T) {
+	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	nc, err := ns.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HDR", Subjects: []string{"hdr"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg("hdr")
+	m.Header.Set("Lmq-Content-Type", strings.Repeat("a", 70<<10))
+	_, err = js.PublishMsg(ctx, m)
+	if err == nil {
+		t.Fatal("JetStream stored a message with 70 KiB of headers")
+	}
+	if got := jsErr("store message", err); !errors.Is(got, ErrHeaderTooLarge) {
+		t.Fatalf("jsErr(%v) = %v, want ErrHeaderTooLarge", err, got)
+	}
+}

@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+)
+
+// noiseLimiter keeps repetitive log lines to one per interval and key: a
+// NATS leader election makes every queue's requests fail at once, and the
+// operator needs one line saying so, not hundreds a second.
+type noiseLimiter struct {
+	interval time.Duration
+	now      func() time.Time
+
+	mu   sync.Mutex
+	last map[string]time.Time
+	skip map[string]int
+}
+
+func newNoiseLimiter(interval time.Duration, now func() time.Time) *noiseLimiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &noiseLimiter{interval: interval, now: now, last: make(map[string]time.Time), skip: make(map[string]int)}
+}
+
+// allow reports whether a line of kind key may be logged now, and how many
+// were suppressed since the last one that was.
+func (l *noiseLimiter) allow(key string) (suppressed int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.now()
+	if last, seen := l.last[key]; seen && t.Sub(last) < l.interval {
+		l.skip[key]++
+		return 0, false
+	}
+	l.last[key] = t
+	n := l.skip[key]
+	delete(l.skip, key)
+	return n, true
+}

@@ -1,0 +1,163 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// A retried ack of a delivery this gateway acked is still LMQ's "not found",
+// and says that the ack took effect.
+func TestRetriedAckReadsAsDone(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	mustPush(t, g, "q", "a")
+	d := mustPull(t, g, "q", time.Second)
+	if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
+		t.Fatal(err)
+	}
+	err := g.Reply(ctx, "q", d.ID, gateway.Ack)
+	if !errors.Is(err, gateway.ErrNotFound) || !errors.Is(err, gateway.ErrAlreadyAcked) {
+		t.Fatalf("second ack: %v, want not found / already acknowledged", err)
+	}
+	// A nack of an acked delivery gets the same answer: nothing to undo.
+	if err := g.Reply(ctx, "q", d.ID, gateway.Nack); !errors.Is(err, gateway.ErrAlreadyAcked) {
+		t.Fatalf("nack after ack: %v", err)
+	}
+	// A delivery that timed out is only "not found".
+	timeoutProps(t, g, "r", 0.05)
+	mustPush(t, g, "r", "b")
+	d2 := mustPull(t, g, "r", time.Second)
+	// It comes back once its timeout passed.
+	if d3 := mustPull(t, g, "r", 10*time.Second); d3.ID == d2.ID {
+		t.Fatal("redelivery kept the id")
+	}
+	if err := g.Reply(ctx, "r", d2.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrAlreadyAcked) {
+		t.Fatalf("ack after timeout: %v, want plain not found", err)
+	}
+}
+
+// A push with an idempotency key stored twice within the window is one
+// message.
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	opts := gateway.PushOptions{IdempotencyKey: "order-17"}
+	for range 3 {
+		if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("x")}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("y")}, gateway.PushOptions{IdempotencyKey: "order-18"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		d, err := g.Pull(ctx, "q", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == nil {
+			break
+		}
+		got = append(got, string(d.Message.Body))
+		if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[0] != "x" || got[1] != "y" {
+		t.Fatalf("stored %q, want [x y]", got)
+	}
+	long := make([]byte, 300)
+	for i := range long {
+		long[i] = 'k'
+	}
+	if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("z")}, gateway.PushOptions{IdempotencyKey: string(long)}); !errors.Is(err, gateway.ErrInvalid) {
+		t.Fatalf("300-byte key: %v, want invalid", err)
+	}
+}
+
+// With NATS gone, an ack and a push still get an answer: unknown or
+// unavailable, never a hang. (No upper time bound is asserted; a hang is
+// caught by the test's own deadline.)
+func TestAnswersWithNATSGone(t *testing.T) {
+	t.Parallel()
+	ns, g := startCore(t, context.Background())
+	ctx := ctxT(t)
+	mustPush(t, g, "q", "a")
+	d := mustPull(t, g, "q", time.Second)
+	ns.Shutdown(context.Background())
+
+	err := g.Reply(context.Background(), "q", d.ID, gateway.Ack)
+	if !errors.Is(err, gateway.ErrUnknown) && !errors.Is(err, gateway.ErrUnavailable) {
+		t.Fatalf("ack with NATS gone: %v, want unknown or unavailable", err)
+	}
+	_, err = g.Push(ctx, "q", gateway.Message{Body: []byte("b")})
+	if !errors.Is(err, gateway.ErrUnknown) && !errors.Is(err, gateway.ErrUnavailable) {
+		t.Fatalf("push with NATS gone: %v, want unknown or unavailable", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Push-all and pull-any never bring back a queue that another gateway
+// deleted after this one listed it.
+func TestRegexpOpsNeverRecreate(t *testing.T) {
+	t.Parallel()
+	ns, a := startCore(t, context.Background())
+	ctx := ctxT(t)
+	nc, err := ns.Connect("gateway b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := gateway.New(ctx, nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`^gone/`)
+	for round := range 20 {
+		name := fmt.Sprintf("gone/%d", round)
+		mustPush(t, a, name, "x")
+		// b learns of the queue from its advisory.
+		waitFor(t, func() bool { return slices.Contains(b.QueueNames(), name) })
+		if err := b.DeleteQueue(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		// a may not have heard of the deletion yet: exactly the race.
+		if _, err := a.PushAll(ctx, re, gateway.Message{Body: []byte("y")}); err != nil {
+			t.Fatalf("push-all: %v", err)
+		}
+		if _, err := a.PullAny(ctx, re, 0); err != nil {
+			t.Fatalf("pull-any: %v", err)
+		}
+		if _, err := js.Stream(ctx, mapping.StreamName(name)); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("round %d: queue %q came back (stream lookup: %v)", round, name, err)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// What the gateway reads back from a stored message is input as much as a
+// request is: anyone who may publish on a queue subject stores whatever
+// headers and body they like. Nothing read back may crash the gateway, wrap
+// its arithmetic around, or make a message fail every pull.
+
+// stamped are the values the gateway stamps on a message at push and reads
+// back at delivery. A header that is absent, not a number, or out of range
+// reads as absent.
+type stamped struct {
+	delivered int   // Lmq-Delivered: deliveries used by earlier copies; 0 when absent
+	retry     int   // Lmq-Retry: the retry property at push; -1 when absent
+	pushedAt  int64 // Lmq-Pushed: Unix nanoseconds; 0 when absent
+	expires   int64 // Lmq-Expires: Unix nanoseconds; 0 when absent (never)
+}
+
+// maxDeliveries bounds Lmq-Delivered: a message has at most mapping.MaxRetry+1
+// deliveries, so anything larger was not stamped by a gateway. With both
+// counts at most math.MaxInt32, sums of them and JetStream's delivery count
+// cannot overflow an int.
+const maxDeliveries = mapping.MaxRetry + 1
+
+func readStamped(h nats.Header) stamped {
+	s := stamped{retry: -1}
+	if v, err := strconv.Atoi(h.Get(mapping.HdrDelivered)); err == nil && v >= 0 && v <= maxDeliveries {
+		s.delivered = v
+	}
+	if v, err := strconv.Atoi(h.Get(mapping.HdrRetry)); err == nil && v >= 0 && v <= mapping.MaxRetry {
+		s.retry = v
+	}
+	if v, err := strconv.ParseInt(h.Get(mapping.HdrPushedAt), 10, 64); err == nil && v > 0 {
+		s.pushedAt = v
+	}
+	if v, err := strconv.ParseInt(h.Get(mapping.HdrExpires), 10, 64); err == nil && v != 0 {
+		s.expires = v
+	}
+	return s
+}
+
+// bodyGoneForGood reports whether DecodeMessage failed because the Object
+// Store body a message names is missing or unreadable, which no retry mends
+// (unlike a JetStream that does not answer).
+func bodyGoneForGood(err error) bool {
+	return errors.Is(err, jetstream.ErrObjectNotFound) ||
+		errors.Is(err, jetstream.ErrBadObjectMeta) ||
+		errors.Is(err, jetstream.ErrDigestMismatch) ||
+		errors.Is(err, jetstream.ErrNameRequired)
+}
