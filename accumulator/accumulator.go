@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -31,9 +32,6 @@ const (
 	// defaultLease is how long a close job stays with its runner without a
 	// write before another gateway may take it over.
 	defaultLease = 30 * time.Second
-	// publishRetryWait is the pause between attempts to store a part while
-	// its stream has no leader.
-	publishRetryWait = 250 * time.Millisecond
 	// defaultGrace delays the close of a window by gateways other than the
 	// one that opened it, which normally closes it on time.
 	defaultGrace = 500 * time.Millisecond
@@ -41,9 +39,13 @@ const (
 
 // Config configures an Accumulator.
 type Config struct {
-	// Replicas of the LMQ_ACCUM bucket; use the queues' replicas (1 on a
-	// single node).
+	// Replicas of the mapping.AccumBucket bucket; use the queues' replicas
+	// (1 on a single node).
 	Replicas int
+	// Domain and APIPrefix select the JetStream to use, as the core's
+	// (gateway.Config); at most one of them.
+	Domain    string
+	APIPrefix string
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -53,11 +55,13 @@ type Config struct {
 // the core.
 type Accumulator struct {
 	core *gateway.Gateway
-	js   jetstream.JetStream
 	nc   *nats.Conn
-	kv   jetstream.KeyValue
-	log  *slog.Logger
-	id   string
+	// apiPrefix is the JetStream API prefix of the handle (domain or
+	// explicit prefix), for the leader reads nats.go has no call for.
+	apiPrefix string
+	kv        jetstream.KeyValue
+	log       *slog.Logger
+	id        string
 
 	lease time.Duration
 	grace time.Duration
@@ -84,19 +88,24 @@ type cached struct {
 	rev uint64
 }
 
-// New creates the LMQ_ACCUM bucket if needed, loads the open windows and
-// close jobs, and starts the scheduler that closes windows on time. ctx
-// bounds the start-up.
-func New(ctx context.Context, core *gateway.Gateway, cfg Config) (*Accumulator, error) {
+// New creates the mapping.AccumBucket bucket on nc's JetStream if needed,
+// loads the open windows and close jobs, and starts the scheduler that closes
+// windows on time. Parts and compound messages go through core, which owns
+// the queue streams; the bucket is the accumulator's own. ctx bounds the
+// start-up.
+func New(ctx context.Context, nc *nats.Conn, core *gateway.Gateway, cfg Config) (*Accumulator, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	js := core.JetStream()
+	js, err := jsapi.New(nc, cfg.Domain, cfg.APIPrefix)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      bucket,
+		Bucket:      mapping.AccumBucket,
 		Description: "lmq-gateway accumulation: open windows and close jobs",
 		History:     1,
 		Replicas:    cfg.Replicas,
@@ -108,16 +117,16 @@ func New(ctx context.Context, core *gateway.Gateway, cfg Config) (*Accumulator, 
 		return nil, fmt.Errorf("accumulation bucket: %w", err)
 	}
 	a := &Accumulator{
-		core:    core,
-		js:      js,
-		nc:      js.Conn(),
-		kv:      kv,
-		log:     cfg.Logger.With("component", "accumulator"),
-		id:      core.ID(),
-		lease:   defaultLease,
-		grace:   defaultGrace,
-		cache:   make(map[string]cached),
-		closing: make(chan struct{}),
+		core:      core,
+		nc:        nc,
+		apiPrefix: jsapi.Prefix(js),
+		kv:        kv,
+		log:       cfg.Logger.With("component", "accumulator"),
+		id:        core.ID(),
+		lease:     defaultLease,
+		grace:     defaultGrace,
+		cache:     make(map[string]cached),
+		closing:   make(chan struct{}),
 	}
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
@@ -184,8 +193,11 @@ func (a *Accumulator) setCache(enc string, w *window, rev uint64) {
 	a.cache[enc] = cached{w: w, rev: rev}
 }
 
+// unavailable classifies an error for the front ends: unavailable unless the
+// core said more already (ErrUnknown: a store may have happened, which is
+// never wrapped together with ErrUnavailable).
 func unavailable(op string, err error) error {
-	if errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrUnknown) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return fmt.Errorf("%s: %w: %w", op, gateway.ErrUnavailable, err)
@@ -202,21 +214,21 @@ func (a *Accumulator) Push(ctx context.Context, queue string, accum time.Duratio
 	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	m, err := a.core.EncodeMessage(ctx, queue, mapping.PartSubject(queue), msg, retry)
+	part, err := a.core.EncodePart(ctx, queue, msg, retry)
 	if err != nil {
 		return "", err
 	}
-	st, settled, err := a.push(ctx, queue, accum, retry, m)
+	st, settled, err := a.push(ctx, queue, accum, retry, part)
 	if err != nil && settled {
 		// No window holds the part: its large body, if any, is garbage.
-		a.core.DropObject(context.WithoutCancel(ctx), m)
+		a.core.DropBody(ctx, part)
 	}
 	return st, err
 }
 
 // push is Push after encoding. settled is false when the part may have been
 // taken by a window although the push failed (its body must then stay).
-func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duration, retry int, m *nats.Msg) (st gateway.AccumState, settled bool, err error) {
+func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duration, retry int, part *gateway.Entry) (st gateway.AccumState, settled bool, err error) {
 	enc := mapping.EncodeName(queue)
 	fresh := false
 	lost := 0
@@ -269,17 +281,11 @@ func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duratio
 			}
 			st = gateway.AccumNew
 		}
-		m.Header.Set(mapping.HdrWindow, w.ID)
-		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		// "No responders" means nobody stored it (a leader election in a
-		// cluster): try again until opTimeout.
-		pa, err := a.js.PublishMsg(pctx, m, jetstream.WithRetryAttempts(int(opTimeout/publishRetryWait)), jetstream.WithRetryWait(publishRetryWait))
-		cancel()
-		if err != nil {
-			var apiErr *jetstream.APIError
-			return "", errors.As(err, &apiErr), unavailable("store part", err)
+		if err := a.core.StorePart(ctx, part, w.ID); err != nil {
+			// Unless the outcome is unknown, nothing was stored.
+			return "", !errors.Is(err, gateway.ErrUnknown), unavailable("store part", err)
 		}
-		in, err := a.confirm(ctx, enc, &w, rev, pa.Sequence)
+		in, err := a.confirm(ctx, enc, &w, rev, part.Seq)
 		if err != nil {
 			return "", false, unavailable("accumulate", err)
 		}
@@ -406,67 +412,41 @@ func pause(ctx context.Context, attempt int) error {
 	}
 }
 
-func (a *Accumulator) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	st, err := a.js.Stream(ctx, mapping.StreamName(queue))
-	if err != nil {
-		return nil, fmt.Errorf("queue %q: %w", queue, err)
-	}
-	return st, nil
-}
-
 // lastSeq is the last sequence of the queue's stream, from its leader.
 func (a *Accumulator) lastSeq(ctx context.Context, queue string) (uint64, error) {
-	st, err := a.queueStream(ctx, queue)
+	log, err := a.core.QueueLog(ctx, queue)
+	if errors.Is(err, gateway.ErrNotFound) {
+		// Deleted under a push: the push cannot be placed, try again.
+		return 0, fmt.Errorf("queue %q was deleted: %w", queue, gateway.ErrUnavailable)
+	}
 	if err != nil {
 		return 0, err
 	}
-	return st.CachedInfo().State.LastSeq, nil
+	return log.LastSeq(), nil
 }
 
 func (a *Accumulator) partStored(ctx context.Context, queue string, seq uint64) (bool, error) {
-	st, err := a.queueStream(ctx, queue)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	log, err := a.core.QueueLog(ctx, queue)
+	if errors.Is(err, gateway.ErrNotFound) {
 		return false, nil // the queue was deleted, and its parts with it
 	}
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	_, err = st.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	found, err := log.Has(ctx, seq)
 	if err != nil {
 		return false, fmt.Errorf("look up part: %w", err)
 	}
-	return true, nil
+	return found, nil
 }
 
 func (a *Accumulator) deletePart(ctx context.Context, queue string, seq uint64) error {
-	st, err := a.queueStream(ctx, queue)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	log, err := a.core.QueueLog(ctx, queue)
+	if errors.Is(err, gateway.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return deleteMsg(ctx, st, seq)
-}
-
-// deleteMsg removes one message; one already gone is fine.
-func deleteMsg(ctx context.Context, st jetstream.Stream, seq uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	err := st.DeleteMsg(ctx, seq)
-	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-		return nil
-	}
-	return fmt.Errorf("delete message %d: %w", seq, err)
+	return log.Delete(ctx, seq)
 }

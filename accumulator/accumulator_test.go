@@ -60,7 +60,7 @@ func startGW(t *testing.T, ns *embedded.Server) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, err := New(ctx, core, Config{})
+	acc, err := New(ctx, nc, core, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,11 @@ func bodies(d *gateway.Delivery) []string {
 func leftovers(t *testing.T, g *gw, queue string) (parts uint64, keys []string) {
 	t.Helper()
 	ctx := ctxT(t, 5*time.Second)
-	st, err := g.core.JetStream().Stream(ctx, mapping.StreamName(queue))
+	js, err := jetstream.New(g.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, mapping.StreamName(queue))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,6 +448,8 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 			t.Fatal(st)
 		}
 	}
+	// Nothing to wait for: a goroutine per window would have started by
+	// now; the pause gives one time to show.
 	time.Sleep(200 * time.Millisecond)
 	if after := accumGoroutines(); after != before {
 		t.Fatalf("accumulator goroutines %d → %d with %d open windows", before, after, n)
@@ -472,7 +478,7 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 	}
 	g.close()
 	ns.Shutdown(context.Background())
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the windows (0.2s) fall due while down
 	ns = startServer(t, dir)
 	g = startGW(t, ns)
 	for i := range n {
@@ -481,7 +487,7 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 			t.Fatalf("%s: %+v", q, d)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // nothing to wait for: a second compound would show
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 0); d != nil {

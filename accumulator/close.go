@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 const (
@@ -86,8 +83,7 @@ func (a *Accumulator) checkJob(ctx context.Context, key, enc string, je jobEntry
 
 // part is a part of the window being closed.
 type part struct {
-	seq uint64
-	msg *nats.Msg
+	e *gateway.Entry
 	// body is the decoded part (only when the compound is to be built).
 	body gateway.Message
 }
@@ -121,8 +117,8 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 		}
 	}
 	// Read after the fence: its last sequence can serve as the cut.
-	st, err := a.queueStream(ctx, r.j.Queue)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	st, err := a.core.QueueLog(ctx, r.j.Queue)
+	if errors.Is(err, gateway.ErrNotFound) {
 		// The queue was deleted, and the window's parts with it.
 		return a.finish(ctx, r)
 	}
@@ -136,7 +132,7 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 		case stClosing:
 			// The cut covers every part whose push saw the window still open
 			// after storing it.
-			last := st.CachedInfo().State.LastSeq
+			last := st.LastSeq()
 			err := a.update(ctx, r, a.id, func(j *job) {
 				if j.Cut == nil {
 					j.Cut = &last
@@ -261,12 +257,11 @@ type scanned struct {
 // scan reads the window's parts: those tagged with the window up to the cut.
 // On the way it removes stray parts (of no live window, left by a push that
 // died before it removed its part that missed a window).
-func (a *Accumulator) scan(ctx context.Context, st jetstream.Stream, r *jobRef, decode bool) (*scanned, error) {
+func (a *Accumulator) scan(ctx context.Context, st *gateway.QueueLog, r *jobRef, decode bool) (*scanned, error) {
 	if r.j.Cut == nil {
 		return nil, fmt.Errorf("close job %s: no cut", r.key)
 	}
 	cut := *r.j.Cut
-	subj := mapping.PartSubject(r.j.Queue)
 	out := &scanned{alone: true}
 	var stray []part
 	renew := time.Now()
@@ -274,31 +269,26 @@ func (a *Accumulator) scan(ctx context.Context, st jetstream.Stream, r *jobRef, 
 		if err := a.keepLease(ctx, r, &renew); err != nil {
 			return nil, err
 		}
-		gctx, cancel := context.WithTimeout(ctx, opTimeout)
-		rm, err := st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
-		cancel()
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
+		e, err := st.NextPart(ctx, seq)
 		if err != nil {
 			return nil, fmt.Errorf("read parts: %w", err)
 		}
-		if rm.Sequence > cut {
+		if e == nil || e.Seq > cut {
 			break
 		}
-		seq = rm.Sequence + 1
-		p := part{seq: rm.Sequence, msg: &nats.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data}}
-		if rm.Header.Get(mapping.HdrWindow) == r.j.ID {
+		seq = e.Seq + 1
+		p := part{e: e}
+		if e.Window == r.j.ID {
 			if decode {
-				if p.body, err = a.core.DecodeMessage(ctx, p.msg); err != nil {
-					return nil, fmt.Errorf("part %d: %w", p.seq, err)
+				if p.body, err = a.core.PartContent(ctx, e); err != nil {
+					return nil, fmt.Errorf("part %d: %w", e.Seq, err)
 				}
 			}
 			out.of = append(out.of, p)
 			continue
 		}
 		out.alone = false
-		if time.Since(rm.Time) > strayAge {
+		if time.Since(e.Time) > strayAge {
 			stray = append(stray, p)
 		}
 	}
@@ -309,23 +299,17 @@ func (a *Accumulator) scan(ctx context.Context, st jetstream.Stream, r *jobRef, 
 // removeParts removes the window's parts and their large bodies (bodies
 // first: a crash in between leaves parts that the next run removes, never
 // orphan bodies).
-func (a *Accumulator) removeParts(ctx context.Context, st jetstream.Stream, r *jobRef, parts *scanned) error {
+func (a *Accumulator) removeParts(ctx context.Context, st *gateway.QueueLog, r *jobRef, parts *scanned) error {
 	for _, p := range parts.of {
-		a.core.DropObject(ctx, p.msg)
+		a.core.DropBody(ctx, p.e)
 	}
 	if parts.alone && len(parts.of) > 1 {
 		// One request instead of one per part. Sequences up to the cut were
 		// all taken when it was fixed, so no other part can appear there.
-		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		defer cancel()
-		err := st.Purge(pctx, jetstream.WithPurgeSubject(mapping.PartSubject(r.j.Queue)), jetstream.WithPurgeSequence(*r.j.Cut+1))
-		if err != nil {
-			return fmt.Errorf("remove parts: %w", err)
-		}
-		return nil
+		return st.PurgeParts(ctx, *r.j.Cut)
 	}
 	for _, p := range parts.of {
-		if err := deleteMsg(ctx, st, p.seq); err != nil {
+		if err := st.Delete(ctx, p.e.Seq); err != nil {
 			return err
 		}
 	}
@@ -343,10 +327,10 @@ func (a *Accumulator) keepLease(ctx context.Context, r *jobRef, last *time.Time)
 
 // removeStray removes old parts whose window is neither open nor closing.
 // Errors only leave them for the next close.
-func (a *Accumulator) removeStray(ctx context.Context, st jetstream.Stream, r *jobRef, stray []part) {
+func (a *Accumulator) removeStray(ctx context.Context, st *gateway.QueueLog, r *jobRef, stray []part) {
 	live := make(map[string]bool)
 	for _, p := range stray {
-		tag := p.msg.Header.Get(mapping.HdrWindow)
+		tag := p.e.Window
 		l, ok := live[tag]
 		if !ok {
 			var err error
@@ -358,9 +342,9 @@ func (a *Accumulator) removeStray(ctx context.Context, st jetstream.Stream, r *j
 		if l {
 			continue
 		}
-		a.log.Warn("removing a stray accumulation part", "queue", r.j.Queue, "seq", p.seq, "window", tag)
-		a.core.DropObject(ctx, p.msg)
-		if err := deleteMsg(ctx, st, p.seq); err != nil {
+		a.log.Warn("removing a stray accumulation part", "queue", r.j.Queue, "seq", p.e.Seq, "window", tag)
+		a.core.DropBody(ctx, p.e)
+		if err := st.Delete(ctx, p.e.Seq); err != nil {
 			return
 		}
 	}
@@ -387,37 +371,22 @@ func (a *Accumulator) windowLive(ctx context.Context, enc, id string) (bool, err
 	return ok, err
 }
 
-// publish stores the compound message of the window.
+// publish stores the compound message of the window: its parts in order,
+// the window's retry, tagged with the window so that a later run finds it
+// (see stored), pushed (for retention) when the window opened, as its oldest
+// part has waited since then.
 func (a *Accumulator) publish(ctx context.Context, r *jobRef, parts []part) error {
 	msgs := make([]gateway.Message, len(parts))
 	for i, p := range parts {
 		msgs[i] = p.body
 	}
-	body, err := gateway.EncodeCompound(msgs)
+	_, err := a.core.StoreCopy(ctx, r.j.Queue, gateway.Copy{
+		Parts:    msgs,
+		Retry:    r.j.Retry,
+		Window:   r.j.ID,
+		PushedAt: time.Unix(0, r.j.Opened),
+	})
 	if err != nil {
-		return fmt.Errorf("encode compound message: %w", err)
-	}
-	q := r.j.Queue
-	m, err := a.core.EncodeMessage(ctx, q, mapping.QueueSubject(q), gateway.Message{Body: body}, r.j.Retry)
-	if err != nil {
-		return err
-	}
-	m.Header.Set(mapping.HdrKind, mapping.KindCompound)
-	// The tag lets a later run find the message (see stored). No
-	// Nats-Msg-Id: the core re-publishes a released message with all its
-	// headers, and JetStream would drop that copy as a duplicate.
-	m.Header.Set(mapping.HdrWindow, r.j.ID)
-	// Its oldest part has waited since the window opened.
-	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(r.j.Opened, 10))
-	pctx, cancel := context.WithTimeout(ctx, opTimeout)
-	_, err = a.js.PublishMsg(pctx, m)
-	cancel()
-	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			// Certainly not stored; a timeout might have been.
-			a.core.DropObject(ctx, m)
-		}
 		return fmt.Errorf("store compound message: %w", err)
 	}
 	return nil
@@ -426,27 +395,24 @@ func (a *Accumulator) publish(ctx context.Context, r *jobRef, parts []part) erro
 // stored reports whether an earlier run stored the window's compound
 // message: it is a message tagged with the window on the queue's subject
 // after LQ (its first copy, or the copy a release put at the tail).
-func (a *Accumulator) stored(ctx context.Context, st jetstream.Stream, r *jobRef) (bool, error) {
-	subj := mapping.QueueSubject(r.j.Queue)
+func (a *Accumulator) stored(ctx context.Context, st *gateway.QueueLog, r *jobRef) (bool, error) {
 	seq := r.j.LQ + 1
 	renew := time.Now()
 	for range evidenceScan {
 		if err := a.keepLease(ctx, r, &renew); err != nil {
 			return false, err
 		}
-		gctx, cancel := context.WithTimeout(ctx, opTimeout)
-		rm, err := st.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subj))
-		cancel()
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, nil
-		}
+		e, err := st.NextQueued(ctx, seq)
 		if err != nil {
 			return false, fmt.Errorf("look for compound message: %w", err)
 		}
-		if rm.Header.Get(mapping.HdrWindow) == r.j.ID {
+		if e == nil {
+			return false, nil
+		}
+		if e.Window == r.j.ID {
 			return true, nil
 		}
-		seq = rm.Sequence + 1
+		seq = e.Seq + 1
 	}
 	a.log.Warn("compound message not found within the search limit; storing it", "queue", r.j.Queue, "window", r.j.ID)
 	return false, nil

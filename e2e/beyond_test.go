@@ -19,8 +19,10 @@ func TestBeyondDelaySurvivesRestart(t *testing.T) {
 	gw := Start(t)
 	c := gw.Client(t)
 	start := time.Now()
-	r := c.Expect(http.StatusOK, http.MethodPost, "/messages/"+Q("delay/q")+"?delay=2", []byte("later"), "Content-Type", "text/plain")
+	r := c.Expect(http.StatusOK, http.MethodPost, "/messages/"+Q("delay/q")+"?delay=4", []byte("later"), "Content-Type", "text/plain")
 	ExpectJSON(t, r, `{"accum":"no"}`)
+	// The delay is long enough for these three requests to come before
+	// its end even on a slow machine.
 	c.Push("delay/q", []byte("now"), "text/plain")
 	c.MustPull("delay/q", "0", "now")
 	c.PullEmpty("delay/q", "0")
@@ -34,8 +36,8 @@ func TestBeyondDelaySurvivesRestart(t *testing.T) {
 	gw.Kill()
 	gw.Restart()
 	c = gw.Client(t)
-	r = c.MustPull("delay/q", "10", "later")
-	if time.Since(start) < 2*time.Second || r.Header.Get("Content-Type") != "text/plain" || r.Retry() != 2 {
+	r = c.MustPull("delay/q", msgWait, "later")
+	if time.Since(start) < 4*time.Second || r.Header.Get("Content-Type") != "text/plain" || r.Retry() != 2 {
 		t.Fatalf("delayed message after %v: %v", time.Since(start), r)
 	}
 	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q("delay/q")+"?delay=-1", []byte("x"))
@@ -48,7 +50,7 @@ func TestBeyondTTL(t *testing.T) {
 	c := gw.Client(t)
 	c.Expect(http.StatusOK, http.MethodPost, "/messages/ttl?ttl=0.3", []byte("expires"))
 	c.Push("ttl", []byte("stays"), "")
-	time.Sleep(500 * time.Millisecond)
+	waitUntil(t, func() bool { return queueDetail(t, c, "ttl").Size == 1 }) // "expires" expired
 	c.MustPull("ttl", "1", "stays")
 	c.PullEmpty("ttl", "0")
 
@@ -57,7 +59,7 @@ func TestBeyondTTL(t *testing.T) {
 		t.Fatalf("props %s", got)
 	}
 	c.Push("ttl2", []byte("x"), "")
-	time.Sleep(500 * time.Millisecond)
+	waitUntil(t, func() bool { return queueDetail(t, c, "ttl2").Size == 0 })
 	c.PullEmpty("ttl2", "0")
 	// A queue without the new properties shows LMQ's exact text.
 	if got := c.Props("plain"); got != `{"accum":0,"retry":2,"timeout":30}` {
@@ -105,6 +107,8 @@ func TestBeyondDeadLettersSurviveRestart(t *testing.T) {
 	c.Push("nodlq", []byte("x"), "")
 	c.Reply("nodlq", c.MustPull("nodlq", "1", "x").ID(), "nack")
 	c.PullEmpty("nodlq", "0")
+	// Nothing to wait for: a dead letter would be stored before the nack
+	// is answered; the pause gives a wrong one time to show.
 	time.Sleep(200 * time.Millisecond)
 	ExpectJSON(t, c.Expect(http.StatusOK, http.MethodGet, "/queues/nodlq/dead", nil), `{"size":0}`)
 }
@@ -174,13 +178,29 @@ func TestBeyondIntrospection(t *testing.T) {
 	c.Expect(http.StatusNotFound, http.MethodGet, "/queues/nosuch", nil)
 }
 
-// waitFor polls cond for up to 10 s.
+// queueCounts is what GET /queues/{name} reports.
+type queueCounts struct {
+	Size     int `json:"size"`
+	InFlight int `json:"in_flight"`
+}
+
+// queueDetail reads GET /queues/{name}.
+func queueDetail(t *testing.T, c *Client, q string) queueCounts {
+	t.Helper()
+	var detail queueCounts
+	if err := json.Unmarshal(c.Expect(http.StatusOK, http.MethodGet, "/queues/"+Q(q), nil).Body, &detail); err != nil {
+		t.Fatalf("queue detail of %q: %v", q, err)
+	}
+	return detail
+}
+
+// waitUntil polls cond for up to startTimeout.
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(startTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
+			t.Fatalf("condition not reached in %v", startTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

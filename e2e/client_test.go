@@ -20,7 +20,7 @@ const requestTimeout = 30 * time.Second
 // msgWait is the t of a pull that expects a message to be available: it
 // costs nothing when the message is there, and is generous so that a loaded
 // machine (go test runs packages in parallel) does not fail the test.
-const msgWait = "5"
+const msgWait = "20"
 
 // LMQ's message response headers.
 const (

@@ -1,8 +1,9 @@
 package e2e
 
 // Helpers of the cluster and fault tests (cluster_test.go, fault_test.go):
-// several gateways, embedded or in-process NATS clusters, a steady
-// push/pull/ack load that survives its targets dying, and the ledger that
+// several gateways, embedded, in-process or nats-server process clusters
+// (the last to be killed with SIGKILL), a steady push/pull/ack load that
+// survives its targets dying, and the ledger that
 // accounts for every message of it.
 
 import (
@@ -13,9 +14,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,17 +45,45 @@ func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 	// directories; done before newGateway registers the shutdowns, it runs
 	// after them (cleanups run last first), when no node writes any more.
 	_ = t.TempDir()
-	// Held until the nodes start, so that no other address drawn meanwhile
-	// (the gateways' HTTP and RPC ports) can be one of these.
+	gws := make([]*Gateway, n)
+	for i := range n {
+		gws[i] = newGateway(t)
+	}
+	// A port drawn here can be taken before the node binds it; the node
+	// then fails to start, and the whole cluster is started again on new
+	// ports and fresh data directories (see startAttempts).
+	for attempt := 1; ; attempt++ {
+		layoutCluster(t, gws, extraArgs)
+		for _, g := range gws {
+			launchGateway(g)
+		}
+		err := awaitGateways(gws)
+		if err == nil {
+			return gws
+		}
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			t.Fatal(err)
+		}
+		t.Logf("cluster start %d of %d: %v; retrying", attempt, startAttempts, err)
+	}
+}
+
+// layoutCluster draws the ports of the cluster's nodes and sets their data
+// directories and arguments.
+func layoutCluster(t testing.TB, gws []*Gateway, extraArgs []string) {
+	t.Helper()
+	n := len(gws)
+	// Held until the arguments are made, so that no other address drawn
+	// meanwhile (the gateways' HTTP and RPC ports) can be one of these.
 	addrs, release := holdAddrs(t, 2*n)
+	defer release()
 	clusterAddrs, natsAddrs := addrs[:n], addrs[n:]
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = "nats-route://" + clusterAddrs[i]
 	}
-	gws := make([]*Gateway, n)
-	for i := range n {
-		g := newGateway(t)
+	for i, g := range gws {
+		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
 		g.DataDir = t.TempDir()
 		natsAddr := natsAddrs[i]
 		g.NATSURL = "nats://" + natsAddr
@@ -64,16 +98,7 @@ func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 			"--cluster-listen", clusterAddrs[i],
 			"--routes", strings.Join(routes, ","),
 		}, extraArgs...)
-		gws[i] = g
 	}
-	release()
-	for _, g := range gws {
-		launchGateway(g)
-	}
-	for _, g := range gws {
-		awaitGateway(g)
-	}
-	return gws
 }
 
 // holdAddrs returns n distinct free loopback addresses, each held by a
@@ -188,6 +213,122 @@ func ClientURLs(servers []*server.Server) string {
 	return strings.Join(urls, ",")
 }
 
+// NATSProc is one nats-server process of StartNATSProcs: an external NATS
+// server that can be killed with SIGKILL, as a crashed host would be (an
+// in-process server's Shutdown hands its Raft leaderships over first).
+type NATSProc struct {
+	Name string // its server name, x<i>
+	URL  string // its client URL, nats://127.0.0.1:<port>
+
+	t      testing.TB
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *tailBuffer
+}
+
+// StartNATSProcs builds nats-server (the version in go.mod) and runs an
+// n-node JetStream cluster of it on free loopback ports, and waits until
+// every node takes client connections. The processes are killed when t ends.
+func StartNATSProcs(t testing.TB, n int) []*NATSProc {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nats-server")
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	// Run in the package's directory, inside this module: its go.mod
+	// names the nats-server version.
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+		t.Fatalf("build nats-server: %v\n%s", err, out)
+	}
+	addrs, release := holdAddrs(t, 2*n)
+	release()
+	clientAddrs, clusterAddrs := addrs[:n], addrs[n:]
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = "nats://" + clusterAddrs[i]
+	}
+	procs := make([]*NATSProc, n)
+	for i := range n {
+		host, port, _ := net.SplitHostPort(clientAddrs[i])
+		p := &NATSProc{Name: fmt.Sprintf("x%d", i), URL: "nats://" + clientAddrs[i], t: t, exited: make(chan struct{}), out: &tailBuffer{max: 1 << 20}}
+		p.cmd = exec.Command(bin, "-n", p.Name, "-a", host, "-p", port, "-js", "-sd", filepath.Join(dir, p.Name),
+			"--cluster_name", "ext", "--cluster", "nats://"+clusterAddrs[i], "--routes", strings.Join(routes, ","))
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		setDeathSignal(p.cmd)
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("start nats-server %s: %v", p.Name, err)
+		}
+		go func() {
+			_ = p.cmd.Wait()
+			close(p.exited)
+		}()
+		t.Cleanup(func() {
+			p.Kill()
+			if t.Failed() {
+				t.Logf("nats-server %s output:\n%s", p.Name, p.out.String())
+			}
+		})
+		procs[i] = p
+	}
+	for _, p := range procs {
+		if !pollUntil(startTimeout, func() bool {
+			c, err := net.DialTimeout("tcp", strings.TrimPrefix(p.URL, "nats://"), time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}) {
+			t.Fatalf("nats-server %s does not take connections within %v:\n%s", p.Name, startTimeout, p.out.String())
+		}
+	}
+	return procs
+}
+
+// Kill ends the server with SIGKILL and waits until it is gone; idempotent.
+func (p *NATSProc) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// NATSProcURLs joins the servers' client URLs as --nats-url wants them.
+func NATSProcURLs(procs []*NATSProc) string {
+	urls := make([]string, len(procs))
+	for i, p := range procs {
+		urls[i] = p.URL
+	}
+	return strings.Join(urls, ",")
+}
+
+// moveStreamLeader asks the leader of the queue's stream to step down until
+// ok accepts the leader's name, and returns it: a test then knows which node
+// it kills.
+func moveStreamLeader(t testing.TB, js jetstream.JetStream, queue string, ok func(leader string) bool) string {
+	t.Helper()
+	leader := ""
+	for range 20 {
+		info := QueueStream(t, js, queue)
+		if info.Cluster == nil {
+			t.Fatalf("queue %q: no cluster info", queue)
+		}
+		if leader = info.Cluster.Leader; leader != "" && ok(leader) {
+			return leader
+		}
+		// A step-down hands the leadership to another current replica.
+		_, _ = js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+info.Config.Name, nil, 5*time.Second)
+		pollUntil(10*time.Second, func() bool {
+			now := QueueStream(t, js, queue).Cluster.Leader
+			return now != "" && now != leader
+		})
+	}
+	t.Fatalf("queue %q: could not move the stream leader (now %q)", queue, leader)
+	return ""
+}
+
 // JetStreamOf connects the test itself to NATS (to check what the gateways
 // stored); the connection is closed when t ends.
 func JetStreamOf(t testing.TB, urls string) jetstream.JetStream {
@@ -279,6 +420,18 @@ type MixedLoad struct {
 	seq      atomic.Int64
 }
 
+// Bounds of the load's requests (issue 20). The gateway answers a push, an
+// ack, a nack or an ext within 5 s (gateway storeTimeout and replyTimeout),
+// a reply relayed to another gateway within 1 s more; 4 s of slack for a
+// loaded machine. A pull answers within its wait (t) plus the same. The
+// client's own timeout is larger, so that a hung request shows up as a
+// bound exceeded (with its duration) rather than as a client timeout alone.
+const (
+	requestBound  = 10 * time.Second
+	pullWait      = time.Second // the consumers' ?t=1
+	clientTimeout = 20 * time.Second
+)
+
 // LoadLedger is the accounting of a load: what was pushed, delivered, acked.
 type LoadLedger struct {
 	mu          sync.Mutex
@@ -295,6 +448,111 @@ type LoadLedger struct {
 	replyLost   int // ack/nack/ext answered 404: the delivery was gone (expired, or its gateway died)
 	replyFailed int // answered another error
 	replyUnsure int // transport error on an ack: it may have been applied
+	push504     int // pushes answered 504 (outcome unknown)
+	reply504    int // replies answered 504
+
+	// Durations: the longest request of each kind, and those over their bound.
+	longest   map[string]timedRequest
+	overBound int
+	overFirst []timedRequest // the first few over their bound
+	// okAt[kind][target]: when the requests of a kind (push answered 200,
+	// pull answered with a message, ack answered 204) sent to a target
+	// (its index in LoadConfig.Targets) succeeded.
+	okAt map[string]map[int][]time.Time
+}
+
+// timedRequest is one request of the load, for the duration accounting.
+type timedRequest struct {
+	kind    string // push, pull, ack, nack, ext
+	target  string
+	outcome string // status or transport error
+	took    time.Duration
+	bound   time.Duration
+}
+
+func (r timedRequest) String() string {
+	return fmt.Sprintf("%s to %s: %s after %v (bound %v)", r.kind, r.target, r.outcome, r.took.Round(time.Millisecond), r.bound)
+}
+
+// timed records one request's duration; status 0 means a transport error.
+func (l *LoadLedger) timed(kind, target string, bound, took time.Duration, status int, err error) {
+	outcome := strconv.Itoa(status)
+	if err != nil {
+		outcome = err.Error()
+	}
+	r := timedRequest{kind: kind, target: target, outcome: outcome, took: took, bound: bound}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if took > l.longest[kind].took {
+		l.longest[kind] = r
+	}
+	if took > bound {
+		l.overBound++
+		if len(l.overFirst) < 10 {
+			l.overFirst = append(l.overFirst, r)
+		}
+	}
+}
+
+// OverBound returns how many requests took longer than their bound, and the
+// first few of them.
+func (l *LoadLedger) OverBound() (int, []timedRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.overBound, slices.Clone(l.overFirst)
+}
+
+// Longest describes the longest request of each kind.
+func (l *LoadLedger) Longest() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, k := range []string{"push", "pull", "ack", "nack", "ext"} {
+		if r, ok := l.longest[k]; ok {
+			fmt.Fprintf(&b, "%s %v (%s); ", k, r.took.Round(time.Millisecond), r.outcome)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// succeeded notes a successful request of kind to target (with l.mu held).
+func (l *LoadLedger) succeeded(kind string, target int) {
+	byTarget := l.okAt[kind]
+	if byTarget == nil {
+		byTarget = make(map[int][]time.Time)
+		l.okAt[kind] = byTarget
+	}
+	byTarget[target] = append(byTarget[target], time.Now())
+}
+
+// Window returns the longest stretch of time in [from, to] in which no
+// request of kind (push, pull, ack) succeeded: through any of the targets,
+// and through each (indexed as LoadConfig.Targets).
+func (l *LoadLedger) Window(kind string, targets int, from, to time.Time) (any time.Duration, each []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var all []time.Time
+	for i := range targets {
+		ts := l.okAt[kind][i]
+		all = append(all, ts...)
+		each = append(each, longestGap(ts, from, to))
+	}
+	return longestGap(all, from, to), each
+}
+
+// longestGap is the longest interval of [from, to] without one of times.
+func longestGap(times []time.Time, from, to time.Time) time.Duration {
+	ts := slices.Clone(times)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	longest, prev := time.Duration(0), from
+	for _, at := range ts {
+		if at.Before(from) || at.After(to) {
+			continue
+		}
+		longest = max(longest, at.Sub(prev))
+		prev = at
+	}
+	return max(longest, to.Sub(prev))
 }
 
 type msgState struct {
@@ -311,13 +569,17 @@ type LoadTotals struct {
 	StoredRefused                                  int // delivered although its push was refused (e.g. 503)
 	Nacks, Exts, ReplyLost, ReplyFailed, AckUnsure int
 	PullFailed                                     int
+	Push504, Reply504                              int // answered "outcome unknown"
+	OverBound                                      int // requests that took longer than their bound
 }
 
 func (t LoadTotals) String() string {
-	return fmt.Sprintf("pushed=%d acked=%d lost=%d duplicates=%d | push errors=%d push unsure=%d pull errors=%d | "+
-		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d | extras=%d stored-but-refused=%d",
-		t.Pushed, t.Acked, t.Lost, t.Duplicates, t.PushFailed, t.PushUnsure, t.PullFailed,
-		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Extras, t.StoredRefused)
+	return fmt.Sprintf("pushed=%d acked=%d lost=%d duplicates=%d | push errors=%d push unsure=%d (504: %d) pull errors=%d | "+
+		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d (504s: %d) | "+
+		"extras=%d stored-but-refused=%d over-bound=%d",
+		t.Pushed, t.Acked, t.Lost, t.Duplicates, t.PushFailed, t.PushUnsure, t.Push504, t.PullFailed,
+		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Reply504,
+		t.Extras, t.StoredRefused, t.OverBound)
 }
 
 // Totals sums the ledger up. Lost counts messages whose push was answered
@@ -332,6 +594,7 @@ func (l *LoadLedger) Totals() LoadTotals {
 		Pushed: len(l.pushed), PushFailed: l.pushFailed, PushUnsure: l.pushUnsure, PullFailed: l.pullFailed,
 		Deliveries: l.deliveries, Duplicates: l.duplicates, Nacks: l.nacks, Exts: l.exts,
 		ReplyLost: l.replyLost, ReplyFailed: l.replyFailed, AckUnsure: l.replyUnsure,
+		Push504: l.push504, Reply504: l.reply504, OverBound: l.overBound,
 	}
 	for body, m := range l.msgs {
 		if m.deliveries > 0 {
@@ -390,7 +653,8 @@ func StartMixedLoad(t testing.TB, cfg LoadConfig) *MixedLoad {
 			MaxIdleConnsPerHost: 32,
 			DisableCompression:  true,
 		}},
-		led:      &LoadLedger{pushed: make(map[string]bool), refused: make(map[string]int), msgs: make(map[string]*msgState)},
+		led: &LoadLedger{pushed: make(map[string]bool), refused: make(map[string]int), msgs: make(map[string]*msgState),
+			longest: make(map[string]timedRequest), okAt: make(map[string]map[int][]time.Time)},
 		down:     make([]atomic.Int64, len(cfg.Targets)),
 		stopPush: make(chan struct{}),
 		stopPull: make(chan struct{}),
@@ -535,9 +799,14 @@ func (l *MixedLoad) produce(id int) {
 			body = fmt.Sprintf("p%d-m%d", id, l.seq.Add(1))
 		}
 		ti := l.pick(&rr)
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+		sent := time.Now()
 		status, _, _, err := l.send(ctx, http.MethodPost, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue), []byte(body))
+		took := time.Since(sent)
 		cancel()
+		if !notSent(err) {
+			l.led.timed("push", l.cfg.Targets[ti], requestBound, took, status, err)
+		}
 		if notSent(err) {
 			// Nobody listens there: try the same message on another gateway,
 			// as a client behind a load balancer would.
@@ -550,8 +819,12 @@ func (l *MixedLoad) produce(id int) {
 		case err != nil, status == http.StatusGatewayTimeout:
 			// No answer, or the gateway's "outcome unknown": maybe stored.
 			l.led.pushUnsure++
+			if status == http.StatusGatewayTimeout {
+				l.led.push504++
+			}
 		case status == http.StatusOK:
 			l.led.pushed[body] = true
+			l.led.succeeded("push", ti)
 		default:
 			l.led.pushFailed++
 			l.led.refused[body] = status
@@ -574,9 +847,14 @@ func (l *MixedLoad) consume(id int) {
 	n := 0
 	for !l.stopped(l.stopPull) {
 		ti := l.pick(&rr)
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+		sent := time.Now()
 		status, hdr, body, err := l.send(ctx, http.MethodGet, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue)+"?t=1", nil)
+		took := time.Since(sent)
 		cancel()
+		if !notSent(err) {
+			l.led.timed("pull", l.cfg.Targets[ti], pullWait+requestBound, took, status, err)
+		}
 		if err != nil || (status != http.StatusOK && status != http.StatusNoContent) {
 			l.led.mu.Lock()
 			l.led.pullFailed++
@@ -590,6 +868,7 @@ func (l *MixedLoad) consume(id int) {
 		}
 		msg, id := string(body), hdr.Get(hID)
 		l.led.mu.Lock()
+		l.led.succeeded("pull", ti)
 		l.led.deliveries++
 		m := l.led.state(msg)
 		m.deliveries++
@@ -640,10 +919,13 @@ func (l *MixedLoad) reply(rr *int, msg, id, kind string) (int, error) {
 	)
 	for range 2 * len(l.cfg.Targets) {
 		ti = l.pick(rr)
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+		sent := time.Now()
 		status, _, _, err = l.send(ctx, http.MethodPost, l.cfg.Targets[ti]+"/messages/"+Q(l.cfg.Queue)+"/"+url.PathEscape(id)+"?reply="+kind, nil)
+		took := time.Since(sent)
 		cancel()
 		if !notSent(err) {
+			l.led.timed(kind, l.cfg.Targets[ti], requestBound, took, status, err)
 			break
 		}
 		l.failed(ti)
@@ -656,10 +938,17 @@ func (l *MixedLoad) reply(rr *int, msg, id, kind string) (int, error) {
 		l.led.replyFailed++ // no gateway listened at all
 	case err != nil, status == http.StatusGatewayTimeout:
 		l.failed(ti)
+		if status == http.StatusGatewayTimeout {
+			l.led.reply504++
+		}
 		if kind == "ack" {
 			l.led.replyUnsure++
 		} else {
 			l.led.replyFailed++
+		}
+	case status == http.StatusNoContent:
+		if kind == "ack" {
+			l.led.succeeded("ack", ti)
 		}
 	case status == http.StatusNotFound:
 		l.led.replyLost++

@@ -135,9 +135,6 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	r.next().Push(q, []byte("woken"), "")
 	resp := <-got
 	ExpectMessage(t, resp, q, "woken")
-	if resp.Elapsed > 5*time.Second {
-		t.Errorf("pull-any woken after %v by a push through another gateway", resp.Elapsed)
-	}
 	r.next().ExpectReply(http.StatusNoContent, q, resp.ID(), "ack")
 
 	// Push-all reaches the queue through any gateway.

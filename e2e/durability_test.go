@@ -31,11 +31,7 @@ func TestKillDurability(t *testing.T) {
 
 	// Ids handed out by the dead process are void.
 	for _, id := range []string{acked.ID(), inflight.ID()} {
-		start := time.Now()
 		c.ExpectReply(http.StatusNotFound, q, id, "ack")
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("reply with an id of the killed process took %v", d)
-		}
 	}
 
 	// "pushed" is there at once; "in-flight" comes back now (if JetStream lost

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,6 +102,12 @@ type Gateway struct {
 
 	// proc is the running process; nil between Kill/Stop and Restart.
 	proc *process
+	// redraw, if set, draws fresh ports and rebuilds args from them; the
+	// first start retries with it when a port was taken (see startAttempts).
+	redraw func()
+	// started is set once the process has answered; from then on the
+	// ports stay (clients hold the URLs), so Restart retries on the same.
+	started bool
 }
 
 // process is one run of the binary.
@@ -121,15 +128,19 @@ func Start(t testing.TB, extraArgs ...string) *Gateway {
 	dataDir := t.TempDir()
 	g := newGateway(t)
 	g.DataDir = dataDir
-	nats := freeAddr(t)
-	g.NATSURL = "nats://" + nats
-	g.args = append([]string{
-		"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-		"--rpc-listen", g.RPCAddr,
-		"--nats-listen", nats,
-		"--data-dir", g.DataDir,
-		"--log-level", "warn",
-	}, extraArgs...)
+	g.redraw = func() {
+		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
+		nats := freeAddr(t)
+		g.NATSURL = "nats://" + nats
+		g.args = append([]string{
+			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
+			"--rpc-listen", g.RPCAddr,
+			"--nats-listen", nats,
+			"--data-dir", g.DataDir,
+			"--log-level", "warn",
+		}, extraArgs...)
+	}
+	g.redraw()
 	g.start()
 	return g
 }
@@ -140,12 +151,16 @@ func StartWithNATS(t testing.TB, natsURL string, extraArgs ...string) *Gateway {
 	t.Helper()
 	g := newGateway(t)
 	g.NATSURL = natsURL
-	g.args = append([]string{
-		"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-		"--rpc-listen", g.RPCAddr,
-		"--nats-url", natsURL,
-		"--log-level", "warn",
-	}, extraArgs...)
+	g.redraw = func() {
+		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
+		g.args = append([]string{
+			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
+			"--rpc-listen", g.RPCAddr,
+			"--nats-url", natsURL,
+			"--log-level", "warn",
+		}, extraArgs...)
+	}
+	g.redraw()
 	g.start()
 	return g
 }
@@ -174,11 +189,39 @@ func newGateway(t testing.TB) *Gateway {
 	return g
 }
 
-// start launches the binary and waits until HTTP answers.
+// startAttempts bounds the starts of one gateway (or cluster) that fail
+// because a port was taken. freeAddr's port is free when drawn but not held:
+// until the binary binds it, any other program (another test's outgoing
+// connection, which draws from the same ephemeral range, or another helper
+// process) can take it. The binary reports that as "address already in use";
+// the harness then draws new ports and starts again. A test that needs the
+// same ports again (Restart) retries on them after a pause.
+const startAttempts = 5
+
+// errPortTaken marks a start that failed only because a listen address was
+// in use.
+var errPortTaken = errors.New("a listen address was already in use")
+
+// start launches the binary and waits until HTTP answers, retrying on ports
+// taken meanwhile.
 func (g *Gateway) start() {
 	g.t.Helper()
-	launchGateway(g)
-	awaitGateway(g)
+	for attempt := 1; ; attempt++ {
+		launchGateway(g)
+		err := awaitGateways([]*Gateway{g})
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			g.t.Fatal(err)
+		}
+		g.t.Logf("start %d of %d: %v; retrying", attempt, startAttempts, err)
+		if g.redraw != nil && !g.started {
+			g.redraw()
+		} else {
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond) // let the other holder finish
+		}
+	}
 }
 
 // launchGateway starts g's process without waiting for it (a cluster node
@@ -188,7 +231,7 @@ func launchGateway(g *Gateway) {
 	cmd := exec.Command(gatewayBinary, g.args...)
 	cmd.Stdout, cmd.Stderr = g.out, g.out
 	setDeathSignal(cmd)
-	fmt.Fprintf(g.out, "--- start %s\n", time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(g.out, "%s%s\n", startMarker, time.Now().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
 		g.t.Fatalf("start lmq-gateway: %v", err)
 	}
@@ -200,25 +243,92 @@ func launchGateway(g *Gateway) {
 	g.proc = p
 }
 
-// awaitGateway waits until a launched gateway answers HTTP.
-func awaitGateway(g *Gateway) {
-	g.t.Helper()
-	p := g.proc
+// startMarker begins the line launchGateway writes into the output before
+// each start.
+const startMarker = "--- start "
+
+// awaitGateways waits until all launched gateways answer HTTP. If one of
+// them cannot bind a port, every one still running is killed and the error
+// wraps errPortTaken; any other failure to start (exit, timeout) is returned
+// as it is. The gateways are awaited together because cluster nodes become
+// ready only together, and a node that failed to bind would leave the
+// others waiting for it until the timeout.
+func awaitGateways(gws []*Gateway) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for !g.ready(ctx) {
+	ready := make([]bool, len(gws))
+	for {
+		waiting := 0
+		for i, g := range gws {
+			if ready[i] {
+				continue
+			}
+			p := g.proc
+			select {
+			case <-p.exited:
+				g.proc = nil
+				if g.portTaken() {
+					killAll(gws)
+					return fmt.Errorf("lmq-gateway %s exited during start-up (%v): %w", g.HTTP, p.err, errPortTaken)
+				}
+				return fmt.Errorf("lmq-gateway exited during start-up (%v):\n%s", p.err, g.out.String())
+			default:
+			}
+			if g.portTaken() {
+				// The embedded server logs its failed listen and
+				// waits for readiness until its own timeout.
+				killAll(gws)
+				return fmt.Errorf("lmq-gateway %s: %w", g.HTTP, errPortTaken)
+			}
+			if ready[i] = g.ready(ctx); !ready[i] {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			break
+		}
 		select {
-		case <-p.exited:
-			g.proc = nil
-			g.t.Fatalf("lmq-gateway exited during start-up (%v):\n%s", p.err, g.out.String())
 		case <-ctx.Done():
-			g.t.Fatalf("lmq-gateway did not answer HTTP within %v:\n%s", startTimeout, g.out.String())
+			killAll(gws)
+			var out strings.Builder
+			for i, g := range gws {
+				if !ready[i] {
+					fmt.Fprintf(&out, "\n%s:\n%s", g.HTTP, g.out.String())
+				}
+			}
+			return fmt.Errorf("lmq-gateway did not answer HTTP within %v:%s", startTimeout, out.String())
 		case <-tick.C:
 		}
 	}
-	g.adoptNATSURL()
+	for _, g := range gws {
+		g.started = true
+		g.adoptNATSURL()
+	}
+	return nil
+}
+
+// portTaken reports whether the output of the latest start says that a
+// listen address was in use (net.Listen's error, which the gateway's own
+// listeners and its embedded nats-server's log both carry).
+func (g *Gateway) portTaken() bool {
+	out := g.out.String()
+	if i := strings.LastIndex(out, startMarker); i >= 0 {
+		out = out[i:]
+	}
+	return strings.Contains(out, "address already in use")
+}
+
+// killAll ends the gateways' processes that still run (kill -9): a start
+// that failed is repeated from scratch.
+func killAll(gws []*Gateway) {
+	for _, g := range gws {
+		if g.proc != nil {
+			g.signalAndWait(syscall.SIGKILL, stopTimeout)
+			g.proc = nil
+		}
+	}
 }
 
 // adoptNATSURL sets NATSURL to the URL with credentials that an embedded
@@ -383,6 +493,49 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
+// awaitMetric polls the gateway's /metrics until the sample named name
+// satisfies ok, and fails the test if it does not within startTimeout. It
+// replaces sleeps that waited for something to happen in the gateway: a
+// long-poll to be waiting (lmq_long_polls_waiting), deliveries to time out
+// (lmq_deliveries_in_flight). The gauges count the whole gateway, so a test
+// that shares its gateway with others can wait for a lower bound only.
+func awaitMetric(t testing.TB, c *Client, name, what string, ok func(float64) bool) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(startTimeout)
+	for {
+		r := c.Do(http.MethodGet, "/metrics", nil)
+		last = "no sample"
+		for line := range strings.Lines(string(r.Body)) {
+			v, found := strings.CutPrefix(strings.TrimSpace(line), name+" ")
+			if !found {
+				continue
+			}
+			last = v
+			if f, err := strconv.ParseFloat(v, 64); err == nil && ok(f) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s is %s after %v", what, name, last, startTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitWaitingPulls waits until at least n pulls wait in the gateway.
+func awaitWaitingPulls(t testing.TB, c *Client, n int) {
+	t.Helper()
+	awaitMetric(t, c, "lmq_long_polls_waiting", "pulls waiting", func(v float64) bool { return v >= float64(n) })
+}
+
+// awaitNoneInFlight waits until the gateway holds no unanswered delivery
+// (the test's deliveries have timed out).
+func awaitNoneInFlight(t testing.TB, c *Client) {
+	t.Helper()
+	awaitMetric(t, c, "lmq_deliveries_in_flight", "deliveries in flight", func(v float64) bool { return v == 0 })
+}
+
 // tailBuffer is a concurrency-safe writer keeping the last max bytes, so a
 // chatty gateway cannot exhaust the test's memory.
 type tailBuffer struct {
@@ -410,4 +563,70 @@ func (w *tailBuffer) String() string {
 		return "[…]" + string(w.b)
 	}
 	return string(w.b)
+}
+
+// TestHarnessPortTaken: a gateway whose port was taken between the harness
+// drawing it and the binary binding it is started again on new ports, for
+// the HTTP port and for the embedded server's NATS port.
+func TestHarnessPortTaken(t *testing.T) {
+	t.Parallel()
+	for _, which := range []string{"--http-listen", "--nats-listen"} {
+		t.Run(which, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taken.Close()
+			g := newGateway(t)
+			g.DataDir = t.TempDir()
+			draws := 0
+			g.redraw = func() {
+				draws++
+				g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
+				nats := freeAddr(t)
+				if draws == 1 {
+					// The first draw hands out a port someone holds.
+					switch which {
+					case "--http-listen":
+						g.HTTP = "http://" + taken.Addr().String()
+					case "--nats-listen":
+						nats = taken.Addr().String()
+					}
+				}
+				g.NATSURL = "nats://" + nats
+				g.args = []string{
+					"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
+					"--rpc-listen", g.RPCAddr,
+					"--nats-listen", nats,
+					"--data-dir", g.DataDir,
+					"--log-level", "warn",
+				}
+			}
+			g.redraw()
+			g.start()
+			if draws != 2 {
+				t.Errorf("ports drawn %d times, want 2 (one retry)", draws)
+			}
+			c := g.Client(t)
+			c.Push("harness/port", []byte("x"), "text/plain")
+			r := c.MustPull("harness/port", "5", "x")
+			c.ExpectReply(http.StatusNoContent, "harness/port", r.ID(), "ack")
+		})
+	}
+	t.Run("opsLaunch", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		g := newOpsGateway(t)
+		g.HTTP = "http://" + taken.Addr().String()
+		g.opsLaunch(nil, "--http-listen", strings.TrimPrefix(g.HTTP, "http://"))
+		if g.HTTP == "http://"+taken.Addr().String() {
+			t.Fatalf("started on the taken port %s", g.HTTP)
+		}
+		c := g.Client(t)
+		c.Push("harness/port", []byte("x"), "text/plain")
+		c.MustPull("harness/port", "5", "x")
+	})
 }

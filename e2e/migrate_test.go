@@ -121,7 +121,10 @@ func fillSource(t *testing.T, c *Client) *migrationSource {
 			} else {
 				s.compound = append(s.compound, parts)
 			}
-			time.Sleep(600 * time.Millisecond) // the window (0.3s) closes
+			// The window (0.3s) closes: its compound message is counted.
+			if !waitFor(20*time.Second, func() bool { return queueDetail(t, c, "acc.q").Size >= w+1 }) {
+				t.Fatalf("window %d of acc.q not closed", w)
+			}
 		}
 	} else {
 		t.Logf("NOTE: the gateway under test does not accumulate yet (%v): compound messages are not part of this run", r)

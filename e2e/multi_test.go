@@ -101,10 +101,8 @@ func TestMultiPullAny(t *testing.T) {
 
 	// t=0 does not wait, also when no queue matches at all.
 	for _, re := range []string{"^any/", "^nothing-here/"} {
-		r := c.Expect(http.StatusNoContent, http.MethodGet, pathAny(re, "0"), nil)
-		if r.Elapsed > 3*time.Second { // generous: CI machines are slow, a wait would be forever
-			t.Errorf("pull-any %s t=0 took %v", re, r.Elapsed)
-		}
+		// (A wait would be forever, beyond the client's timeout.)
+		c.Expect(http.StatusNoContent, http.MethodGet, pathAny(re, "0"), nil)
 	}
 	r := c.Expect(http.StatusNoContent, http.MethodGet, pathAny("^any/", "0.3"), nil)
 	if r.Elapsed < 300*time.Millisecond {
@@ -145,9 +143,6 @@ func TestMultiPullAny(t *testing.T) {
 		c.Push("late/new", []byte("new queue"), "") // created by this push
 		r := w.result(t, 10*time.Second)
 		ExpectMessage(t, r, "late/new", "new queue")
-		if r.Elapsed > 5*time.Second {
-			t.Errorf("answered %v after the request", r.Elapsed)
-		}
 		c.ExpectReply(http.StatusNoContent, "late/new", r.ID(), "ack")
 	})
 }
@@ -200,7 +195,7 @@ func TestMultiNoneInvisible(t *testing.T) {
 		}
 		// Let the gateway see the connection close; a push racing the close
 		// itself is TestRPCDisconnectRace's subject.
-		time.Sleep(100 * time.Millisecond)
+		awaitMetric(t, c, "lmq_long_polls_waiting", "pull-any given up", func(v float64) bool { return v == 0 })
 		for _, q := range queues {
 			c.Push(q, []byte("after cancel"), "")
 		}
@@ -219,7 +214,7 @@ func TestMultiNoneInvisible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // waiting in the gateway
+		awaitWaitingPulls(t, gw.Client(t), 1)
 		// Half-close and read the gateway's "empty": it has seen the client go.
 		if err := a.nc.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
 			t.Fatal(err)
@@ -428,13 +423,10 @@ func TestMultiRPC(t *testing.T) {
 	for _, q := range []string{"rany/1", "rany/2"} {
 		c.MustEmpty("pull", q, 0)
 	}
-	start := time.Now()
+	// (A wait would be forever, beyond the client's timeout.)
 	c.MustEmpty("pull_any", "^rany/", 0)
 	c.MustEmpty("pull_any", "^nothing-here/", 0)
-	if el := time.Since(start); el > 3*time.Second {
-		t.Errorf("two pull_any with timeout 0 took %v", el)
-	}
-	start = time.Now()
+	start := time.Now()
 	c.MustEmpty("pull_any", "^rany/", 0.3)
 	if el := time.Since(start); el < 300*time.Millisecond {
 		t.Errorf("pull_any with timeout 0.3 answered empty after %v", el)
@@ -454,7 +446,7 @@ func TestMultiRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	awaitWaitingPulls(t, gw.Client(t), 1)
 	c.MustOK("push", "rlate/new", "late") // same connection: not held up by the pull
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

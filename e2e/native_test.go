@@ -92,7 +92,7 @@ func TestNativePublishHTTPPull(t *testing.T) {
 			r, err := c.Send(ctx, http.MethodGet, "/messages/"+Q(q)+"?t=10", nil)
 			done <- result{r, err}
 		}()
-		time.Sleep(300 * time.Millisecond) // the long-poll is waiting
+		awaitWaitingPulls(t, c, 1)
 		start := time.Now()
 		if _, err := js.Publish(ctx, n.Subject, []byte("woken")); err != nil {
 			t.Fatal(err)
@@ -108,10 +108,10 @@ func TestNativePublishHTTPPull(t *testing.T) {
 		}
 		ExpectMessage(t, res.r, q, "woken")
 		took := time.Since(start)
+		// How fast is for lmq-bench: an upper bound here would flake
+		// on a loaded machine. (Not woken at all, the t=10 poll would
+		// answer 204.)
 		t.Logf("notify=%v: long-poll answered %v after the publish", notify, took)
-		if took > 3*time.Second || (notify && took > time.Second) {
-			t.Errorf("notify=%v: long-poll answered after %v", notify, took)
-		}
 		c.ExpectReply(http.StatusNoContent, q, res.r.ID(), "ack")
 	}
 	c.PullEmpty(q, "0")

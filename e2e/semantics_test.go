@@ -83,29 +83,55 @@ func testRetryExhaustedByTimeout(t *testing.T, c *Client) {
 }
 
 // testFractionalTimeout: a timeout below one second is honoured as such.
+// Checked by order, not by a clock: "slow" is delivered first under timeout
+// 1, then "fast" under timeout 0.3 (the timeout is read at delivery). A timed
+// out message goes back to the tail, so "fast" comes back first; rounded up
+// to a whole second, "slow" would.
 func testFractionalTimeout(t *testing.T, c *Client) {
 	const q = "sem-fraction"
+	c.PatchProps(q, `{"timeout":1}`)
+	c.Push(q, []byte("slow"), "")
+	c.Push(q, []byte("fast"), "")
+	c.MustPull(q, msgWait, "slow")
 	c.PatchProps(q, `{"timeout":0.3}`)
-	c.Push(q, []byte("m"), "")
 	start := time.Now()
-	first := c.MustPull(q, msgWait, "m")
-	c.PullEmpty(q, "0") // not available again yet
-	again := c.MustPull(q, msgWait, "m")
-	// Rounded up to a whole second it would take 1s.
-	if back := time.Since(start); back < 250*time.Millisecond || back > 950*time.Millisecond {
-		t.Errorf("message came back %v after the pull, want about 0.3s", back)
+	first := c.MustPull(q, msgWait, "fast")
+	again := c.MustPull(q, msgWait, "fast")
+	// Rounded down (to 0) it would come back at once.
+	if back := time.Since(start); back < 250*time.Millisecond {
+		t.Errorf("message came back %v after the pull, want 0.3s or later", back)
 	}
 	if again.Retry() != 1 {
 		t.Errorf("redelivery retry-remaining %d, want 1", again.Retry())
 	}
 	c.ExpectReply(http.StatusNotFound, q, first.ID(), "ack")
 	// (No ack of the redelivery: under load it could come after its 0.3s.)
-	last := c.MustPull(q, msgWait, "m")
+	// "slow" comes back too (under timeout 0.3 now); the third delivery of
+	// "fast" may come before or after it.
+	var last *Response
+	for last == nil {
+		r := c.Pull(q, msgWait)
+		ExpectMessage(t, r, q, string(r.Body))
+		switch string(r.Body) {
+		case "slow":
+			c.Reply(q, r.ID(), "ack") // 404 if it timed out meanwhile: it comes back
+		case "fast":
+			last = r
+		}
+	}
 	if last.Retry() != 0 || last.ID() == again.ID() {
 		t.Errorf("third delivery: retry-remaining %d, id %s (before %s)", last.Retry(), last.ID(), again.ID())
 	}
-	c.PullEmpty(q, "1")
 	c.ExpectReply(http.StatusNotFound, q, again.ID(), "ack")
+	// "fast" has no retry left: once "slow" is acked, nothing comes back.
+	for {
+		r := c.Pull(q, "1")
+		if r.Status == http.StatusNoContent {
+			break
+		}
+		ExpectMessage(t, r, q, "slow")
+		c.Reply(q, r.ID(), "ack")
+	}
 }
 
 // testZeroTimeout: timeout 0 makes a pulled message available again at once,
@@ -119,9 +145,6 @@ func testZeroTimeout(t *testing.T, c *Client) {
 		r := c.MustPull(q, msgWait, "m")
 		if r.Retry() != want {
 			t.Fatalf("retry-remaining %d, want %d", r.Retry(), want)
-		}
-		if r.Elapsed > 800*time.Millisecond {
-			t.Errorf("pull with retry-remaining %d took %v, want at once", want, r.Elapsed)
 		}
 		ids = append(ids, r.ID())
 	}
@@ -146,9 +169,11 @@ func testRetryAtPushTimeoutAtDelivery(t *testing.T, c *Client) {
 		t.Errorf("message pushed under retry 0: retry-remaining %d", r.Retry())
 	}
 	// Both time out after 0.3s; "after" has no retry left and is discarded.
+	// (Under the timeout 30 of the push it would not come back within
+	// msgWait.)
 	r := c.MustPull(q, msgWait, "before")
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("timeout 0.3 set after the push took %v", d)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("timed out %v after the pull, want 0.3s or later", d)
 	}
 	if r.Retry() != 1 {
 		t.Errorf("redelivery: retry-remaining %d, want 1", r.Retry())
@@ -161,19 +186,26 @@ func testRetryAtPushTimeoutAtDelivery(t *testing.T, c *Client) {
 // and the message still times out after the new deadline.
 func testExtRestartsTimer(t *testing.T, c *Client) {
 	const q = "sem-ext"
-	c.PatchProps(q, `{"timeout":2}`)
+	c.PatchProps(q, `{"timeout":3}`)
 	c.Push(q, []byte("m"), "")
 	start := time.Now()
 	r := c.MustPull(q, msgWait, "m")
-	sleepUntil(start.Add(time.Second))
+	sleepUntil(start.Add(1500 * time.Millisecond))
 	extAt := time.Now()
 	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ext")
-	// Past the first deadline (2s), before the new one (3s).
-	sleepUntil(start.Add(2400 * time.Millisecond))
-	c.PullEmpty(q, "0")
+	// Past the first deadline (3s after the pull), before the new one (3s
+	// after the ext). On a machine so slow that the ext came late, the
+	// pull could reach the new deadline too: then there is no such moment
+	// to look at, and only the lower bound below is checked.
+	sleepUntil(start.Add(3300 * time.Millisecond))
+	if time.Since(extAt) < 2500*time.Millisecond {
+		c.PullEmpty(q, "0")
+	} else {
+		t.Logf("ext sent %v after the pull: the old deadline is not checked", extAt.Sub(start))
+	}
 	again := c.MustPull(q, msgWait, "m")
-	if d := time.Since(extAt); d < 1700*time.Millisecond || d > 3*time.Second {
-		t.Errorf("message came back %v after ext, want about 2s", d)
+	if d := time.Since(extAt); d < 2900*time.Millisecond {
+		t.Errorf("message came back %v after ext, want 3s or later", d)
 	}
 	if again.Retry() != 1 {
 		t.Errorf("retry-remaining %d, want 1", again.Retry())
@@ -208,13 +240,17 @@ func testNackGoesBehindWaiting(t *testing.T, c *Client) {
 // doubled for margin. JetStream alone would redeliver the timed-out one first.
 func testOrderTimedOutLater(t *testing.T, c *Client) {
 	const q = "sem-order-later"
-	c.PatchProps(q, `{"timeout":1.8}`)
+	c.PatchProps(q, `{"timeout":3}`)
 	c.Push(q, []byte("timed-out"), "")
 	start := time.Now()
 	c.MustPull(q, msgWait, "timed-out")
-	sleepUntil(start.Add(1400 * time.Millisecond))
+	sleepUntil(start.Add(1500 * time.Millisecond))
 	c.Push(q, []byte("fresh"), "")
-	sleepUntil(start.Add(2400 * time.Millisecond))
+	if time.Since(start) > 2900*time.Millisecond {
+		t.Skipf("push answered %v after the pull: not surely before the timeout (3s)", time.Since(start))
+	}
+	// Served after the timeout, fresh still comes first.
+	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.MustPull(q, msgWait, "fresh")
 	if r := c.MustPull(q, msgWait, "timed-out"); r.Retry() != 1 {
 		t.Errorf("timed-out message: retry-remaining %d, want 1", r.Retry())
@@ -229,7 +265,8 @@ func testOrderTimedOutEarlier(t *testing.T, c *Client) {
 	c.Push(q, []byte("timed-out"), "")
 	start := time.Now()
 	c.MustPull(q, msgWait, "timed-out")
-	sleepUntil(start.Add(time.Second))
+	sleepUntil(start.Add(300 * time.Millisecond)) // (the timeout cannot end sooner)
+	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.Push(q, []byte("fresh"), "")
 	c.MustPull(q, msgWait, "timed-out")
 	c.MustPull(q, msgWait, "fresh")
@@ -248,7 +285,6 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 			t.Fatalf("GET %s answered before any push: %v %v", path, res.r, res.err)
 		default:
 		}
-		pushed := time.Now()
 		want := map[string]bool{}
 		for i := range 3 {
 			b := fmt.Sprintf("wake-%d", i)
@@ -265,9 +301,6 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 				t.Fatalf("GET %s: unexpected or repeated body %q", path, res.r.Body)
 			}
 			delete(want, string(res.r.Body))
-			if d := time.Since(pushed); d > 1500*time.Millisecond {
-				t.Errorf("GET %s answered %v after the push", path, d)
-			}
 			c.ExpectReply(http.StatusNoContent, q, res.r.ID(), "ack")
 		}
 	}
@@ -299,10 +332,9 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 		time.Sleep(pause)
 		body := fmt.Sprintf("after-disconnect-%d", round)
 		c.Push(q, []byte(body), "")
+		// Stuck with a vanished client, it would come back only after
+		// the 30s timeout, beyond msgWait.
 		r := c.MustPull(q, msgWait, body)
-		if r.Elapsed > 2*time.Second { // stuck would mean 30s
-			t.Errorf("round %d: message available only after %v", round, r.Elapsed)
-		}
 		if r.Retry() != 2 {
 			t.Errorf("round %d: retry-remaining %d, want 2 (a vanished client costs no retry)", round, r.Retry())
 		}

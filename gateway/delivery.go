@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -115,7 +114,7 @@ func (g *Gateway) newID() string {
 // timer from the queue's current timeout.
 func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	q := r.q
-	msg, err := g.DecodeMessage(ctx, r.msg)
+	msg, err := g.decodeMessage(ctx, r.msg)
 	if bodyGoneForGood(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
@@ -129,10 +128,10 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 				stripped.Header[k] = v
 			}
 		}
-		msg, err = g.DecodeMessage(ctx, &stripped)
+		msg, err = g.decodeMessage(ctx, &stripped)
 	}
 	if err != nil {
-		go g.release(r, false)
+		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
 	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used()}
@@ -152,7 +151,7 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	}
 	timeout := g.props.effective(q.name).TimeoutDuration()
 	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
-		go g.release(r, false)
+		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
 	d := &delivery{id: g.newID(), raw: r, deadline: time.Now().Add(timeout)}
@@ -172,7 +171,9 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	r.msg.Data, r.bodyGone = nil, true
 	g.dels.add(d)
 	d.mu.Lock()
-	d.timer = time.AfterFunc(timeout, func() { g.expire(d) })
+	// The timer's goroutine counts itself, and does nothing once the gateway
+	// is closing (the delivery stays pending in JetStream, see Close).
+	d.timer = time.AfterFunc(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
 	d.mu.Unlock()
 	return out, nil
 }
@@ -227,7 +228,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.discard(r)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := g.opContext()
 	defer cancel()
 	cp := nats.NewMsg(r.q.subject)
 	copyOwnHeaders(cp, r.msg)
@@ -253,7 +254,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
 	}
-	if _, err := g.js.PublishMsg(ctx, cp); err != nil {
+	if _, err := g.publish(ctx, r.q, cp, false); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
@@ -310,7 +311,7 @@ func (g *Gateway) discard(r *raw) {
 
 // drop removes a message (and its large body) for good.
 func (g *Gateway) drop(r *raw) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := g.opContext()
 	defer cancel()
 	if err := g.ackRemove(ctx, r); err != nil {
 		g.log.Warn("could not remove message", "queue", r.q.name, "err", err)
@@ -413,47 +414,6 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 	return nil
 }
 
-// relayReply sends a reply for a delivery this gateway does not hold to the
-// gateway whose id starts the delivery id.
-func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKind) error {
-	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
-	u, err := uuid.Parse(id)
-	if err != nil {
-		return notFound
-	}
-	owner := fmt.Sprintf("%x", u[:4])
-	if owner == g.id {
-		return notFound
-	}
-	// The owner bounds its own work by replyTimeout and then answers; the
-	// extra second is for the round trip.
-	rctx, cancel := context.WithTimeout(ctx, replyTimeout+time.Second)
-	defer cancel()
-	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind))
-	if errors.Is(err, nats.ErrNoResponders) {
-		return notFound // that gateway is gone, and its deliveries with it
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("relay reply: %w", ctx.Err())
-		}
-		// The owner may have applied the reply and died (or lost NATS)
-		// before answering.
-		return fmt.Errorf("relay reply: %w: %w", ErrUnknown, err)
-	}
-	switch a := string(resp.Data); {
-	case a == "ok":
-		return nil
-	case a == "not_found":
-		return notFound
-	case a == "acked":
-		return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
-	case strings.HasPrefix(a, "unknown: "):
-		return fmt.Errorf("relay reply: %w: %s", ErrUnknown, strings.TrimPrefix(a, "unknown: "))
-	}
-	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
-}
-
 // outcomeErr classifies a failed request to JetStream whose effect is a
 // state change (a store, an ack): if the request may have reached JetStream
 // and only the answer is missing, the outcome is unknown (ErrUnknown);
@@ -470,34 +430,4 @@ func outcomeErr(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, ErrUnknown, err)
 	}
 	return jsErr(op, err)
-}
-
-func (g *Gateway) onRelayedReply(m *nats.Msg) {
-	var req relayRequest
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		_ = m.Respond([]byte("bad request"))
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
-		defer cancel()
-		err := ErrNotFound
-		if d := g.dels.get(req.ID); d != nil && d.raw.q.name == req.Queue {
-			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
-		} else if g.acked.has(req.ID) {
-			err = ErrAlreadyAcked
-		}
-		switch {
-		case err == nil:
-			_ = m.Respond([]byte("ok"))
-		case errors.Is(err, ErrAlreadyAcked):
-			_ = m.Respond([]byte("acked"))
-		case errors.Is(err, ErrNotFound):
-			_ = m.Respond([]byte("not_found"))
-		case errors.Is(err, ErrUnknown):
-			_ = m.Respond([]byte("unknown: " + err.Error()))
-		default:
-			_ = m.Respond([]byte(err.Error()))
-		}
-	}()
 }

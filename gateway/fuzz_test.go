@@ -3,12 +3,12 @@ package gateway
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"strconv"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -25,21 +25,13 @@ var hostileCompound = [][]byte{
 	[]byte("\x91\x92\x80\xc6\xff\xff\xff\xffabc"),
 }
 
-func heapAllocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestDecodeCompoundHostile: the reproductions of issue 15 item 1 are refused
 // with an error, allocating next to nothing (they used to take 0.5-5 GiB or
 // kill the process).
 func TestDecodeCompoundHostile(t *testing.T) {
 	for _, b := range hostileCompound {
 		var err error
-		a := heapAllocated(func() { _, err = DecodeCompound(b, 0) })
+		a := alloctest.HeapAllocated(func() { _, err = DecodeCompound(b, 0) })
 		if err == nil || !errors.Is(err, mpack.ErrMalformed) {
 			t.Errorf("% x: err %v, want ErrMalformed", b, err)
 		}
@@ -83,7 +75,7 @@ func FuzzDecodeCompound(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var msgs []Message
 		var err error
-		if a := heapAllocated(func() { msgs, err = DecodeCompound(data, 0) }); a > 64*uint64(len(data))+64<<10 {
+		if a := alloctest.HeapAllocated(func() { msgs, err = DecodeCompound(data, 0) }); a > 64*uint64(len(data))+64<<10 {
 			t.Fatalf("decoding %d bytes allocated %d", len(data), a)
 		}
 		if err != nil {

@@ -57,6 +57,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // Config configures a Gateway.
@@ -76,6 +79,18 @@ type Config struct {
 	// RepollInterval is how often a queue with waiting clients is polled even
 	// without a notification (default 2s).
 	RepollInterval time.Duration
+	// MaxWaitingPulls bounds the pulls (HTTP and RPC) that may wait for a
+	// message at once; beyond it a pull that would wait fails at once with
+	// ErrBusy (waitlimit.go). 0: no bound.
+	MaxWaitingPulls int
+	// Domain is the JetStream domain to use (jetstream.NewWithDomain), for a
+	// gateway whose NATS server is not the one running its JetStream, e.g. a
+	// leaf node of a hub that does. Empty: the connection's own account's.
+	Domain string
+	// APIPrefix replaces the JetStream API prefix altogether
+	// (jetstream.NewWithAPIPrefix), for a JetStream imported from another
+	// account under another prefix. At most one of Domain and APIPrefix.
+	APIPrefix string
 	// Observer receives events for statistics; nil ignores them.
 	Observer Observer
 	// Logger; slog.Default() when nil.
@@ -107,17 +122,22 @@ type Gateway struct {
 
 	fetchSeq atomic.Uint64
 	rr       atomic.Uint64 // rotates pull-any's first queue
+	waiting  atomic.Int64  // pulls holding a waitSlot (waitlimit.go)
 
 	subs     []*nats.Subscription
 	closing  chan struct{}
+	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
-	bg       sync.WaitGroup
+	// bg counts the core's long-lived goroutines (re-poll, wake-ups); work
+	// counts everything started on the way and holds the context that lives
+	// as long as the gateway (background.go). Close waits for both.
+	bg    sync.WaitGroup
+	work  *background
+	wakes *wakeups
 }
 
 const (
-	propsBucket   = "LMQ_PROPS"
-	objectBucket  = "LMQ_OBJ"
-	notifyPrefix  = "lmq.n."
+	notifyPrefix  = mapping.NotifyPrefix
 	controlPrefix = "lmq.gw."
 	opTimeout     = 10 * time.Second
 )
@@ -140,9 +160,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	js, err := jetstream.New(nc)
+	js, err := jsapi.New(nc, cfg.Domain, cfg.APIPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return nil, err
 	}
 	idb := make([]byte, 4)
 	if _, err := rand.Read(idb); err != nil {
@@ -157,6 +177,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		id:      hex.EncodeToString(idb),
 		idPfx:   idb,
 		closing: make(chan struct{}),
+		work:    newBackground(),
 	}
 	if g.obs == nil {
 		g.obs = nopObserver{}
@@ -166,35 +187,38 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.acked = newAckedIDs(nil)
 	g.noise = newNoiseLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
+	g.wakes = newWakeups(g)
 	// The bucket is shared: created once, with the creator's --replicas, and
 	// never updated, so that a gateway started with another count does not
 	// rescale it under the others (an R1 bucket dies with its one server).
-	kv, err := js.KeyValue(ctx, propsBucket)
+	kv, err := js.KeyValue(ctx, mapping.PropsBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      propsBucket,
+			Bucket:      mapping.PropsBucket,
 			Description: "lmq-gateway queue properties and default-properties list",
 			History:     1,
 			Replicas:    cfg.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, propsBucket) // another gateway was first
+			kv, err = js.KeyValue(ctx, mapping.PropsBucket) // another gateway was first
 		}
 	}
 	if err != nil {
+		g.Close()
 		return nil, fmt.Errorf("properties bucket: %w", err)
 	}
 	g.kv = kv
-	if g.props, err = newPropCache(ctx, kv, g.log); err != nil {
+	if g.props, err = newPropCache(ctx, g.work.ctx, kv, g.log); err != nil {
+		g.Close()
 		return nil, err
 	}
-	sub, err := nc.Subscribe(notifyPrefix+"*", g.onNotify)
+	sub, err := nc.Subscribe(notifyPrefix+"*", g.counted(g.onNotify))
 	if err != nil {
 		g.Close()
 		return nil, fmt.Errorf("subscribe notifications: %w", err)
 	}
 	g.subs = append(g.subs, sub)
-	if sub, err = nc.Subscribe(controlPrefix+g.id+".reply", g.onRelayedReply); err != nil {
+	if sub, err = nc.Subscribe(controlPrefix+g.id+".reply", g.counted(g.onRelayedReply)); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("subscribe control: %w", err)
 	}
@@ -203,8 +227,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.bg.Add(1)
+	g.bg.Add(2)
 	go g.repollLoop()
+	go g.wakes.run()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB
@@ -235,15 +260,13 @@ func (g *Gateway) SetAccumulator(a Accumulator) { g.acc.Store(&a) }
 // ID is this gateway instance's id (hex), the prefix of its delivery ids.
 func (g *Gateway) ID() string { return g.id }
 
-// JetStream exposes the JetStream handle, for packages built on the core
-// (accumulator, stats) that need their own streams or KV buckets.
-func (g *Gateway) JetStream() jetstream.JetStream { return g.js }
-
 // Close stops the core: waiting pulls answer empty; in-flight deliveries stay
-// pending in JetStream and come back after the consumer's AckWait.
+// pending in JetStream and come back after the consumer's AckWait. It
+// returns when none of the core's goroutines is left (background work under
+// way may take up to closeGrace), so the caller may close NATS next.
 func (g *Gateway) Close() {
 	g.closeOne.Do(func() {
-		close(g.closing)
+		g.StopWaiting()
 		for _, s := range g.subs {
 			_ = s.Unsubscribe()
 		}
@@ -252,11 +275,12 @@ func (g *Gateway) Close() {
 		}
 		g.queues.stop()
 		g.dels.stopTimers()
+		g.work.close()
 		g.bg.Wait()
 	})
 }
 
-// Closing is closed when Close starts; front ends use it to end long-polls.
+// Closing is closed when StopWaiting or Close starts: a shutdown is under way.
 func (g *Gateway) Closing() <-chan struct{} { return g.closing }
 
 func (g *Gateway) objectStore(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -266,7 +290,7 @@ func (g *Gateway) objectStore(ctx context.Context) (jetstream.ObjectStore, error
 		return g.obj, nil
 	}
 	obj, err := g.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      objectBucket,
+		Bucket:      mapping.ObjectBucket,
 		Description: "lmq-gateway bodies too large for one NATS message",
 		Replicas:    g.cfg.Replicas,
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -25,16 +26,8 @@ func newCoreTB(t testing.TB) *gateway.Gateway {
 // startCore starts an embedded nats-server and a core on it (New gets ctx).
 func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Gateway) {
 	t.Helper()
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	nc, err := ns.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "test")
 	g, err := gateway.New(ctx, nc, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -156,19 +149,18 @@ func TestTimeoutOrderAndStaleID(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	timeoutProps(t, g, "o", 0.3)
+	timeoutProps(t, g, "o", 1)
 	mustPush(t, g, "o", "a")
-	da := mustPull(t, g, "o", time.Second) // a times out at ~0.3s
-	time.Sleep(100 * time.Millisecond)
-	mustPush(t, g, "o", "b") // b available at ~0.1s, before a returns
-	time.Sleep(400 * time.Millisecond)
+	da := mustPull(t, g, "o", time.Second) // a times out after 1s
+	mustPush(t, g, "o", "b")               // b available before a returns
+	waitFor(t, func() bool { return g.InFlight() == 0 })
 	if err := g.Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("ack after timeout: %v", err)
 	}
-	if d := mustPull(t, g, "o", time.Second); string(d.Message.Body) != "b" {
+	if d := mustPull(t, g, "o", 10*time.Second); string(d.Message.Body) != "b" {
 		t.Fatalf("got %q, want b first", d.Message.Body)
 	}
-	d := mustPull(t, g, "o", time.Second)
+	d := mustPull(t, g, "o", 10*time.Second)
 	if string(d.Message.Body) != "a" || d.RetryRemaining != 1 {
 		t.Fatalf("got %q retry %d", d.Message.Body, d.RetryRemaining)
 	}
@@ -178,11 +170,14 @@ func TestExtRestartsTimer(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	timeoutProps(t, g, "x", 0.4)
+	// Three exts 0.8s apart keep a delivery with timeout 1.5 for 2.4s;
+	// each step leaves 0.7s for a loaded machine. (Timing of the timers
+	// themselves would need an injectable clock in the core.)
+	timeoutProps(t, g, "x", 1.5)
 	mustPush(t, g, "x", "m")
 	d := mustPull(t, g, "x", time.Second)
 	for i := 0; i < 3; i++ {
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(800 * time.Millisecond) // the time must pass: ext is answered after it
 		if err := g.Reply(ctx, "x", d.ID, gateway.Ext); err != nil {
 			t.Fatalf("ext %d: %v", i, err)
 		}
@@ -219,7 +214,7 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 		defer close(done)
 		_, _ = g.Pull(cctx, "w", -1)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
@@ -228,14 +223,14 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 		d, _ := g.Pull(ctx, "w", -1)
 		got <- d
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
 	mustPush(t, g, "w", "m")
 	select {
 	case d := <-got:
 		if d == nil || string(d.Message.Body) != "m" || d.RetryRemaining != 2 {
 			t.Fatalf("got %+v", d)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second): // a guard against a hang, not a timing claim
 		t.Fatal("long poll not woken")
 	}
 }
@@ -303,17 +298,17 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	ctx := ctxT(t)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 5*time.Second)
+		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second)
 		got <- d
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
 	mustPush(t, g, "new-queue", "hi")
 	select {
 	case d := <-got:
 		if d == nil || d.Queue != "new-queue" {
 			t.Fatalf("got %+v", d)
 		}
-	case <-time.After(6 * time.Second):
+	case <-time.After(20 * time.Second): // a guard against a hang, not a timing claim
 		t.Fatal("not woken")
 	}
 	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0); d != nil || err != nil {
@@ -342,10 +337,12 @@ func TestPushAll(t *testing.T) {
 // its deliveries back soon after their timeout.
 func TestAckWaitFollowsTimeout(t *testing.T) {
 	t.Parallel()
-	g := newCore(t)
+	ns, g := startCore(t, context.Background())
 	ctx := ctxT(t)
 	timeoutProps(t, g, "aw", 0.5)
-	st, err := g.JetStream().Stream(ctx, mapping.StreamName("aw"))
+	nc := testnats.Connect(t, ns, "inspect")
+	js := testnats.JetStream(t, nc)
+	st, err := js.Stream(ctx, mapping.StreamName("aw"))
 	if err != nil {
 		t.Fatal(err)
 	}

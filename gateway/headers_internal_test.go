@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 )
 
 // A full store is unavailable (503 with Retry-After: space may come back);
@@ -45,20 +45,9 @@ func TestClassifyAPIError(t *testing.T) {
 // The backstop on a real JetStream: a publish whose headers exceed what
 // JetStream takes is classified as too large, not unavailable.
 func TestJetStreamHeaderLimitClassified(t *testing.T) {
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	nc, err := ns.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "test")
+	js := testnats.JetStream(t, nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HDR", Subjects: []string{"hdr"}}); err != nil {
@@ -66,7 +55,7 @@ func TestJetStreamHeaderLimitClassified(t *testing.T) {
 	}
 	m := nats.NewMsg("hdr")
 	m.Header.Set("Lmq-Content-Type", strings.Repeat("a", 70<<10))
-	_, err = js.PublishMsg(ctx, m)
+	_, err := js.PublishMsg(ctx, m)
 	if err == nil {
 		t.Fatal("JetStream stored a message with 70 KiB of headers")
 	}

@@ -2,37 +2,32 @@ package gateway_test
 
 import (
 	"context"
-	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
-func TestLatencyProbe(t *testing.T) {
-	if os.Getenv("LMQ_LATENCY") == "" {
-		t.Skip("set LMQ_LATENCY=1")
-	}
-	g := newCore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+// BenchmarkLatency measures the time from a push to its delivery with 16
+// long-polling consumers while pushes arrive every 500µs, and reports the
+// percentiles (p50-ns … max-ns). A measurement, not a check: it belongs
+// with the benchmarks (and lmq-bench), not in the test suite, where a loaded
+// machine would make any bound flaky.
+func BenchmarkLatency(b *testing.B) {
+	g := newCoreTB(b)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+	received := make(chan struct{}, b.N)
+	for range 16 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
 				d, err := g.Pull(ctx, "lat", 200*time.Millisecond)
 				if err != nil || d == nil {
 					continue
@@ -42,19 +37,50 @@ func TestLatencyProbe(t *testing.T) {
 				lat = append(lat, time.Since(time.Unix(0, ns)))
 				mu.Unlock()
 				_ = g.Reply(ctx, "lat", d.ID, gateway.Ack)
+				select {
+				case received <- struct{}{}:
+				default: // a redelivery beyond b.N
+				}
 			}
-		}()
+		})
 	}
-	time.Sleep(100 * time.Millisecond)
+	b.ResetTimer()
 	tick := time.NewTicker(500 * time.Microsecond)
-	for i := 0; i < 6000; i++ {
+	var pushes sync.WaitGroup
+	var pushed atomic.Int64
+	for range b.N {
 		<-tick.C
-		go g.Push(ctx, "lat", gateway.Message{Body: []byte(strconv.FormatInt(time.Now().UnixNano(), 10))})
+		pushes.Go(func() {
+			body := []byte(strconv.FormatInt(time.Now().UnixNano(), 10))
+			if _, err := g.Push(ctx, "lat", gateway.Message{Body: body}); err != nil {
+				b.Error(err)
+				return
+			}
+			pushed.Add(1)
+		})
 	}
-	time.Sleep(time.Second)
-	close(stop)
+	tick.Stop()
+	pushes.Wait()
+	// Bounded so that a lost message fails the benchmark instead of
+	// hanging it.
+	lost := time.After(time.Minute)
+	for range pushed.Load() {
+		select {
+		case <-received:
+		case <-lost:
+			mu.Lock()
+			n := len(lat)
+			mu.Unlock()
+			b.Fatalf("%d of %d pushed messages delivered after a minute", n, pushed.Load())
+		}
+	}
+	b.StopTimer()
+	cancel()
 	wg.Wait()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	n := len(lat)
-	t.Logf("n=%d p50=%v p99=%v p999=%v max=%v", n, lat[n/2], lat[n*99/100], lat[n*999/1000], lat[n-1])
+	b.ReportMetric(float64(lat[n/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[n*99/100].Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(lat[n*999/1000].Nanoseconds()), "p999-ns")
+	b.ReportMetric(float64(lat[n-1].Nanoseconds()), "max-ns")
 }

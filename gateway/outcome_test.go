@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -126,20 +127,13 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 	t.Parallel()
 	ns, a := startCore(t, context.Background())
 	ctx := ctxT(t)
-	nc, err := ns.Connect("gateway b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testnats.Connect(t, ns, "gateway b")
 	b, err := gateway.New(ctx, nc, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testnats.JetStream(t, nc)
 	re := regexp.MustCompile(`^gone/`)
 	for round := range 20 {
 		name := fmt.Sprintf("gone/%d", round)

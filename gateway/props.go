@@ -31,8 +31,10 @@ type propCache struct {
 	done     chan struct{}
 }
 
-func newPropCache(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
-	wctx, cancel := context.WithCancel(context.Background())
+// newPropCache loads the bucket (ctx bounds the wait) and follows it until
+// stop, or until life (the gateway's lifetime) ends.
+func newPropCache(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
+	wctx, cancel := context.WithCancel(life)
 	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), cancel: cancel, done: make(chan struct{})}
 	w, err := c.replay(ctx, wctx)
 	if err != nil {
@@ -158,12 +160,6 @@ func (c *propCache) defaultList() mapping.DefaultList {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.defaults
-}
-
-func (c *propCache) ownOf(queue string) mapping.Props {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.own[mapping.EncodeName(queue)]
 }
 
 func (c *propCache) setLocal(enc string, p mapping.Props, present bool) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,7 +118,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
-	m, err := g.EncodeMessage(ctx, queue, subject, msg, eff.Retry)
+	m, err := g.encodeMessage(ctx, queue, subject, msg, eff.Retry)
 	if err != nil {
 		return "", err
 	}
@@ -148,7 +147,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	}
 	err = g.store.precheck("store message")
 	if err == nil {
-		err = g.publish(ctx, q, m, mayCreate)
+		_, err = g.publish(ctx, q, m, mayCreate)
 		g.store.note(err)
 	}
 	if err != nil {
@@ -164,7 +163,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
-		time.AfterFunc(opts.Delay+300*time.Millisecond, func() { g.Notify(queue) })
+		g.wakeAt(queue, time.Now().Add(opts.Delay+300*time.Millisecond))
 		return AccumNo, nil
 	}
 	g.Notify(queue)
@@ -177,98 +176,6 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 func setNatsTTL(m *nats.Msg, ttl time.Duration) {
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	m.Header.Set("Nats-TTL", strconv.FormatInt(max(secs, 1), 10)+"s")
-}
-
-// PushCompound stores an already accumulated compound message (parts in
-// order) in queue with the given retry, creating the queue: for migrations of
-// packages waiting in an old LMQ.
-func (g *Gateway) PushCompound(ctx context.Context, queue string, parts []Message, retry int) error {
-	if err := validName(queue); err != nil {
-		return err
-	}
-	q, err := g.queues.ensure(ctx, queue)
-	if err != nil {
-		return err
-	}
-	body, err := EncodeCompound(parts)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	m, err := g.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), Message{Body: body}, retry)
-	if err != nil {
-		return err
-	}
-	m.Header.Set(mapping.HdrKind, mapping.KindCompound)
-	if err := g.publish(ctx, q, m, true); err != nil {
-		if !errors.Is(err, ErrUnknown) {
-			g.dropObject(ctx, m) // certainly not stored (see PushWith)
-		}
-		return err
-	}
-	g.obs.Pushed(queue, len(body))
-	g.Notify(queue)
-	return nil
-}
-
-// storeTimeout bounds one store (publish and its PubAck) when the caller's
-// context has no earlier deadline.
-const storeTimeout = 5 * time.Second
-
-// publish stores m, re-creating the queue once if another gateway deleted it
-// after this one last saw it (unless !mayCreate: then the push fails with
-// ErrNotFound).
-//
-// Its errors are honest about the outcome: "no responders" means no stream
-// took the message, so it is retried (a leader election, a reconnect) until
-// the deadline and then answered ErrUnavailable; a PubAck that does not come
-// back in time means the message may be stored, ErrUnknown. Retrying only
-// after "no responders" cannot store a message twice.
-func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg, mayCreate bool) error {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	looked := false
-	wait := 20 * time.Millisecond
-	for {
-		_, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
-			return outcomeErr("store message", err)
-		}
-		// Either the stream is gone (deleted through another gateway) or it
-		// has no leader for the moment (an election in a cluster, or this
-		// gateway's NATS node just went away). Only the first calls for
-		// re-creating the queue; the lookup is short so that it never holds
-		// up a push that a new leader could take.
-		if !looked {
-			looked = true
-			sctx, scancel := context.WithTimeout(ctx, time.Second)
-			_, serr := g.js.Stream(sctx, q.stream)
-			scancel()
-			if errors.Is(serr, jetstream.ErrStreamNotFound) {
-				g.queues.forget(q.name)
-				if !mayCreate {
-					return fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
-				}
-				if _, err := g.queues.ensure(ctx, q.name); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return fmt.Errorf("store message: %w", ctx.Err())
-			}
-			return fmt.Errorf("store message: %w: no stream leader took the message in time", ErrUnavailable)
-		case <-t.C:
-		}
-		wait = min(2*wait, 250*time.Millisecond)
-	}
 }
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
@@ -309,111 +216,5 @@ func (g *Gateway) onNotify(m *nats.Msg) {
 	}
 	if q := g.queues.localByEnc(enc); q != nil {
 		q.notify()
-	}
-}
-
-// EncodeMessage builds the NATS message storing msg on subject for queue: the
-// body inline, or in the Object Store when it is too large for one NATS
-// message; metadata in headers (mapping.Hdr*).
-func (g *Gateway) EncodeMessage(ctx context.Context, queue, subject string, msg Message, retry int) (*nats.Msg, error) {
-	m := nats.NewMsg(subject)
-	if msg.ContentType != "" {
-		m.Header.Set(mapping.HdrContentType, msg.ContentType)
-	}
-	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(time.Now().UnixNano(), 10))
-	m.Header.Set(mapping.HdrRetry, strconv.Itoa(retry))
-	for _, h := range msg.Kept {
-		m.Header.Add(mapping.HdrKeepPrefix+h.Name, h.Value)
-	}
-	if msg.stored != nil {
-		m.Header.Set(mapping.HdrObject, msg.stored.name)
-		return m, nil
-	}
-	if int64(len(msg.Body))+headerRoom <= g.nc.MaxPayload() {
-		m.Data = msg.Body
-		return m, nil
-	}
-	obj, err := g.objectStore(ctx)
-	if err != nil {
-		return nil, jsErr("store large message", err)
-	}
-	name := mapping.EncodeName(queue) + "/" + uuid.NewString()
-	if _, err := obj.PutBytes(ctx, name, msg.Body); err != nil {
-		return nil, jsErr("store large message", err)
-	}
-	m.Header.Set(mapping.HdrObject, name)
-	return m, nil
-}
-
-// DecodeMessage reads back a message stored by EncodeMessage (or published by
-// a plain NATS program, whose body is the content).
-func (g *Gateway) DecodeMessage(ctx context.Context, m *nats.Msg) (Message, error) {
-	msg := Message{ContentType: m.Header.Get(mapping.HdrContentType), Body: m.Data}
-	for k, vs := range m.Header {
-		name, ok := cutPrefixFold(k, mapping.HdrKeepPrefix)
-		if !ok {
-			continue
-		}
-		for _, v := range vs {
-			msg.Kept = append(msg.Kept, Header{Name: lowerHeaderName(name), Value: v})
-		}
-	}
-	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
-		obj, err := g.objectStore(ctx)
-		if err != nil {
-			return Message{}, jsErr("load large message", err)
-		}
-		if msg.Body, err = obj.GetBytes(ctx, ref); err != nil {
-			return Message{}, jsErr("load large message", err)
-		}
-	}
-	return msg, nil
-}
-
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
-		return "", false
-	}
-	return s[len(prefix):], true
-}
-
-// dropObject deletes the Object Store body a message refers to, if any.
-func (g *Gateway) dropObject(ctx context.Context, m *nats.Msg) {
-	ref := m.Header.Get(mapping.HdrObject)
-	if ref == "" {
-		return
-	}
-	obj, err := g.objectStore(ctx)
-	if err == nil {
-		err = obj.Delete(ctx, ref)
-	}
-	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		g.log.Warn("could not delete large-message body", "object", ref, "err", err)
-	}
-}
-
-// deleteQueueObjects removes the large bodies of a deleted queue.
-func (g *Gateway) deleteQueueObjects(ctx context.Context, queue string) {
-	g.objMu.Lock()
-	obj := g.obj
-	g.objMu.Unlock()
-	if obj == nil {
-		if _, err := g.js.ObjectStore(ctx, objectBucket); err != nil {
-			return // no large bodies were ever stored
-		}
-		var err error
-		if obj, err = g.objectStore(ctx); err != nil {
-			return
-		}
-	}
-	list, err := obj.List(ctx)
-	if err != nil {
-		return
-	}
-	prefix := mapping.EncodeName(queue) + "/"
-	for _, info := range list {
-		if strings.HasPrefix(info.Name, prefix) {
-			_ = obj.Delete(ctx, info.Name)
-		}
 	}
 }

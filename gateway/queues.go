@@ -38,16 +38,11 @@ func newRegistry(g *Gateway) *registry {
 	}
 }
 
-const (
-	advisoryCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED."
-	advisoryDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED."
-)
-
 func (r *registry) start(ctx context.Context) error {
 	// A NATS wildcard is a whole token ("LMQ_*" would match only a stream
 	// literally named so): take every stream's advisory and keep the queues'.
 	for _, subj := range []string{advisoryCreated + "*", advisoryDeleted + "*"} {
-		sub, err := r.g.nc.Subscribe(subj, r.onAdvisory)
+		sub, err := r.g.nc.Subscribe(subj, r.g.counted(r.onAdvisory))
 		if err != nil {
 			return fmt.Errorf("subscribe stream advisories: %w", err)
 		}
@@ -128,15 +123,15 @@ func (r *registry) onAdvisory(m *nats.Msg) {
 	}
 	// Resolving a hashed name needs a JetStream request, which must not run
 	// on the subscription's goroutine.
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	r.g.spawn(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		name, err := r.queueNameOf(ctx, stream)
 		if err != nil {
 			return
 		}
 		r.addKnown(stream, name)
-	}()
+	})
 }
 
 func (r *registry) addKnown(stream, name string) {
@@ -150,12 +145,15 @@ func (r *registry) addKnown(stream, name string) {
 	r.created = make(chan struct{})
 }
 
-// exists reports whether the queue is known to exist.
-func (r *registry) exists(queue string) bool {
+// localByEnc finds local queue state by encoded name.
+func (r *registry) localByEnc(enc string) *queueState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.known[mapping.StreamName(queue)]
-	return ok
+	name, ok := r.known[mapping.StreamPrefix+enc]
+	if !ok {
+		return nil
+	}
+	return r.states[name]
 }
 
 // matching returns the existing queues whose names match re, sorted, and a
@@ -402,45 +400,3 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 
 // QueueNames lists every existing queue, sorted.
 func (g *Gateway) QueueNames() []string { return g.queues.names() }
-
-// QueueInfo is what JetStream knows about a queue.
-type QueueInfo struct {
-	Name string
-	// Size counts messages waiting and in flight (LMQ's size), compound
-	// messages as one; parts of open accumulation windows are not counted.
-	Size uint64
-	// Bytes stored for the queue, parts of open windows included.
-	Bytes uint64
-	// InFlight are messages delivered and not yet acked.
-	InFlight uint64
-	// Props are the effective properties.
-	Props mapping.Effective
-}
-
-// Queue returns JetStream's view of one queue; ErrNotFound if it does not exist.
-func (g *Gateway) Queue(ctx context.Context, queue string) (QueueInfo, error) {
-	if err := validName(queue); err != nil {
-		return QueueInfo{}, err
-	}
-	st, err := g.js.Stream(ctx, mapping.StreamName(queue))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return QueueInfo{}, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
-	}
-	if err != nil {
-		return QueueInfo{}, jsErr("queue info", err)
-	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.QueueSubject(queue)))
-	if err != nil {
-		return QueueInfo{}, jsErr("queue info", err)
-	}
-	qi := QueueInfo{
-		Name:  queue,
-		Size:  info.State.Subjects[mapping.QueueSubject(queue)],
-		Bytes: info.State.Bytes,
-		Props: g.props.effective(queue),
-	}
-	if c, err := st.Consumer(ctx, mapping.ConsumerName); err == nil {
-		qi.InFlight = uint64(c.CachedInfo().NumAckPending)
-	}
-	return qi, nil
-}

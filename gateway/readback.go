@@ -48,7 +48,7 @@ func readStamped(h nats.Header) stamped {
 	return s
 }
 
-// bodyGoneForGood reports whether DecodeMessage failed because the Object
+// bodyGoneForGood reports whether decodeMessage failed because the Object
 // Store body a message names is missing or unreadable, which no retry mends
 // (unlike a JetStream that does not answer).
 func bodyGoneForGood(err error) bool {

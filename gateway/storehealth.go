@@ -1,14 +1,18 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // storeFailureHold is how long a store failure the gateway met keeps it
@@ -27,6 +31,10 @@ type storeHealth struct {
 	mu   sync.Mutex
 	last error
 	at   time.Time
+
+	// probeMu guards probeKV, the health bucket once ProbeStore opened it.
+	probeMu sync.Mutex
+	probeKV jetstream.KeyValue
 }
 
 // precheck fails a store at once while the NATS server reports a store
@@ -97,3 +105,39 @@ func (g *Gateway) StoreFailure() error {
 
 // StoreFailures counts stores that failed for want of storage.
 func (g *Gateway) StoreFailures() uint64 { return g.store.failures.Load() }
+
+// ProbeStore checks that JetStream answers and stores: it writes this
+// gateway's key in the small KV bucket mapping.HealthBucket (created on first
+// use, with the queues' replicas; keys expire after an hour) and reads it
+// back. Readiness calls it.
+func (g *Gateway) ProbeStore(ctx context.Context) error {
+	g.store.probeMu.Lock()
+	defer g.store.probeMu.Unlock()
+	if g.store.probeKV == nil {
+		kv, err := g.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      mapping.HealthBucket,
+			Description: "lmq-gateway readiness probes (one key per gateway)",
+			History:     1,
+			TTL:         time.Hour,
+			Replicas:    g.cfg.Replicas,
+		})
+		if err != nil {
+			return fmt.Errorf("jetstream: health bucket: %w", err)
+		}
+		g.store.probeKV = kv
+	}
+	key := "gw." + g.id
+	val := strconv.FormatInt(time.Now().UnixNano(), 10)
+	if _, err := g.store.probeKV.Put(ctx, key, []byte(val)); err != nil {
+		return fmt.Errorf("jetstream: write: %w", err)
+	}
+	e, err := g.store.probeKV.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("jetstream: read: %w", err)
+	}
+	if string(e.Value()) != val {
+		// Another writer of the same key, or a stale read: still reachable.
+		g.log.Debug("readiness probe read another value", "key", key)
+	}
+	return nil
+}

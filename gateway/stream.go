@@ -24,7 +24,7 @@ import (
 const DefaultMaxBufferedBody = 32 << 20
 
 // storedBody is a body the push path already wrote to the Object Store: the
-// message carries only the reference (EncodeMessage).
+// message carries only the reference (encodeMessage).
 type storedBody struct {
 	name string
 	size int64
@@ -93,7 +93,7 @@ func (g *Gateway) PushStream(ctx context.Context, queue string, msg Message, bod
 	if err != nil {
 		// putObject purges the chunks it stored when it fails; the delete
 		// also removes a meta entry left by an error after the last chunk.
-		g.deleteObject(name)
+		g.deleteObject(ctx, name)
 		if br.err != nil {
 			return "", br.fail(br.err)
 		}
@@ -108,24 +108,11 @@ func (g *Gateway) PushStream(ctx context.Context, queue string, msg Message, bod
 		// accumulating meanwhile). When the outcome is unknown the message
 		// may be stored and refer to the object: it stays.
 		if !errors.Is(err, ErrUnknown) {
-			g.deleteObject(name)
+			g.deleteObject(ctx, name)
 		}
 		return "", err
 	}
 	return st, nil
-}
-
-// deleteObject removes an Object Store body that no message refers to.
-func (g *Gateway) deleteObject(name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	obj, err := g.objectStore(ctx)
-	if err == nil {
-		err = obj.Delete(ctx, name)
-	}
-	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		g.log.Warn("could not delete large-message body", "object", name, "err", err)
-	}
 }
 
 // errBodyTooLarge is bodyReader's error beyond its limit.
@@ -183,7 +170,7 @@ const (
 
 // putObject stores r as the object name of bucket obj and returns its size.
 func (g *Gateway) putObject(ctx context.Context, name string, r io.Reader) (int64, error) {
-	bucket := objectBucket
+	bucket := mapping.ObjectBucket
 	chunkSize := int(min(int64(putChunk), max(g.inlineLimit(), 1)))
 	nuid := strings.ReplaceAll(uuid.NewString(), "-", "")
 	chunkSubj := "$O." + bucket + ".C." + nuid

@@ -4,23 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 const multipartXX = "multipart/mixed; boundary=XX"
-
-func heapAllocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // TestParseBatchRefuses: a batch that holds nothing or does not parse is a
 // 400 (ErrInvalid) naming the problem, never an empty success (issue 15 item
@@ -46,7 +38,7 @@ func TestParseBatchRefuses(t *testing.T) {
 		{"bad-type", "multipart/mixed; boundary", "x", "content-type"},
 	} {
 		var err error
-		a := heapAllocated(func() { _, err = parseBatch(c.ctype, []byte(c.body)) })
+		a := alloctest.HeapAllocated(func() { _, err = parseBatch(c.ctype, []byte(c.body)) })
 		if !errors.Is(err, gateway.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v; want ErrInvalid mentioning %q", c.name, err, c.want)
 		}
@@ -87,7 +79,7 @@ func FuzzParseBatch(f *testing.F) {
 		var msgs []gateway.Message
 		var err error
 		// A multipart reader's buffer and header maps are a fixed cost.
-		if a := heapAllocated(func() { msgs, err = parseBatch(ctype, body) }); a > 64*uint64(len(body)+len(ctype))+256<<10 {
+		if a := alloctest.HeapAllocated(func() { msgs, err = parseBatch(ctype, body) }); a > 64*uint64(len(body)+len(ctype))+256<<10 {
 			t.Fatalf("parsing %d bytes allocated %d", len(body), a)
 		}
 		if err != nil {

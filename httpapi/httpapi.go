@@ -10,14 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gorilla/mux"
 
@@ -45,13 +42,13 @@ type Options struct {
 }
 
 type api struct {
-	core *gateway.Gateway
+	core Core
 	opts Options
 	log  *slog.Logger
 }
 
 // New returns the HTTP handler of the LMQ API over core.
-func New(core *gateway.Gateway, opts Options) http.Handler {
+func New(core Core, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 256 << 20
 	}
@@ -76,7 +73,15 @@ func New(core *gateway.Gateway, opts Options) http.Handler {
 		r.Handle(base+"/{name}/{id}", a.named(a.reply)).Methods(http.MethodPost)
 	}
 	r.Handle("/queues/{name}", a.named(a.deleteQueue)).Methods(http.MethodDelete)
-	a.mountBeyond(r)
+	// Beyond LMQ: endpoints LMQ did not have, so nothing an LMQ client sends
+	// reaches them (batches and push options are query parameters of LMQ's
+	// routes, which LMQ ignored).
+	r.Handle("/queues", a.handler(a.listQueues)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}", a.named(a.queueDetail)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead", a.named(a.deadInfo)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead", a.named(a.deleteDead)).Methods(http.MethodDelete)
+	r.Handle("/queues/{name}/dead/head", a.named(a.deadHead)).Methods(http.MethodGet)
+	r.Handle("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
 	for _, base := range []string{"/properties", "/props"} {
 		r.Handle(base, a.handler(a.getDefaults)).Methods(http.MethodGet)
 		r.Handle(base, a.handler(a.putDefaults)).Methods(http.MethodPut)
@@ -283,46 +288,6 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func qre(r *http.Request) (*regexp.Regexp, error) {
-	vals, ok := query(r)["qre"]
-	if !ok || len(vals) == 0 {
-		return nil, fmt.Errorf("%w: qre is required", gateway.ErrInvalid)
-	}
-	re, err := regexp.Compile(vals[0])
-	if err != nil {
-		return nil, fmt.Errorf("%w: qre: %w", gateway.ErrInvalid, err)
-	}
-	return re, nil
-}
-
-// pullParams reads t (seconds to wait, at most mapping.MaxSeconds; absent =
-// forever) and cf.
-func pullParams(r *http.Request) (time.Duration, string, error) {
-	q := query(r)
-	wait := time.Duration(-1)
-	if vals, ok := q["t"]; ok {
-		var err error
-		if wait, err = mapping.ParseSeconds("t", firstOf(vals)); err != nil {
-			return 0, "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-		}
-	}
-	cf := "multipart"
-	if vals, ok := q["cf"]; ok {
-		cf = firstOf(vals)
-		if cf != "multipart" && cf != "msgpack" {
-			return 0, "", fmt.Errorf("%w: cf must be multipart or msgpack", gateway.ErrInvalid)
-		}
-	}
-	return wait, cf, nil
-}
-
-func firstOf(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
-}
-
 func (a *api) pull(w http.ResponseWriter, r *http.Request, queue string) error {
 	wait, cf, err := pullParams(r)
 	if err != nil {
@@ -383,65 +348,6 @@ func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request, queue string) 
 	return noContent(w, a.core.DeleteQueue(r.Context(), queue))
 }
 
-func (a *api) getDefaults(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.core.DefaultProps(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, l.JSON())
-	return nil
-}
-
-// jsonBody reads a JSON request body; other content types are 415.
-func (a *api) jsonBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return nil, &statusError{http.StatusUnsupportedMediaType, "content-type must be application/json"}
-	}
-	return a.readBody(w, r)
-}
-
-func (a *api) putDefaults(w http.ResponseWriter, r *http.Request) error {
-	body, err := a.jsonBody(w, r)
-	if err != nil {
-		return err
-	}
-	l, err := mapping.ParseDefaultList(body)
-	if err != nil {
-		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-	}
-	return noContent(w, a.core.SetDefaultProps(r.Context(), l))
-}
-
-func (a *api) deleteDefaults(w http.ResponseWriter, r *http.Request) error {
-	return noContent(w, a.core.SetDefaultProps(r.Context(), nil))
-}
-
-func (a *api) getProps(w http.ResponseWriter, r *http.Request, queue string) error {
-	p, err := a.core.QueueProps(r.Context(), queue)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, p.JSON())
-	return nil
-}
-
-func (a *api) patchProps(w http.ResponseWriter, r *http.Request, queue string) error {
-	body, err := a.jsonBody(w, r)
-	if err != nil {
-		return err
-	}
-	p, err := mapping.ParseProps(body)
-	if err != nil {
-		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-	}
-	return noContent(w, a.core.UpdateProps(r.Context(), queue, p))
-}
-
-func (a *api) deleteProps(w http.ResponseWriter, r *http.Request, queue string) error {
-	return noContent(w, a.core.ResetProps(r.Context(), queue))
-}
-
 // noContent answers 204 unless err.
 func noContent(w http.ResponseWriter, err error) error {
 	if err == nil {
@@ -475,7 +381,13 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads an answer.
 	case errors.Is(err, gateway.ErrUnavailable):
-		a.log.Warn("request failed", "path", r.URL.Path, "err", err)
+		if errors.Is(err, gateway.ErrBusy) {
+			// The limit at work, not a failure: one line per refused pull
+			// would flood the log just when the gateway is busiest.
+			a.log.Debug("request refused", "path", r.URL.Path, "err", err)
+		} else {
+			a.log.Warn("request failed", "path", r.URL.Path, "err", err)
+		}
 		// Nothing happened and the same request may succeed later (JetStream
 		// back, space freed): say when to try again, as the pull limit does.
 		w.Header().Set("Retry-After", retryAfterSeconds)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // queryKey carries a request's parsed query (url.Values) in its context.
@@ -45,4 +48,75 @@ func query(r *http.Request) url.Values {
 		return url.Values{}
 	}
 	return q
+}
+
+// seconds reads an optional seconds query parameter, from 0 to
+// mapping.MaxSeconds.
+func seconds(r *http.Request, key string) (time.Duration, error) {
+	v := query(r).Get(key)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := mapping.ParseSeconds(key, v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+	}
+	return d, nil
+}
+
+// pushOptions reads ?delay= and ?ttl=.
+func pushOptions(r *http.Request) (gateway.PushOptions, error) {
+	var o gateway.PushOptions
+	var err error
+	if o.Delay, err = seconds(r, "delay"); err != nil {
+		return o, err
+	}
+	if o.TTL, err = seconds(r, "ttl"); err != nil {
+		return o, err
+	}
+	// Beyond LMQ: a retried push with the same key is stored once
+	// (gateway.IdempotencyWindow).
+	o.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	return o, nil
+}
+
+// qre reads the regular expression of push-all and pull-any.
+func qre(r *http.Request) (*regexp.Regexp, error) {
+	vals, ok := query(r)["qre"]
+	if !ok || len(vals) == 0 {
+		return nil, fmt.Errorf("%w: qre is required", gateway.ErrInvalid)
+	}
+	re, err := regexp.Compile(vals[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: qre: %w", gateway.ErrInvalid, err)
+	}
+	return re, nil
+}
+
+// pullParams reads t (seconds to wait, at most mapping.MaxSeconds; absent =
+// forever) and cf.
+func pullParams(r *http.Request) (time.Duration, string, error) {
+	q := query(r)
+	wait := time.Duration(-1)
+	if vals, ok := q["t"]; ok {
+		var err error
+		if wait, err = mapping.ParseSeconds("t", firstOf(vals)); err != nil {
+			return 0, "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+		}
+	}
+	cf := "multipart"
+	if vals, ok := q["cf"]; ok {
+		cf = firstOf(vals)
+		if cf != "multipart" && cf != "msgpack" {
+			return 0, "", fmt.Errorf("%w: cf must be multipart or msgpack", gateway.ErrInvalid)
+		}
+	}
+	return wait, cf, nil
+}
+
+func firstOf(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
 }

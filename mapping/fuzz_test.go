@@ -3,17 +3,10 @@ package mapping
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"testing"
-)
 
-func heapAllocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+)
 
 // maxJSONAlloc bounds what decoding n bytes of JSON may allocate. Decoding to
 // Go values costs a map or slice header per "{}" or "[]", so the factor is
@@ -48,7 +41,7 @@ func FuzzParseProps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p Props
 		var err error
-		if a := heapAllocated(func() { p, err = ParseProps(data) }); a > maxJSONAlloc(len(data)) {
+		if a := alloctest.HeapAllocated(func() { p, err = ParseProps(data) }); a > maxJSONAlloc(len(data)) {
 			t.Fatalf("parsing %d bytes allocated %d", len(data), a)
 		}
 		if err != nil {
@@ -86,7 +79,7 @@ func FuzzParseDefaultList(f *testing.F) {
 		var err error
 		// A compiled regexp costs more than its text; RE2's own limits
 		// (repetition counts, program size) keep it in proportion.
-		if a := heapAllocated(func() { l, err = ParseDefaultList(data) }); a > 4*maxJSONAlloc(len(data)) {
+		if a := alloctest.HeapAllocated(func() { l, err = ParseDefaultList(data) }); a > 4*maxJSONAlloc(len(data)) {
 			t.Fatalf("parsing %d bytes allocated %d", len(data), a)
 		}
 		if err != nil {

@@ -26,6 +26,10 @@ const (
 	HdrDeadAt = "Lmq-Dead-At"
 	// HdrWindow identifies the accumulation window a part belongs to.
 	HdrWindow = "Lmq-Window"
+	// HdrMigrated is stamped on every message `lmq-gateway migrate` stores:
+	// the LMQ delivery id it was copied from. LMQ clients never see it (it is
+	// not a kept header); NATS programs do.
+	HdrMigrated = "Lmq-Migrated"
 )
 
 // KindCompound is the HdrKind value of compound (accumulated) messages.

@@ -28,8 +28,6 @@ const (
 	StreamPrefix = "LMQ_"
 	// ConsumerName is the durable pull consumer every queue stream has.
 	ConsumerName = "lmq"
-	// AccumConsumerName is the consumer of an accumulating queue's parts.
-	AccumConsumerName = "lmq_accum"
 	// SubjectPrefix starts every subject the gateway uses for queues.
 	SubjectPrefix = "lmq"
 	// MetaQueueName is the StreamConfig.Metadata key holding the queue name.

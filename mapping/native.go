@@ -19,6 +19,17 @@ const (
 	// ObjectBucket is the Object Store bucket of bodies too large for one NATS
 	// message; a queued message then carries HdrObject = "<enc>/<uuid>".
 	ObjectBucket = "LMQ_OBJ"
+	// AccumBucket is the KV bucket of open accumulation windows and their
+	// close jobs (package accumulator).
+	AccumBucket = "LMQ_ACCUM"
+	// HealthBucket is the KV bucket of readiness probes, one key per gateway.
+	HealthBucket = "LMQ_HEALTH"
+	// JournalStream is the stream where `lmq-gateway migrate` keeps its
+	// progress, on subjects starting with JournalPrefix. Its name does not
+	// start with StreamPrefix, which would make gateways take it for a queue.
+	JournalStream = "LMQMIGRATE"
+	// JournalPrefix starts the subjects of JournalStream.
+	JournalPrefix = SubjectPrefix + ".migrate."
 	// NotifyPrefix starts the wake-up subject of a queue (see NotifySubject).
 	NotifyPrefix = SubjectPrefix + ".n."
 )

@@ -14,23 +14,20 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// JournalStream is the stream (on the target NATS) where the migrator keeps
-// what it needs to survive being killed: per queue, the properties it found on
-// the source before touching anything; per message stored in the gateway but
-// not yet acked on the source, enough to recognise it if the source delivers
-// it again. Entries are deleted as the work they describe completes, so the
-// stream stays as small as the work in progress.
+// The journal is the stream mapping.JournalStream (on the target NATS) where
+// the migrator keeps what it needs to survive being killed: per queue, the
+// properties it found on the source before touching anything; per message
+// stored in the gateway but not yet acked on the source, enough to recognise
+// it if the source delivers it again. Entries are deleted as the work they
+// describe completes, so the stream stays as small as the work in progress.
 //
 // It is a plain stream rather than a KV bucket because a KV delete leaves a
-// marker behind: one per message migrated. Its name does not start with
-// mapping.StreamPrefix, which would make gateways take it for a queue.
-const JournalStream = "LMQMIGRATE"
+// marker behind: one per message migrated.
+//
+// Subjects: lmq.migrate.<source>.q.<enc> (mapping.JournalPrefix...) holds a
+// queue record, lmq.migrate.<source>.f.<enc>.<id> a message in flight.
 
-// journalSubjects: lmq.migrate.<source>.q.<enc> holds a queue record,
-// lmq.migrate.<source>.f.<enc>.<id> a message in flight.
-const journalPrefix = "lmq.migrate."
-
-// journal is the migrator's state in JournalStream, for one source. Subjects
+// journal is the migrator's state in the journal stream, for one source. Subjects
 // carry a token of the source URL so that migrations from several sources
 // into one gateway keep apart.
 type journal struct {
@@ -68,9 +65,9 @@ type flight struct {
 
 func openJournal(ctx context.Context, js jetstream.JetStream, from string, replicas int) (*journal, error) {
 	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        JournalStream,
+		Name:        mapping.JournalStream,
 		Description: "lmq-gateway migrate: queues and messages in progress",
-		Subjects:    []string{journalPrefix + ">"},
+		Subjects:    []string{mapping.JournalPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 		// One record per queue: a newer one replaces it. Flights have a
@@ -81,7 +78,7 @@ func openJournal(ctx context.Context, js jetstream.JetStream, from string, repli
 		return nil, fmt.Errorf("migration journal: %w", err)
 	}
 	sum := sha256.Sum256([]byte(from))
-	return &journal{js: js, stream: st, src: journalPrefix + "s" + hex.EncodeToString(sum[:6]) + "."}, nil
+	return &journal{js: js, stream: st, src: mapping.JournalPrefix + "s" + hex.EncodeToString(sum[:6]) + "."}, nil
 }
 
 func (j *journal) queueSubject(queue string) string {

@@ -12,7 +12,7 @@
 // moment, a message is either still on LMQ (its delivery times out and it
 // comes back) or already in the gateway: nothing is lost, and re-running
 // finishes the job. The price is a possible duplicate for a message stored
-// but not yet acked when the migrator died; the journal (JournalStream)
+// but not yet acked when the migrator died; the journal (mapping.JournalStream)
 // bounds and reports those. Before acking, the migrator notes the message's
 // delivery id and a digest of its content there; a re-run first acks those
 // ids on LMQ (if LMQ still holds the delivery, there is no duplicate at all),
@@ -58,11 +58,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
-
-// HdrMigrated is the NATS header stamped on every message the migrator
-// stores: the LMQ delivery id it was copied from. LMQ clients never see it
-// (it is not a kept header); NATS programs and `nats stream view` do.
-const HdrMigrated = "Lmq-Migrated"
 
 // Options configure a migration. From is required.
 type Options struct {
@@ -274,7 +269,13 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 		return nil, fmt.Errorf("gateway core on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
 	defer m.core.Close()
-	if m.j, err = openJournal(sctx, m.core.JetStream(), opts.From, opts.Replicas); err != nil {
+	// The journal is the migrator's own stream, beside the queues the core
+	// stores into.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if m.j, err = openJournal(sctx, js, opts.From, opts.Replicas); err != nil {
 		return nil, err
 	}
 	scancel()
@@ -611,11 +612,11 @@ func (m *migration) copyQueue(ctx context.Context, r *queueRun) error {
 	r.remaining.Store(r.waiting)
 	// Where this run's copies start: an interrupted run's entries say where
 	// to look for the copy they were storing.
-	st, err := m.core.JetStream().Stream(ctx, mapping.StreamName(r.name))
+	st, err := m.core.QueueLog(ctx, r.name)
 	if err != nil {
 		return fmt.Errorf("queue %q on the target: %w", r.name, err)
 	}
-	r.lastSeq = st.CachedInfo().State.LastSeq
+	r.lastSeq = st.LastSeq()
 
 	if err := m.copyMessages(ctx, r); err != nil {
 		return err
@@ -875,12 +876,13 @@ func (m *migration) transfer(ctx context.Context, r *queueRun, msg *pulled) erro
 	return nil
 }
 
-// store publishes the message on the queue's subject and returns its stream
-// sequence, retrying while the target is unavailable. A publish whose answer
-// was lost may have been stored: before trying again, it looks for the copy
-// (stamped with HdrMigrated) after sequence after, so that a retry never
-// stores it twice. It bypasses core.Push on purpose: Push would run the
-// message through the queue's accumulation and give it a fresh retry count.
+// store stores the message on the queue's subject and returns its stream
+// sequence, retrying while the target is unavailable. A store whose answer
+// was lost (gateway.ErrUnknown) may have taken effect: before trying again,
+// it looks for the copy (stamped with mapping.HdrMigrated) after sequence
+// after, so that a retry never stores it twice. It bypasses core.Push on
+// purpose: Push would run the message through the queue's accumulation and
+// give it a fresh retry count.
 func (m *migration) store(ctx context.Context, queue string, msg *pulled, retry int, after uint64) (uint64, error) {
 	backoff := 100 * time.Millisecond
 	for {
@@ -888,7 +890,8 @@ func (m *migration) store(ctx context.Context, queue string, msg *pulled, retry 
 		if err == nil {
 			return seq, nil
 		}
-		if !errors.Is(err, gateway.ErrUnavailable) {
+		unknown := errors.Is(err, gateway.ErrUnknown)
+		if !unknown && !errors.Is(err, gateway.ErrUnavailable) {
 			return 0, err
 		}
 		m.log.Warn("target not available; retrying", "queue", queue, "err", err)
@@ -898,7 +901,7 @@ func (m *migration) store(ctx context.Context, queue string, msg *pulled, retry 
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 2*time.Second)
-		if !errors.Is(err, errNotStored) {
+		if unknown {
 			switch seq, ok, ferr := m.findCopy(ctx, queue, msg.id, after); {
 			case ferr != nil:
 				continue // the target is still away; look again next time
@@ -909,40 +912,23 @@ func (m *migration) store(ctx context.Context, queue string, msg *pulled, retry 
 	}
 }
 
-// errNotStored marks publish failures that prove nothing was stored.
-var errNotStored = errors.New("not stored")
-
+// storeOnce is one attempt of store, through the core's one way of storing
+// (its retries while no stream leader answers, its clean-up of a large body
+// that was certainly not stored).
 func (m *migration) storeOnce(ctx context.Context, queue string, msg *pulled, retry int) (uint64, error) {
-	content := msg.msg
+	c := gateway.Copy{Message: msg.msg, Retry: retry, Origin: msg.id, Create: true}
 	if msg.compound {
-		body, err := gateway.EncodeCompound(msg.parts)
-		if err != nil {
-			return 0, fmt.Errorf("encode compound message: %w", err)
+		c.Parts = msg.parts
+		if c.Parts == nil {
+			c.Parts = []gateway.Message{}
 		}
-		content = gateway.Message{Body: body}
 	}
-	nm, err := m.core.EncodeMessage(ctx, queue, mapping.QueueSubject(queue), content, retry)
+	seq, err := m.core.StoreCopy(ctx, queue, c)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errNotStored, err)
-	}
-	if msg.compound {
-		nm.Header.Set(mapping.HdrKind, mapping.KindCompound)
-	}
-	nm.Header.Set(HdrMigrated, msg.id)
-	ack, err := m.core.JetStream().PublishMsg(ctx, nm, jetstream.WithRetryAttempts(0))
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-			// Nobody stored it: JetStream is restarting, or the queue was
-			// deleted meanwhile (the core re-creates it on the next try).
-			m.dropObject(ctx, nm)
-			return 0, fmt.Errorf("%w: %w: %w", gateway.ErrUnavailable, errNotStored, err)
-		}
-		// A lost answer: stored or not, the caller finds out. The body of
-		// a large message stays: the copy, if stored, refers to it.
-		return 0, fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
+		return 0, err
 	}
 	m.core.Notify(queue)
-	return ack.Sequence, nil
+	return seq, nil
 }
 
 // maxScan bounds the search for a copy after an interruption: messages
@@ -950,48 +936,32 @@ func (m *migration) storeOnce(ctx context.Context, queue string, msg *pulled, re
 const maxScan = 100_000
 
 // findCopy looks in the queue's stream, from sequence after+1 on, for the
-// copy of LMQ delivery id (stamped HdrMigrated). A released copy carries the
-// stamp too. ok is false when there is none; err also when the search was cut
-// short, as a copy may then exist.
+// copy of LMQ delivery id (stamped mapping.HdrMigrated). A released copy
+// carries the stamp too. ok is false when there is none; err also when the
+// search was cut short, as a copy may then exist.
 func (m *migration) findCopy(ctx context.Context, queue, id string, after uint64) (seq uint64, ok bool, err error) {
-	st, err := m.core.JetStream().Stream(ctx, mapping.StreamName(queue))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	st, err := m.core.QueueLog(ctx, queue)
+	if errors.Is(err, gateway.ErrNotFound) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	subj := mapping.QueueSubject(queue)
 	next := after + 1
 	for range maxScan {
-		msg, err := st.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return 0, false, nil
-		}
+		e, err := st.NextQueued(ctx, next)
 		if err != nil {
 			return 0, false, err
 		}
-		if msg.Header.Get(HdrMigrated) == id {
-			return msg.Sequence, true, nil
+		if e == nil {
+			return 0, false, nil
 		}
-		next = msg.Sequence + 1
+		if e.Origin == id {
+			return e.Seq, true, nil
+		}
+		next = e.Seq + 1
 	}
 	return 0, false, fmt.Errorf("no copy of %s within %d messages of %q", id, maxScan, queue)
-}
-
-// dropObject removes the Object Store body of a message that was not stored.
-func (m *migration) dropObject(ctx context.Context, nm *nats.Msg) {
-	ref := nm.Header.Get(mapping.HdrObject)
-	if ref == "" {
-		return
-	}
-	obj, err := m.core.JetStream().ObjectStore(ctx, mapping.ObjectBucket)
-	if err == nil {
-		err = obj.Delete(ctx, ref)
-	}
-	if err != nil {
-		m.log.Warn("orphan large-message body left in the Object Store", "object", ref, "err", err)
-	}
 }
 
 // messageSum is a digest of a message's content and metadata, the same for

@@ -16,10 +16,11 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -31,19 +32,21 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	nc, err := ns.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "test")
 	n := &node{nc: nc}
 	n.core = newCore(t, nc)
 	return n
+}
+
+// js is a JetStream handle on the node's NATS, to look behind the core.
+func (n *node) js(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 func newCore(t *testing.T, nc *nats.Conn) *gateway.Gateway {
@@ -152,7 +155,7 @@ func TestMigrateInProcess(t *testing.T) {
 	push("q/zero", 30)
 	push("other", 20)
 	parts := []gateway.Message{{ContentType: "text/plain", Body: []byte("p1")}, {Body: []byte("p2"), Kept: []gateway.Header{{Name: "user-agent", Value: "x"}}}}
-	if err := src.core.PushCompound(ctx, "q a+b", parts, 2); err != nil {
+	if _, err := src.core.StoreCopy(ctx, "q a+b", gateway.Copy{Parts: parts, Retry: 2, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -222,7 +225,7 @@ func TestMigrateInProcess(t *testing.T) {
 		t.Errorf("default list %s", l.JSON())
 	}
 	// Own properties only where the default list does not give the value.
-	kv, err := dst.core.JetStream().KeyValue(ctx, mapping.PropsBucket)
+	kv, err := dst.js(t).KeyValue(ctx, mapping.PropsBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +342,7 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 			if len(got) != 10+wantDup || rep.Duplicates != int64(wantDup) || rep.Resolved != 1-wantDup {
 				t.Errorf("%d messages in the target, report: %d duplicates, %d resolved\n%s", len(got), rep.Duplicates, rep.Resolved, out.String())
 			}
-			j, err := openJournal(ctx, dst.core.JetStream(), opts.From, 1)
+			j, err := openJournal(ctx, dst.js(t), opts.From, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,6 +67,11 @@ type Options struct {
 	CertFile string
 	KeyFile  string
 
+	// Domain is the JetStream domain the gateway uses ("": the account's
+	// own JetStream), e.g. the hub's when connecting to a leaf node; see
+	// gateway.Config.Domain. It does not change the connection itself.
+	Domain string
+
 	// Connection behaviour; zero values take the defaults above.
 	ReconnectWait    time.Duration
 	ReconnectBufSize int
@@ -249,16 +254,20 @@ func Connect(ctx context.Context, o Options) (*nats.Conn, error) {
 	}
 }
 
-// WaitJetStream returns once JetStream answers on nc, or when ctx ends. A
+// WaitJetStream returns once JetStream (of domain, "" for the account's own)
+// answers on nc, or when ctx ends. A
 // cluster has no JetStream until its nodes have elected a meta leader: a
 // fresh embedded cluster only once all of its nodes have met, an existing
 // one once a majority is up. Start-up waits for that instead of failing, so
 // that the nodes of a cluster may be started in any order and at any pace.
-func WaitJetStream(ctx context.Context, nc *nats.Conn, log *slog.Logger) error {
+func WaitJetStream(ctx context.Context, nc *nats.Conn, domain string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
 	js, err := jetstream.New(nc)
+	if domain != "" {
+		js, err = jetstream.NewWithDomain(nc, domain)
+	}
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

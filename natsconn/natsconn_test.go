@@ -333,7 +333,7 @@ func TestWaitJetStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := WaitJetStream(ctx, nc, log); err != nil {
+	if err := WaitJetStream(ctx, nc, "", log); err != nil {
 		t.Fatalf("WaitJetStream with JetStream: %v", err)
 	}
 
@@ -344,7 +344,7 @@ func TestWaitJetStream(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel2()
-	if err := WaitJetStream(ctx2, nc2, log); !errors.Is(err, context.DeadlineExceeded) {
+	if err := WaitJetStream(ctx2, nc2, "", log); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitJetStream without JetStream: %v, want to wait until the deadline", err)
 	}
 }

@@ -99,7 +99,7 @@ func TestWithCore(t *testing.T) {
 		t.Errorf("ready: %v", err)
 	}
 
-	// ReleaseAll (gateway/ops_support.go) gives the in-flight delivery back
+	// ReleaseAll (gateway/releaseall.go) gives the in-flight delivery back
 	// at once, without using up a retry.
 	if n := core.ReleaseAll(ctx); n != 1 {
 		t.Errorf("released %d, want 1", n)

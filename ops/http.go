@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -75,26 +74,15 @@ type routeInfo struct {
 }
 
 // Mount adds /stats, /metrics, /healthz and /readyz to the API's router, and
-// the per-route middleware: route labels, the long-poll gauge and limit. It
-// is meant for httpapi.Options.Mount.
+// the per-route middleware that labels requests with their route. It is
+// meant for httpapi.Options.Mount. (The limit on waiting pulls is the core's:
+// gateway.Config.MaxWaitingPulls.)
 func (o *Ops) Mount(r *mux.Router) {
 	r.HandleFunc(PathStats, o.serveStats).Methods(http.MethodGet, http.MethodHead)
 	r.Handle(PathMetrics, o.metrics.handler).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc(PathHealthz, o.serveHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc(PathReadyz, o.serveReadyz).Methods(http.MethodGet, http.MethodHead)
 	r.Use(o.routeMiddleware)
-}
-
-// isPull tells the long-polling routes of the LMQ API.
-func isPull(method, template string) bool {
-	if method != http.MethodGet {
-		return false
-	}
-	switch template {
-	case "/messages", "/messages/{name}", "/msgs", "/msgs/{name}":
-		return true
-	}
-	return false
 }
 
 func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
@@ -105,17 +93,6 @@ func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 		}
 		if ri, ok := r.Context().Value(routeKey{}).(*routeInfo); ok {
 			ri.template = tmpl
-		}
-		if !isPull(r.Method, tmpl) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		n := o.waiting.Add(1)
-		defer o.waiting.Add(-1)
-		if limit := o.opt.MaxWaitingPulls; limit > 0 && n > int64(limit) {
-			w.Header().Set("Retry-After", "1")
-			writeJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many waiting pulls on this gateway (limit %d); try again", limit))
-			return
 		}
 		next.ServeHTTP(w, r)
 	})

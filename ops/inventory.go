@@ -8,36 +8,31 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // Core is what package ops needs of the core; *gateway.Gateway implements it.
 type Core interface {
 	QueueNames() []string
-	Queue(ctx context.Context, name string) (gateway.QueueInfo, error)
+	// QueueStatus is one queue's sizes and placement (ErrNotFound when it
+	// does not exist).
+	QueueStatus(ctx context.Context, name string) (gateway.QueueStatus, error)
 	InFlight() int
 	Closing() <-chan struct{}
-	JetStream() jetstream.JetStream
-	ID() string
+	// ProbeStore checks that JetStream answers and stores (readiness).
+	ProbeStore(ctx context.Context) error
 	// StoreFailure is a standing failure to store (a full disk), nil when
 	// there is none; StoreFailures counts stores that failed so.
 	StoreFailure() error
 	StoreFailures() uint64
+	// WaitingPulls counts the pulls (HTTP and RPC) that may wait now.
+	WaitingPulls() int
 }
 
 var _ Core = (*gateway.Gateway)(nil)
 
 // QueueView is what JetStream knows about a queue, plus the servers holding it.
-type QueueView struct {
-	gateway.QueueInfo
-	// Nodes are the NATS servers storing the queue's stream, leader first.
-	Nodes []string
-	// Current lists the Nodes that are up to date.
-	Current []string
-}
+type QueueView = gateway.QueueStatus
 
 // collectTimeout bounds one collection; queues not reached by then are left
 // out of it.
@@ -133,36 +128,12 @@ func (inv *inventory) gather(ctx context.Context, names []string) []QueueView {
 func (inv *inventory) one(ctx context.Context, name string) (QueueView, bool) {
 	ctx, cancel := context.WithTimeout(ctx, inv.timeout)
 	defer cancel()
-	qi, err := inv.core.Queue(ctx, name)
+	v, err := inv.core.QueueStatus(ctx, name)
 	if err != nil {
 		if !errors.Is(err, gateway.ErrNotFound) { // deleted meanwhile: no news
 			inv.log.Debug("queue statistics", "queue", name, "err", err)
 		}
 		return QueueView{}, false
-	}
-	v := QueueView{QueueInfo: qi, Nodes: []string{}, Current: []string{}}
-	// The stream's cluster info is in its (cached) info; core.Queue does not
-	// pass it on, so ask once more.
-	js := inv.core.JetStream()
-	if js == nil {
-		return v, true
-	}
-	if st, err := js.Stream(ctx, mapping.StreamName(name)); err == nil {
-		if ci := st.CachedInfo().Cluster; ci != nil {
-			if ci.Leader != "" {
-				v.Nodes = append(v.Nodes, ci.Leader)
-				v.Current = append(v.Current, ci.Leader)
-			}
-			for _, p := range ci.Replicas {
-				if p == nil {
-					continue
-				}
-				v.Nodes = append(v.Nodes, p.Name)
-				if p.Current && !p.Offline {
-					v.Current = append(v.Current, p.Name)
-				}
-			}
-		}
 	}
 	return v, true
 }

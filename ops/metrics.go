@@ -43,9 +43,9 @@ func newMetrics(o *Ops) *Metrics {
 		m.requests,
 		m.rpcConns,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "lmq_http_long_polls_waiting",
-			Help: "HTTP pulls waiting for a message on this gateway.",
-		}, func() float64 { return float64(o.waiting.Load()) }),
+			Name: "lmq_long_polls_waiting",
+			Help: "Pulls (HTTP and RPC) waiting for a message on this gateway; --max-waiting-pulls bounds them.",
+		}, func() float64 { return float64(o.core.WaitingPulls()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_deliveries_in_flight",
 			Help: "Messages this gateway handed out and not yet answered.",

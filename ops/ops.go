@@ -1,6 +1,6 @@
 // Package ops is lmq-gateway's operations side: LMQ's /stats document,
 // Prometheus metrics (/metrics), health endpoints (/healthz, /readyz), the
-// HTTP access log, authentication and limits (as middleware of the HTTP API),
+// HTTP access log and authentication (as middleware of the HTTP API),
 // StatsD output, and the client side of the status command.
 //
 // It sits beside the core: Stats is the core's gateway.Observer and counts
@@ -21,8 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Options configures Ops. The zero value is usable.
@@ -34,13 +32,8 @@ type Options struct {
 	AccessLog bool
 	// Auth protects every endpoint but /healthz and /readyz when enabled.
 	Auth Auth
-	// MaxWaitingPulls bounds the HTTP pulls waiting at once on this gateway;
-	// beyond it a pull is answered 503 at once. 0: no bound.
-	MaxWaitingPulls int
 	// Version is reported by lmq_build_info.
 	Version string
-	// Replicas of the health-check bucket (like the queues' streams).
-	Replicas int
 	// Nodes lists NATS servers for /stats (the embedded server's view of its
 	// cluster, say); the servers holding the queues' streams are added to
 	// them. nil: those alone.
@@ -70,12 +63,10 @@ type Ops struct {
 	log     *slog.Logger
 	inv     *inventory
 	metrics *Metrics
-	waiting atomic.Int64 // HTTP pulls in progress
 
 	draining atomic.Bool
 
 	readyMu sync.Mutex
-	readyKV jetstream.KeyValue
 	readyAt time.Time
 	readyOK error
 }
@@ -93,9 +84,6 @@ func New(core Core, stats *Stats, opt Options) *Ops {
 	}
 	if opt.ReadyTimeout <= 0 {
 		opt.ReadyTimeout = 2 * time.Second
-	}
-	if opt.Replicas <= 0 {
-		opt.Replicas = 1
 	}
 	o := &Ops{
 		core:  core,
@@ -243,7 +231,6 @@ var (
 )
 
 const (
-	healthBucket = "LMQ_HEALTH"
 	// readyCache is how long a probe's answer is reused: load balancers of
 	// many gateways probe often, and each probe writes to JetStream.
 	readyCache = time.Second
@@ -282,36 +269,4 @@ func (o *Ops) Ready(ctx context.Context) error {
 	return err
 }
 
-func (o *Ops) probe(ctx context.Context) error {
-	if o.readyKV == nil {
-		js := o.core.JetStream()
-		if js == nil {
-			return errors.New("no JetStream")
-		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      healthBucket,
-			Description: "lmq-gateway readiness probes (one key per gateway)",
-			History:     1,
-			TTL:         time.Hour,
-			Replicas:    o.opt.Replicas,
-		})
-		if err != nil {
-			return fmt.Errorf("jetstream: health bucket: %w", err)
-		}
-		o.readyKV = kv
-	}
-	key := "gw." + o.core.ID()
-	val := strconv.FormatInt(time.Now().UnixNano(), 10)
-	if _, err := o.readyKV.Put(ctx, key, []byte(val)); err != nil {
-		return fmt.Errorf("jetstream: write: %w", err)
-	}
-	e, err := o.readyKV.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("jetstream: read: %w", err)
-	}
-	if string(e.Value()) != val {
-		// Another writer of the same key, or a stale read: still reachable.
-		o.log.Debug("readiness probe read another value", "key", key)
-	}
-	return nil
-}
+func (o *Ops) probe(ctx context.Context) error { return o.core.ProbeStore(ctx) }

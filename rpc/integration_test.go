@@ -48,7 +48,7 @@ func startCore(t *testing.T) *gateway.Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	acc, err := accumulator.New(ctx, g, accumulator.Config{Logger: quietLogger()})
+	acc, err := accumulator.New(ctx, nc, g, accumulator.Config{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func startReal(t *testing.T, opt Options) (*testClient, *gateway.Gateway, string
 
 func TestIntegrationMethods(t *testing.T) {
 	t.Parallel()
-	c, _, _ := startReal(t, Options{})
+	c, g, _ := startReal(t, Options{})
 
 	c.ok("ok", "push", "q", "one")
 	r := c.call("pull", "q", 5)
@@ -128,7 +128,7 @@ func TestIntegrationMethods(t *testing.T) {
 	if d.Retry != 0 {
 		t.Fatalf("retry 0 queue: first delivery says %d", d.Retry)
 	}
-	time.Sleep(400 * time.Millisecond)
+	waitUntil(t, "the delivery timed out", func() bool { return g.InFlight() == 0 })
 	if e := c.fails("done", "short", d.ID); e != "not_found" {
 		t.Fatalf("done after timeout: %q", e)
 	}
@@ -280,9 +280,9 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 
 func TestIntegrationPipelining(t *testing.T) {
 	t.Parallel()
-	c, _, _ := startReal(t, Options{})
+	c, g, _ := startReal(t, Options{})
 	pullID := c.send("pull", "pipe")
-	time.Sleep(100 * time.Millisecond) // let the pull start waiting
+	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	otherID := c.send("push", "elsewhere", 1)
 	if r := c.recv(); r.msgid != otherID || r.str(t) != "ok" {
 		t.Fatalf("push to another queue held up: %+v", r)
@@ -305,11 +305,11 @@ func TestIntegrationPipelining(t *testing.T) {
 // count as a retry.
 func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	t.Parallel()
-	c, _, addr := startReal(t, Options{})
+	c, g, addr := startReal(t, Options{})
 	c.send("pull", "dq")
-	time.Sleep(200 * time.Millisecond)
+	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	c.conn.Close()
-	time.Sleep(100 * time.Millisecond)
+	waitUntil(t, "the pull is given up", func() bool { return g.WaitingPulls() == 0 })
 
 	c2 := dialRPC(t, addr)
 	c2.ok("ok", "push", "dq", "kept")
@@ -380,7 +380,7 @@ func TestIntegrationShutdown(t *testing.T) {
 	addr, s := startServer(t, g, Options{})
 	c := dialRPC(t, addr)
 	id := c.send("pull", "sd")
-	time.Sleep(100 * time.Millisecond)
+	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -406,4 +406,49 @@ func TestIntegrationPushDelay(t *testing.T) {
 	}
 	c.fails("push", "delayed", "x", map[string]any{"bogus": 1})
 	c.fails("push", "delayed", "x", "not a map")
+}
+
+// TestIntegrationPushIdempotencyKey: push's option idempotency_key (the
+// HTTP Idempotency-Key header) stores a retried push once; other keys and
+// pushes without a key are stored each time; a key that is not a string,
+// or not a valid key, is refused and stores nothing.
+func TestIntegrationPushIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	c, _, _ := startReal(t, Options{})
+	key := map[string]any{"idempotency_key": "order-17"}
+	c.ok("ok", "push", "idem", "first", key)
+	c.ok("ok", "push", "idem", "retried", key) // acknowledged, not stored again
+	c.ok("ok", "push", "idem", "bin key", map[string]any{"idempotency_key": []byte("order-18")})
+	c.ok("ok", "push", "idem", "no key")
+	if msg := c.fails("push", "idem", "x", map[string]any{"idempotency_key": 17}); !strings.Contains(msg, "idempotency_key must be a string") {
+		t.Errorf("numeric key: %q", msg)
+	}
+	c.fails("push", "idem", "x", map[string]any{"idempotency_key": "bad\nkey"})
+	c.fails("push", "idem", "x", map[string]any{"idempotency_key": strings.Repeat("k", 257)})
+	var got []string
+	for {
+		r := c.call("pull", "idem", 0)
+		if s, ok := r.value(t).(string); ok && s == "empty" {
+			break
+		}
+		d := r.delivery(t)
+		content, _ := d.Content.(string)
+		got = append(got, content)
+		c.ok("ok", "done", "idem", d.ID)
+	}
+	if strings.Join(got, "|") != "first|bin key|no key" {
+		t.Fatalf("stored: %q, want first, bin key, no key", got)
+	}
+}
+
+// waitUntil polls cond until it holds, and fails the test after 20s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -189,7 +189,7 @@ type method struct {
 
 // methods is LMQ's RPC method table (lmq_mpac). It is read-only.
 var methods = map[string]method{
-	"push":              {2, 3, "(name, content[, {delay, ttl}])", (*conn).push},
+	"push":              {2, 3, "(name, content[, {delay, ttl, idempotency_key}])", (*conn).push},
 	"pull":              {1, 2, "(name[, timeout])", (*conn).pull},
 	"push_all":          {2, 2, "(regexp, content)", (*conn).pushAll},
 	"pull_any":          {1, 2, "(regexp[, timeout])", (*conn).pullAny},
@@ -271,7 +271,9 @@ func (c *conn) push(p [][]byte) (result, error) {
 }
 
 // pushOptions reads push's optional third argument, a map beyond LMQ:
-// {"delay": seconds, "ttl": seconds}.
+// {"delay": seconds, "ttl": seconds, "idempotency_key": string}. The key is
+// the HTTP Idempotency-Key header: a push retried with the same key within
+// gateway.IdempotencyWindow (after an "unknown: ..." error) is stored once.
 func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 	var o gateway.PushOptions
 	v, err := c.decodeArg(b)
@@ -283,6 +285,19 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		return o, badarg("push options must be a map")
 	}
 	for k, v := range m {
+		if k == "idempotency_key" {
+			// A str, or a bin from clients that send strings as raw bytes;
+			// the gateway checks its length and characters.
+			switch s := v.(type) {
+			case string:
+				o.IdempotencyKey = s
+			case []byte:
+				o.IdempotencyKey = string(s)
+			default:
+				return o, badarg("push option idempotency_key must be a string")
+			}
+			continue
+		}
 		f, ok := number(v)
 		if !ok {
 			return o, badarg("push option %s must be a non-negative number of seconds", k)
@@ -297,7 +312,7 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		case "ttl":
 			o.TTL = d
 		default:
-			return o, badarg("unknown push option %s (known: delay, ttl)", k)
+			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key)", k)
 		}
 	}
 	return o, nil

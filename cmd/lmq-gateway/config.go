@@ -99,7 +99,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.authToken, "auth-token", "", "require \"Authorization: Bearer `TOKEN`\" on every HTTP endpoint but /healthz and /readyz")
 	fs.StringVar(&c.authBasic, "auth-basic", "", "require HTTP basic authentication with `USER:PASSWORD` (like --auth-token; either is accepted when both are set)")
 
-	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "HTTP pulls that may wait at once; more are answered 503 (0: no limit)")
+	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "pulls (HTTP and RPC) that may wait for a message at once; more are answered 503 with Retry-After (RPC: \"unavailable\") (0: no limit)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM, time left to requests in flight before connections are closed")

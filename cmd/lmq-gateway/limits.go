@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -139,25 +138,4 @@ func (l *limits) rpcTLSConfig() (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
-}
-
-// logRPCExposure says loudly when the RPC port, listening on addr, takes
-// requests from anyone who reaches it.
-func (l *limits) logRPCExposure(log *slog.Logger, c *config, addr net.Addr) {
-	httpAuth := c.authToken != "" || c.authBasic != ""
-	if l.rpcTLSClientCA != "" {
-		log.Info("MessagePack-RPC requires client certificates", "rpc", addr.String(), "ca", l.rpcTLSClientCA)
-		return
-	}
-	ta, ok := addr.(*net.TCPAddr)
-	if ok && ta.IP.IsLoopback() {
-		if httpAuth {
-			log.Info("MessagePack-RPC has no authentication; it listens on loopback only, so local users can use it without the HTTP credential",
-				"rpc", addr.String())
-		}
-		return
-	}
-	log.Warn("MessagePack-RPC IS OPEN: it has no authentication, and anyone who reaches this address can push, pull and delete every queue"+
-		" (bind it to loopback with --rpc-listen 127.0.0.1:18800, turn it off with --rpc-listen \"\", or require client certificates with --rpc-tls-client-ca)",
-		"rpc", addr.String(), "http_auth", httpAuth, "tls", l.rpcTLSCert != "")
 }

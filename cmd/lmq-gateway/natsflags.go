@@ -21,13 +21,14 @@ func addNATSFlags(fs *flag.FlagSet, o *natsconn.Options) {
 	fs.StringVar(&o.CAFile, "nats-tls-ca", "", "PEM `FILE` of the CA that signed the NATS servers' certificates (implies TLS)")
 	fs.StringVar(&o.CertFile, "nats-tls-cert", "", "PEM client certificate `FILE` for NATS servers that verify clients; needs --nats-tls-key")
 	fs.StringVar(&o.KeyFile, "nats-tls-key", "", "PEM private key `FILE` of --nats-tls-cert")
+	fs.StringVar(&o.Domain, "nats-domain", "", "JetStream `DOMAIN` to keep the queues in, for --nats-url servers whose JetStream runs elsewhere (e.g. a leaf node of a hub with JetStream domain DOMAIN); empty: the account's own JetStream")
 }
 
 // checkNATSFlags rejects connection settings that would be ignored: they
 // apply to --nats-url only, the embedded server is reached in-process.
 func checkNATSFlags(natsURL string, o natsconn.Options) error {
 	if natsURL == "" && o != (natsconn.Options{}) {
-		return errors.New("--nats-creds, --nats-user, --nats-password, --nats-token and --nats-tls-* need --nats-url")
+		return errors.New("--nats-creds, --nats-user, --nats-password, --nats-token, --nats-tls-* and --nats-domain need --nats-url")
 	}
 	return nil
 }

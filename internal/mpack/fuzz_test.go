@@ -5,18 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
-	"runtime"
 	"testing"
-)
 
-// allocated returns the bytes f allocates on the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+)
 
 // maxAlloc is what decoding n bytes may allocate: a Part (48 bytes) per three
 // input bytes and a Header (32 bytes) plus its strings per two, so about 16
@@ -29,7 +21,7 @@ func maxAlloc(n int) uint64 { return 32*uint64(n) + 64<<10 }
 func checkParts(t testing.TB, data []byte) {
 	var parts []Part
 	var err error
-	if a := allocated(func() { parts, err = DecodeParts(data, 0) }); a > maxAlloc(len(data)) {
+	if a := alloctest.HeapAllocated(func() { parts, err = DecodeParts(data, 0) }); a > maxAlloc(len(data)) {
 		t.Fatalf("decoding %d bytes allocated %d", len(data), a)
 	}
 	if err != nil {

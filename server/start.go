@@ -1,9 +1,10 @@
-package main
+package server
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -38,10 +39,33 @@ func retryStart[T any](ctx context.Context, log *slog.Logger, what string, fn fu
 			break
 		}
 		log.Warn("start failed; retrying", "what", what, "attempt", attempt, "err", err)
+		t := time.NewTimer(startRetryPause)
 		select {
 		case <-ctx.Done():
-		case <-time.After(startRetryPause):
+		case <-t.C:
 		}
+		t.Stop()
 	}
 	return zero, fmt.Errorf("start %s: %w", what, err)
+}
+
+// logRPCExposure says loudly when the RPC port, listening on addr, takes
+// requests from anyone who reaches it.
+func (s *Server) logRPCExposure(addr net.Addr) {
+	httpAuth := s.cfg.Auth.Enabled()
+	if s.cfg.RPCClientCA != "" {
+		s.log.Info("MessagePack-RPC requires client certificates", "rpc", addr.String(), "ca", s.cfg.RPCClientCA)
+		return
+	}
+	ta, ok := addr.(*net.TCPAddr)
+	if ok && ta.IP.IsLoopback() {
+		if httpAuth {
+			s.log.Info("MessagePack-RPC has no authentication; it listens on loopback only, so local users can use it without the HTTP credential",
+				"rpc", addr.String())
+		}
+		return
+	}
+	s.log.Warn("MessagePack-RPC IS OPEN: it has no authentication, and anyone who reaches this address can push, pull and delete every queue"+
+		" (bind it to loopback with --rpc-listen 127.0.0.1:18800, turn it off with --rpc-listen \"\", or require client certificates with --rpc-tls-client-ca)",
+		"rpc", addr.String(), "http_auth", httpAuth, "tls", s.cfg.RPCTLS != nil)
 }

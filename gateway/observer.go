@@ -1,9 +1,6 @@
 package gateway
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Observer receives the core's events, for statistics and metrics. Methods are
 // called on hot paths and must not block.
@@ -27,13 +24,3 @@ func (nopObserver) Pulled(string, time.Duration) {}
 func (nopObserver) Replied(string, ReplyKind)    {}
 func (nopObserver) TimedOut(string)              {}
 func (nopObserver) Discarded(string)             {}
-
-// Accumulator stores pushes to accumulating queues (accum > 0) as parts of a
-// window and, when the window closes, publishes them as one compound message
-// on the queue's subject (then calls Gateway.Notify).
-type Accumulator interface {
-	// Push adds msg to queue's open window, opening one of length accum (with
-	// the message retry fixed now) when none is open. The queue's stream
-	// exists when it is called. It answers AccumNew or AccumYes.
-	Push(ctx context.Context, queue string, accum time.Duration, retry int, msg Message) (AccumState, error)
-}

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -14,9 +15,11 @@ func TestDelay(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	start := time.Now()
-	if _, err := g.PushWith(ctx, "dl", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 1200 * time.Millisecond}); err != nil {
+	if _, err := g.PushWith(ctx, "dl", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	// The delay is long enough for the requests up to the detail to come
+	// before its end even on a slow machine.
 	mustPush(t, g, "dl", "now")
 	if d := mustPull(t, g, "dl", 0); string(d.Message.Body) != "now" {
 		t.Fatalf("got %q", d.Message.Body)
@@ -28,8 +31,8 @@ func TestDelay(t *testing.T) {
 	if err != nil || det.Delayed != 1 {
 		t.Fatalf("detail %+v %v", det, err)
 	}
-	d := mustPull(t, g, "dl", 5*time.Second)
-	if string(d.Message.Body) != "later" || time.Since(start) < 1200*time.Millisecond || d.RetryRemaining != 2 {
+	d := mustPull(t, g, "dl", 15*time.Second)
+	if string(d.Message.Body) != "later" || time.Since(start) < 3*time.Second || d.RetryRemaining != 2 {
 		t.Fatalf("got %q retry %d after %v", d.Message.Body, d.RetryRemaining, time.Since(start))
 	}
 }
@@ -42,7 +45,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl", "keeps")
-	time.Sleep(400 * time.Millisecond)
+	waitFor(t, func() bool { return queueSize(ctx, g, "ttl") == 1 }) // "short" expired
 	if d := mustPull(t, g, "ttl", time.Second); string(d.Message.Body) != "keeps" {
 		t.Fatalf("expired message delivered: %q", d.Message.Body)
 	}
@@ -52,7 +55,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl2", "x")
-	time.Sleep(400 * time.Millisecond)
+	waitFor(t, func() bool { return queueSize(ctx, g, "ttl2") == 0 })
 	if d, _ := g.Pull(ctx, "ttl2", 0); d != nil {
 		t.Fatal("expired message delivered (property)")
 	}
@@ -139,4 +142,14 @@ func TestBatch(t *testing.T) {
 	if err := g.PushBatch(ctx, "batch", make([]gateway.Message, gateway.MaxBatch+1)); err == nil {
 		t.Fatal("oversized batch accepted")
 	}
+}
+
+// queueSize is the queue's size (waiting and in flight), or -1 when it
+// cannot be read.
+func queueSize(ctx context.Context, g *gateway.Gateway, q string) int {
+	d, err := g.QueueDetail(ctx, q)
+	if err != nil {
+		return -1
+	}
+	return int(d.Size)
 }

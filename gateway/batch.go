@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// MaxBatch is the most messages one atomic batch push may carry (JetStream's
+// limit for atomic publishes).
+const MaxBatch = 1000
+
+// PushBatch stores msgs in queue atomically (all or none, in order) with
+// JetStream's atomic batch publish. Accumulating queues do not take batches.
+func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) error {
+	if err := validName(queue); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if len(msgs) > MaxBatch {
+		return fmt.Errorf("%w: a batch holds at most %d messages", ErrInvalid, MaxBatch)
+	}
+	if _, err := g.queues.ensure(ctx, queue); err != nil {
+		return err
+	}
+	eff := g.props.effective(queue)
+	if eff.Accum > 0 {
+		return fmt.Errorf("%w: batch push is not available on accumulating queues", ErrInvalid)
+	}
+	batch := uuid.NewString()
+	stored := make([]*nats.Msg, 0, len(msgs))
+	defer func() {
+		if stored != nil { // not committed: drop the large bodies it stored
+			for _, m := range stored {
+				g.dropObject(context.Background(), m)
+			}
+		}
+	}()
+	var size int
+	for i, msg := range msgs {
+		if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
+			return fmt.Errorf("%w: message %d", ErrTooLarge, i+1)
+		}
+		// A batch's headers come in its body, so a bad one is a bad body (400).
+		if err := CheckHeaders(msg); err != nil {
+			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
+		}
+		m, err := g.encodeMessage(ctx, queue, mapping.QueueSubject(queue), msg, eff.Retry)
+		if err != nil {
+			return err
+		}
+		if ttl := eff.TTLDuration(); ttl > 0 {
+			m.Header.Set(mapping.HdrExpires, strconv.FormatInt(time.Now().Add(ttl).UnixNano(), 10))
+			setNatsTTL(m, ttl)
+		}
+		m.Header.Set("Nats-Batch-Id", batch)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		stored = append(stored, m)
+		size += len(msg.Body)
+	}
+	last := stored[len(stored)-1]
+	last.Header.Set("Nats-Batch-Commit", "1")
+	for _, m := range stored[:len(stored)-1] {
+		if err := g.nc.PublishMsg(m); err != nil {
+			return jsErr("store batch", err)
+		}
+	}
+	resp, err := g.nc.RequestMsgWithContext(ctx, last)
+	if err != nil {
+		return jsErr("store batch", err)
+	}
+	if strings.Contains(string(resp.Data), `"error"`) || len(resp.Data) == 0 {
+		return jsErr("store batch", fmt.Errorf("jetstream: %s", resp.Data))
+	}
+	stored = nil
+	g.obs.Pushed(queue, size)
+	g.Notify(queue)
+	return nil
+}

@@ -1,0 +1,498 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+const (
+	// maxBatch bounds one pull request.
+	maxBatch = 256
+	// stuckFetch is how long a no_wait pull request may go unanswered.
+	stuckFetch = 5 * time.Second
+	// recentPush: a queue notified this recently may have a message that its
+	// consumer has not counted yet; pull requests then wait up to settleWait.
+	recentPush = 200 * time.Millisecond
+	settleWait = 50 * time.Millisecond
+)
+
+// raw is a message JetStream handed to this gateway, not yet a delivery.
+type raw struct {
+	q        *queueState
+	msg      *nats.Msg
+	sseq     uint64
+	dc       int // JetStream's delivery count of this copy
+	prev     int // deliveries consumed by earlier copies (Lmq-Delivered)
+	retry    int
+	pushedAt int64
+	bodyGone bool // msg.Data was let go while in flight (see Gateway.body)
+}
+
+// expired reports whether the message's ttl has passed.
+func (r *raw) expired(now time.Time) bool {
+	ns := readStamped(r.msg.Header).expires
+	return ns != 0 && now.UnixNano() >= ns
+}
+
+// used is the number of deliveries consumed including the current one.
+func (r *raw) used() int { return r.prev + r.dc }
+
+// waiter is one client pull waiting for a message, registered on one queue or,
+// for pull-any, on several: the first queue that claims it serves it.
+type waiter struct {
+	ch      chan *raw // receives exactly one value once claimed (nil = empty)
+	claimed atomic.Bool
+	noWait  bool
+	// pending counts the queues whose covering no_wait fetch has not yet come
+	// back empty; a no-wait waiter answers empty when it reaches zero.
+	pending atomic.Int32
+}
+
+func newWaiter(noWait bool, queues int) *waiter {
+	w := &waiter{ch: make(chan *raw, 1), noWait: noWait}
+	w.pending.Store(int32(queues))
+	return w
+}
+
+type waitEntry struct {
+	w   *waiter
+	seq uint64
+}
+
+// queueState is this gateway's dispatcher for one queue.
+type queueState struct {
+	g                       *Gateway
+	name, enc               string
+	stream, subject, reqSub string
+
+	mu         sync.Mutex
+	ackWait    time.Duration
+	waiters    []waitEntry
+	regSeq     uint64 // sequence of the last registered waiter
+	fetching   bool
+	cur        *fetchReq       // the outstanding pull request
+	probes     []chan struct{} // closed when the next pull request is answered
+	inbox      string          // reply subject prefix of its pull requests
+	sub        *nats.Subscription
+	st         jetstream.Stream // cached handle, see streamHandle
+	dirty      bool             // a notification came while fetching
+	last       time.Time        // last pull request
+	lastNotify time.Time        // last notification of a new message
+	dead       bool
+}
+
+func newQueueState(g *Gateway, name, stream string) (*queueState, error) {
+	q := &queueState{
+		g:       g,
+		name:    name,
+		enc:     mapping.EncodeName(name),
+		stream:  stream,
+		subject: mapping.QueueSubject(name),
+		reqSub:  nextSubject(g.js, stream, mapping.ConsumerName),
+		inbox:   g.nc.NewInbox() + ".",
+	}
+	sub, err := g.nc.Subscribe(q.inbox+"*", g.counted(func(m *nats.Msg) { g.onPullReply(q, m) }))
+	if err != nil {
+		return nil, fmt.Errorf("subscribe pull replies: %w", err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("pull replies: %w", err)
+	}
+	q.sub = sub
+	return q, nil
+}
+
+// streamHandle returns (and caches) the queue's stream handle.
+func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error) {
+	q.mu.Lock()
+	st := q.st
+	q.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := q.g.js.Stream(ctx, q.stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
+	}
+	q.mu.Lock()
+	q.st = st
+	q.mu.Unlock()
+	return st, nil
+}
+
+// fetchReq is one outstanding no_wait pull request.
+type fetchReq struct {
+	id     uint64
+	q      *queueState
+	batch  int
+	got    int
+	regSeq uint64    // waiters registered up to here are covered by it
+	noWait []*waiter // no-wait waiters covered by it
+	probes []chan struct{}
+}
+
+func (q *queueState) add(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.regSeq++
+	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
+	q.kickLocked()
+}
+
+// addPassive registers w without fetching for it: a fetch for any reason
+// (another client, a notification, a probe) serves it.
+func (q *queueState) addPassive(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.regSeq++
+	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
+}
+
+// probe makes sure a pull request covering the current waiters is issued and
+// returns a channel closed when it has been answered.
+func (q *queueState) probe() <-chan struct{} {
+	ch := make(chan struct{})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		close(ch)
+		return ch
+	}
+	q.probes = append(q.probes, ch)
+	q.kickLocked()
+	if !q.fetching {
+		// Nobody waits any more (the waiter was served elsewhere).
+		for _, c := range q.probes {
+			close(c)
+		}
+		q.probes = nil
+	}
+	return ch
+}
+
+func (q *queueState) remove(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, e := range q.waiters {
+		if e.w == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+func (q *queueState) notify() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastNotify = time.Now()
+	if q.fetching {
+		q.dirty = true
+		return
+	}
+	q.kickLocked()
+}
+
+// compactLocked drops claimed waiters and returns how many remain.
+func (q *queueState) compactLocked() int {
+	n := 0
+	for _, e := range q.waiters {
+		if !e.w.claimed.Load() {
+			q.waiters[n] = e
+			n++
+		}
+	}
+	clear(q.waiters[n:])
+	q.waiters = q.waiters[:n]
+	return n
+}
+
+// kickLocked issues a pull request for the waiting clients unless one is out.
+func (q *queueState) kickLocked() {
+	if q.fetching || q.dead {
+		return
+	}
+	n := q.compactLocked()
+	if n == 0 {
+		return
+	}
+	g := q.g
+	fr := &fetchReq{id: g.fetchSeq.Add(1), q: q, batch: min(n, maxBatch), regSeq: q.regSeq}
+	for _, e := range q.waiters {
+		if e.w.noWait {
+			fr.noWait = append(fr.noWait, e.w)
+		}
+	}
+	fr.probes, q.probes = q.probes, nil
+	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
+	var settle time.Duration
+	if time.Since(q.lastNotify) < recentPush {
+		// JetStream acknowledges a publish before the consumer has counted
+		// the message, and a bare no_wait request is refused at once when it
+		// sees nothing pending: with expires it waits that long for the first
+		// message, and still returns as soon as it has some.
+		settle = settleWait
+	}
+	if err := g.nc.PublishRequest(q.reqSub, q.inbox+strconv.FormatUint(fr.id, 10), encodePullRequest(fr.batch, settle)); err != nil {
+		g.log.Warn("pull request failed", "queue", q.name, "err", err)
+		q.cur, q.fetching = nil, false
+		for _, c := range fr.probes {
+			close(c)
+		}
+	}
+}
+
+// fetchDone ends a pull request. empty is true when JetStream said the queue
+// had nothing (more) for it.
+func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cur != fr {
+		return
+	}
+	q.cur, q.fetching = nil, false
+	for _, c := range fr.probes {
+		close(c)
+	}
+	if empty {
+		for _, w := range fr.noWait {
+			if w.pending.Add(-1) == 0 && w.claimed.CompareAndSwap(false, true) {
+				w.ch <- nil
+			}
+		}
+	}
+	if retryAfter > 0 {
+		q.g.wakes.retryAt(q, time.Now().Add(retryAfter))
+		return
+	}
+	if !empty || q.dirty {
+		q.kickLocked()
+		return
+	}
+	// Empty: wait for a notification, unless a waiter came after the request.
+	for _, e := range q.waiters {
+		if e.seq > fr.regSeq && !e.w.claimed.Load() {
+			q.kickLocked()
+			return
+		}
+	}
+}
+
+// handoff gives a message to the longest-waiting client; false if none waits.
+func (q *queueState) handoff(r *raw) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.waiters) > 0 {
+		w := q.waiters[0].w
+		q.waiters[0] = waitEntry{}
+		q.waiters = q.waiters[1:]
+		if w.claimed.CompareAndSwap(false, true) {
+			w.ch <- r
+			return true
+		}
+	}
+	return false
+}
+
+func (q *queueState) markDirty() {
+	q.mu.Lock()
+	q.dirty = true
+	q.mu.Unlock()
+}
+
+// shutdown ends the dispatcher: its waiters answer empty.
+func (q *queueState) shutdown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dead = true
+	if q.sub != nil {
+		_ = q.sub.Unsubscribe()
+	}
+	if q.cur != nil {
+		for _, c := range q.cur.probes {
+			close(c)
+		}
+	}
+	for _, c := range q.probes {
+		close(c)
+	}
+	q.cur, q.fetching, q.probes = nil, false, nil
+	for _, e := range q.waiters {
+		if e.w.claimed.CompareAndSwap(false, true) {
+			e.w.ch <- nil
+		}
+	}
+	q.waiters = nil
+}
+
+// repollLoop polls queues with waiting clients that saw no notification for a
+// while: messages from plain NATS publishers and JetStream's own redeliveries
+// arrive without one.
+func (g *Gateway) repollLoop() {
+	defer g.bg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.closing:
+			return
+		case <-t.C:
+		}
+		g.queues.mu.Lock()
+		states := make([]*queueState, 0, len(g.queues.states))
+		for _, q := range g.queues.states {
+			states = append(states, q)
+		}
+		g.queues.mu.Unlock()
+		waiting := 0
+		for _, q := range states {
+			q.mu.Lock()
+			if len(q.waiters) > 0 {
+				waiting++
+			}
+			q.mu.Unlock()
+		}
+		// Bound the re-poll rate to about 50 requests a second however many
+		// queues have waiting clients (a pull-any over many queues).
+		interval := max(g.cfg.RepollInterval, time.Duration(waiting)*time.Second/50)
+		now := time.Now()
+		for _, q := range states {
+			q.mu.Lock()
+			if q.fetching && now.Sub(q.last) > stuckFetch {
+				// Its answer never came (a lost status): forget it.
+				q.abandonFetchLocked()
+			}
+			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
+				q.kickLocked()
+			}
+			q.mu.Unlock()
+		}
+	}
+}
+
+// abandonFetchLocked forgets the pull request in flight, whose answer will not
+// come; the next kick sends a new one.
+func (q *queueState) abandonFetchLocked() {
+	if q.cur != nil {
+		for _, c := range q.cur.probes {
+			close(c)
+		}
+	}
+	q.cur, q.fetching = nil, false
+}
+
+// onReconnect runs when the NATS connection is back: pull requests sent
+// before it went away lost their answers with the old connection, so they
+// are forgotten and the waiting clients' queues polled again at once instead
+// of after stuckFetch. (A message JetStream did send for an old request
+// still arrives on the queue's subscription and is handed over or released
+// as usual.)
+func (g *Gateway) onReconnect() {
+	g.queues.mu.Lock()
+	states := make([]*queueState, 0, len(g.queues.states))
+	for _, q := range g.queues.states {
+		states = append(states, q)
+	}
+	g.queues.mu.Unlock()
+	for _, q := range states {
+		q.mu.Lock()
+		if q.fetching {
+			q.abandonFetchLocked()
+		}
+		if len(q.waiters) > 0 {
+			q.kickLocked()
+		}
+		q.mu.Unlock()
+	}
+}
+
+// onPullReply receives every message and status of this gateway's pull requests.
+//
+// JetStream delivers pulled messages with their stream subject, so they are
+// told apart by subscription (one per queue); status messages come on the
+// request's reply subject, which names the request.
+func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
+	q.mu.Lock()
+	fr := q.cur
+	q.mu.Unlock()
+	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
+		if err != nil || fr == nil || fr.id != id {
+			return
+		}
+		switch classifyPullStatus(m) {
+		case pullEmpty:
+			q.fetchDone(fr, true, 0)
+		case pullBusy:
+			// Other gateways' requests are ahead of this one; try again soon.
+			q.fetchDone(fr, false, 5*time.Millisecond)
+		case pullIgnore:
+		case pullRefused:
+			// During an election every queue's requests are refused at
+			// once, hundreds a second: one line per interval says it.
+			if n, ok := g.noise.allow("pull request refused"); ok {
+				g.log.Warn("pull request refused", "queue", fr.q.name, "status", status,
+					"description", m.Header.Get("Description"), "suppressed", n)
+			}
+			q.fetchDone(fr, true, time.Second)
+		}
+		return
+	}
+	r, ok := g.parseRaw(q, m)
+	if !ok {
+		return
+	}
+	// Not spawned once the gateway is closing: the message stays pending
+	// and JetStream's AckWait brings it back.
+	if r.expired(time.Now()) {
+		q.markDirty()
+		g.spawn(func(context.Context) { g.drop(r) })
+	} else if r.used() > r.retry+1 {
+		// Retries used up (the message came back through JetStream's own
+		// redelivery): drop it, and look again for the waiting client.
+		q.markDirty()
+		g.spawn(func(context.Context) { g.discard(r) })
+	} else if !q.handoff(r) {
+		g.spawn(func(context.Context) { g.release(r, false) })
+	}
+	if fr != nil {
+		q.mu.Lock()
+		fr.got++
+		full := fr.got >= fr.batch
+		q.mu.Unlock()
+		if full {
+			q.fetchDone(fr, false, 0)
+		}
+	}
+}
+
+// parseRaw reads a pulled message's delivery facts from its ack subject
+// (nats.go's Metadata); a message without a valid one is not JetStream's and
+// is ignored.
+func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
+	md, err := m.Metadata()
+	if err != nil || md.Sequence.Stream == 0 || md.NumDelivered == 0 {
+		return nil, false
+	}
+	r := &raw{q: q, msg: m, sseq: md.Sequence.Stream, dc: int(min(md.NumDelivered, math.MaxInt32))}
+	s := readStamped(m.Header)
+	r.prev, r.retry, r.pushedAt = s.delivered, s.retry, s.pushedAt
+	if r.retry < 0 {
+		r.retry = g.props.effective(q.name).Retry
+	}
+	if r.pushedAt == 0 {
+		r.pushedAt = md.Timestamp.UnixNano()
+	}
+	return r, true
+}

@@ -1,0 +1,190 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+)
+
+// coreGoroutines returns the stacks of the goroutines that run code of
+// package gateway (a frame of it anywhere on the stack), by goroutine id,
+// leaving out the ids in skip.
+func coreGoroutines(skip map[string]bool) map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := make(map[string]string)
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		s := string(g)
+		head, _, _ := strings.Cut(s, " [")
+		id := strings.TrimPrefix(head, "goroutine ")
+		if skip[id] || !strings.Contains(s, "/lmq-gateway/gateway.") {
+			continue
+		}
+		out[id] = s
+	}
+	return out
+}
+
+// TestCloseLeavesNoGoroutines runs two cores through every kind of
+// background work (pushes, delayed pushes, pulls, nacks, acks and nacks
+// relayed from the other core, timeouts, pulls left waiting, deliveries and
+// wake-ups still pending) and checks that once Close returned no goroutine
+// runs code of the core any more: Close owns and waits for all of them, so
+// the caller may close NATS right after it.
+//
+// Not parallel: it counts goroutines of the whole process (those running
+// before it starts are left out by id).
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	before := coreGoroutines(nil)
+	skip := make(map[string]bool, len(before))
+	for id := range before {
+		skip[id] = true
+	}
+
+	ns := testnats.Start(t)
+	newOn := func(name string) *gateway.Gateway {
+		nc := testnats.Connect(t, ns, name)
+		g, err := gateway.New(ctxT(t), nc, gateway.Config{RepollInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Close)
+		return g
+	}
+	a, b := newOn("a"), newOn("b")
+	ctx := ctxT(t)
+
+	// Pull, nack, ack; a nack and an ack relayed through b.
+	for i := 0; i < 4; i++ {
+		mustPush(t, a, "life", "m")
+	}
+	d := mustPull(t, a, "life", 5*time.Second)
+	if err := a.Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
+		t.Fatal(err)
+	}
+	d = mustPull(t, a, "life", 5*time.Second)
+	if err := b.Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
+		t.Fatalf("relayed nack: %v", err)
+	}
+	d = mustPull(t, a, "life", 5*time.Second)
+	if err := b.Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
+		t.Fatalf("relayed ack: %v", err)
+	}
+	d = mustPull(t, a, "life", 5*time.Second)
+	if err := a.Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
+		t.Fatal(err)
+	}
+
+	// A delayed push reaches a waiting client (the wake-up fires).
+	if _, err := a.PushWith(ctx, "later", gateway.Message{Body: []byte("d")}, gateway.PushOptions{Delay: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	d = mustPull(t, a, "later", 10*time.Second)
+	if err := a.Reply(ctx, "later", d.ID, gateway.Ack); err != nil {
+		t.Fatal(err)
+	}
+
+	// A delivery times out and comes back (its timer releases it).
+	timeoutProps(t, a, "short", 0.2)
+	mustPush(t, a, "short", "t")
+	first := mustPull(t, a, "short", 5*time.Second)
+	again := mustPull(t, a, "short", 10*time.Second)
+	if again.ID == first.ID || string(again.Message.Body) != "t" {
+		t.Fatalf("after the timeout got %+v", again)
+	}
+
+	// A delivery the front end could not hand over.
+	mustPush(t, a, "left", "x")
+	a.Abandon(ctx, mustPull(t, a, "left", 5*time.Second))
+	if d := mustPull(t, a, "left", 5*time.Second); string(d.Message.Body) != "x" {
+		t.Fatalf("abandoned message came back as %q", d.Message.Body)
+	}
+
+	// Left pending at Close: a delivery with its timer, a wake-up an hour
+	// ahead, a client waiting, messages for nobody.
+	mustPush(t, a, "pending", "p")
+	_ = mustPull(t, a, "pending", 5*time.Second)
+	if _, err := a.PushWith(ctx, "pending", gateway.Message{Body: []byte("h")}, gateway.PushOptions{Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := a.Pull(context.Background(), "idle", -1)
+		waited <- err
+	}()
+	for i := 0; i < 20; i++ {
+		mustPush(t, b, "burst", "b")
+	}
+	for a.WaitingPulls() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// Relayed nacks under way while a closes: each is a release to JetStream
+	// on a goroutine of a, which Close must wait for.
+	const relayed = 30
+	for i := 0; i < relayed; i++ {
+		mustPush(t, a, "relayq", "r")
+	}
+	ids := make([]string, relayed)
+	for i := range ids {
+		ids[i] = mustPull(t, a, "relayq", 5*time.Second).ID
+	}
+	held := a.InFlight()
+	var replies sync.WaitGroup
+	for _, id := range ids {
+		replies.Add(1)
+		go func() {
+			defer replies.Done()
+			// May fail: a is closing. A relay lost with a's subscription
+			// would hold this client for the relay timeout; it gives up
+			// sooner.
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_ = b.Reply(rctx, "relayq", id, gateway.Nack)
+		}()
+	}
+	for a.InFlight() == held {
+		time.Sleep(time.Millisecond)
+	}
+
+	a.Close()
+	replies.Wait()
+	b.Close()
+	if err := <-waited; err != nil {
+		t.Fatalf("waiting pull at Close: %v", err)
+	}
+	// Close has returned. A goroutine of the core may still be between its
+	// last deferred call and its end (running, in code of the core), but
+	// none may be blocked, sleeping or inside NATS: that one would still be
+	// working, or about to, with NATS closed under it.
+	for _, s := range coreGoroutines(skip) {
+		head, _, _ := strings.Cut(s, "\n")
+		exiting := strings.Contains(head, "[running]") || strings.Contains(head, "[runnable]")
+		if !exiting || strings.Contains(s, "github.com/nats-io/") {
+			t.Errorf("goroutine of the core still working after Close:\n%s", s)
+		}
+	}
+	var left map[string]string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if left = coreGoroutines(skip); len(left) == 0 {
+			return
+		}
+	}
+	for _, s := range left {
+		t.Errorf("goroutine of the core still running after Close:\n%s", s)
+	}
+}

@@ -1,0 +1,62 @@
+package gateway_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// TestNotifyWakesWaitingPull: a message published into a queue's subject by
+// a plain NATS program, followed by a message on the queue's notify subject,
+// reaches a waiting pull at once. The re-poll, which would find the message
+// too, is an hour away here, so the notification is the only way: this is
+// checked by order, not by measuring how fast the pull is woken.
+func TestNotifyWakesWaitingPull(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "test")
+	g, err := gateway.New(ctx, nc, gateway.Config{RepollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+
+	const q = "notify/plain"
+	retry := 2
+	if err := g.UpdateProps(ctx, q, mapping.Props{Retry: &retry}); err != nil { // creates the queue
+		t.Fatal(err)
+	}
+	names, err := mapping.NativeNames(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *gateway.Delivery, 1)
+	go func() {
+		d, _ := g.Pull(ctx, q, 15*time.Second) // far below the re-poll
+		got <- d
+	}()
+	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	// Counted before its first look into the queue: a moment for that look,
+	// so that the message below is found by the notification. (Published
+	// before the look, it is found there, and the test proves less but
+	// does not fail.)
+	time.Sleep(100 * time.Millisecond)
+	js := testnats.JetStream(t, nc)
+	if _, err := js.Publish(ctx, names.Subject, []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(mapping.NotifySubject(q), nil); err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	if d == nil || string(d.Message.Body) != "plain" {
+		t.Fatalf("waiting pull after a notification: %+v", d)
+	}
+	if err := g.Reply(ctx, q, d.ID, gateway.Ack); err != nil {
+		t.Fatal(err)
+	}
+}

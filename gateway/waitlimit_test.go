@@ -1,0 +1,90 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+)
+
+// TestWaitingPullLimit: Config.MaxWaitingPulls bounds the pulls that may wait,
+// Pull and PullAny together, whichever front end called them (the core does
+// not know): beyond it a pull that would wait fails at once with ErrBusy,
+// which is ErrUnavailable (HTTP 503, RPC "unavailable"); a pull with wait 0 is
+// not counted; a slot freed is taken again.
+func TestWaitingPullLimit(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "waitlimit")
+	ctx := ctxT(t)
+	g, err := gateway.New(ctx, nc, gateway.Config{MaxWaitingPulls: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+
+	type result struct {
+		d   *gateway.Delivery
+		err error
+	}
+	// Two pulls wait, one on a queue and one on a pattern, until cancelled.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() {
+		d, err := g.Pull(wctx, "wl-a", -1)
+		first <- result{d, err}
+	}()
+	go func() {
+		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour)
+		second <- result{d, err}
+	}()
+	waitFor(t, func() bool { return g.WaitingPulls() == 2 })
+
+	for name, pull := range map[string]func() (*gateway.Delivery, error){
+		"pull":     func() (*gateway.Delivery, error) { return g.Pull(ctx, "wl-c", time.Hour) },
+		"pull-any": func() (*gateway.Delivery, error) { return g.PullAny(ctx, regexp.MustCompile(`^wl-c`), -1) },
+	} {
+		d, err := pull()
+		if !errors.Is(err, gateway.ErrBusy) || !errors.Is(err, gateway.ErrUnavailable) || d != nil {
+			t.Errorf("%s beyond the limit: %v, %v; want ErrBusy (ErrUnavailable)", name, d, err)
+		} else if !strings.Contains(err.Error(), "limit 2") {
+			t.Errorf("%s beyond the limit: %q does not name the limit", name, err)
+		}
+	}
+	// A pull that does not wait still gets its message at the limit.
+	mustPush(t, g, "wl-c", "now")
+	if d, err := g.Pull(ctx, "wl-c", 0); err != nil || d == nil || string(d.Message.Body) != "now" {
+		t.Fatalf("pull with wait 0 at the limit: %v, %v", d, err)
+	}
+	if n := g.WaitingPulls(); n != 2 {
+		t.Errorf("WaitingPulls %d after the refused pulls, want 2", n)
+	}
+
+	// The waiting pulls still get their messages, and then free their slots.
+	mustPush(t, g, "wl-a", "a")
+	if r := <-first; r.err != nil || r.d == nil || string(r.d.Message.Body) != "a" {
+		t.Fatalf("waiting pull: %v, %v", r.d, r.err)
+	}
+	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	third := make(chan result, 1)
+	go func() {
+		d, err := g.Pull(wctx, "wl-c", time.Hour)
+		third <- result{d, err}
+	}()
+	waitFor(t, func() bool { return g.WaitingPulls() == 2 })
+	mustPush(t, g, "wl-c", "c")
+	if r := <-third; r.err != nil || r.d == nil || string(r.d.Message.Body) != "c" {
+		t.Fatalf("pull in a freed slot: %v, %v", r.d, r.err)
+	}
+	cancel()
+	if r := <-second; r.d != nil {
+		t.Errorf("cancelled pull-any got %v", r.d)
+	}
+	waitFor(t, func() bool { return g.WaitingPulls() == 0 })
+}

@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"regexp"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Core is what the HTTP front end needs of the core; *gateway.Gateway
+// implements it, and the package's tests use a fake one. Errors are the
+// core's (gateway.ErrNotFound, ErrInvalid, ErrUnavailable, ErrUnknown, …),
+// which fail maps onto status codes.
+type Core interface {
+	// LMQ's API (httpapi.go).
+	PushStream(ctx context.Context, queue string, msg gateway.Message, body io.Reader, opts gateway.PushOptions) (gateway.AccumState, error)
+	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error)
+	Pull(ctx context.Context, queue string, wait time.Duration) (*gateway.Delivery, error)
+	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error)
+	// Abandon gives back a delivery its client did not receive.
+	Abandon(ctx context.Context, d *gateway.Delivery)
+	Reply(ctx context.Context, queue, id string, kind gateway.ReplyKind) error
+	DeleteQueue(ctx context.Context, queue string) error
+	QueueProps(ctx context.Context, queue string) (mapping.Effective, error)
+	UpdateProps(ctx context.Context, queue string, patch mapping.Props) error
+	ResetProps(ctx context.Context, queue string) error
+	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
+	SetDefaultProps(ctx context.Context, list mapping.DefaultList) error
+
+	// Beyond LMQ: batches (batch.go), the queue inventory (queues.go), dead
+	// letters (deadletter.go).
+	PushBatch(ctx context.Context, queue string, msgs []gateway.Message) error
+	QueueNames() []string
+	Queue(ctx context.Context, queue string) (gateway.QueueInfo, error)
+	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
+	DeadLetterHead(ctx context.Context, queue string) (*gateway.DeadLetter, error)
+	RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error)
+	DeleteDeadLetters(ctx context.Context, queue string) (uint64, error)
+}
+
+var _ Core = (*gateway.Gateway)(nil)

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+// The queue inventory (beyond LMQ): GET /queues and GET /queues/{name}.
+
+// queueSummary is one entry of GET /queues. A queue whose stream does not
+// answer (offline or electing a leader in a cluster) is listed with size null
+// and the error, rather than failing the whole list.
+type queueSummary struct {
+	Name  string  `json:"name"`
+	Size  *uint64 `json:"size"`
+	Error string  `json:"error,omitempty"`
+}
+
+func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
+	out := []queueSummary{}
+	for _, name := range a.core.QueueNames() {
+		qi, err := a.core.Queue(r.Context(), name)
+		if errors.Is(err, gateway.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			out = append(out, queueSummary{Name: name, Error: err.Error()})
+			continue
+		}
+		out = append(out, queueSummary{Name: name, Size: &qi.Size})
+	}
+	b, _ := json.Marshal(map[string]any{"queues": out})
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+func (a *api) queueDetail(w http.ResponseWriter, r *http.Request, queue string) error {
+	d, err := a.core.QueueDetail(r.Context(), queue)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(map[string]any{
+		"name":         d.Name,
+		"size":         d.Size,
+		"in_flight":    d.InFlight,
+		"delayed":      d.Delayed,
+		"dead_letters": d.DeadLetters,
+		"accumulating": d.Parts,
+		"bytes":        d.Bytes,
+		"props":        json.RawMessage(d.Props.JSON()),
+	})
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}

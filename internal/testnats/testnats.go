@@ -1,0 +1,46 @@
+// Package testnats starts the embedded nats-server for the tests of the
+// packages above it: a real server (JetStream, file storage in a temporary
+// directory) on no port, reached in-process, and stopped when the test ends.
+package testnats
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+)
+
+// Start starts a server with its data in a temporary directory of t.
+func Start(t testing.TB) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return s
+}
+
+// Connect opens a client connection named name to s, closed when t ends.
+func Connect(t testing.TB, s *embedded.Server, name string) *nats.Conn {
+	t.Helper()
+	nc, err := s.Connect(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// JetStream returns a JetStream handle on nc.
+func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}

@@ -1,0 +1,498 @@
+// Package server is the lmq-gateway daemon: it connects to NATS (an embedded
+// nats-server or an existing deployment), starts the core (package gateway)
+// and the accumulator, and serves the HTTP front end (httpapi, with the
+// operations endpoints of ops) and the MessagePack-RPC front end (rpc) until
+// it is shut down. Command lmq-gateway parses the settings into a Config and
+// handles the signals; everything that runs is started and stopped here.
+//
+// Life cycle: New connects and starts everything but the front ends' serving
+// (the listeners are bound, so a taken port fails New and the addresses are
+// known: HTTPAddr, RPCAddr); Serve serves until its context ends or a
+// listener fails; Shutdown stops in the order that loses nothing:
+//
+//  1. stop accepting: /readyz answers 503, the listeners are closed;
+//  2. answer waiting long-polls empty (gateway.StopWaiting);
+//  3. drain the requests in flight, within Shutdown's context, while the core
+//     still serves replies relayed from other gateways (an ack sent through
+//     another gateway for a delivery this one holds still succeeds);
+//  4. release the deliveries nobody answered (gateway.ReleaseAll), so they
+//     are available at once instead of after their timeout;
+//  5. stop the background work (StatsD's last flush), the accumulator, then
+//     the core (which closes the subscription for relayed replies);
+//  6. flush and close the NATS connection, and stop the embedded server.
+//
+// Every goroutine the server starts is owned by it: the front ends' serve
+// loops and the background work are stopped and waited for by Shutdown.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/accumulator"
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
+	"github.com/lmq-gateway/lmq-gateway/natsconn"
+	"github.com/lmq-gateway/lmq-gateway/ops"
+	"github.com/lmq-gateway/lmq-gateway/rpc"
+)
+
+// Config is everything a server needs; command lmq-gateway fills it from its
+// flags, environment and config file (see its --help for each setting).
+type Config struct {
+	// HTTPListen is the HTTP API's address ("127.0.0.1:0" picks a port).
+	HTTPListen string
+	// HTTPTLS serves HTTPS when set.
+	HTTPTLS *tls.Config
+	// MaxHTTPConns bounds the HTTP connections open at once (0: no bound).
+	MaxHTTPConns int
+	// MaxBody bounds a request body; MaxBuffered the bodies held in memory
+	// whole (gateway.Config.MaxMessageSize and MaxBufferedBody).
+	MaxBody, MaxBuffered int64
+	// MaxHeaderBytes, ReadHeaderTimeout and IdleTimeout are the http.Server's.
+	MaxHeaderBytes    int
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// Timeouts bound reading request bodies and writing answers.
+	Timeouts httpapi.Timeouts
+	// MaxWaitingPulls bounds the pulls (HTTP and RPC) waiting at once (0: no
+	// bound).
+	MaxWaitingPulls int
+	// AccessLog logs every HTTP request at level info.
+	AccessLog bool
+	// Auth protects the HTTP endpoints but /healthz and /readyz when enabled.
+	Auth ops.Auth
+
+	// RPCListen is the MessagePack-RPC address; "" turns RPC off.
+	RPCListen string
+	// RPCTLS serves RPC over TLS when set; RPCClientCA names the file of
+	// the CA that RPCTLS requires client certificates from ("": none), for
+	// the log.
+	RPCTLS      *tls.Config
+	RPCClientCA string
+	// RPCDialect is the MessagePack dialect of RPC answers.
+	RPCDialect rpc.Dialect
+	// RPCMaxFrame bounds one RPC request; MaxRPCConns the connections open at
+	// once and RPCMaxInflightBytes the request bytes held across them (0: no
+	// bound).
+	RPCMaxFrame         int
+	MaxRPCConns         int
+	RPCMaxInflightBytes int
+
+	// NATSURL lists the servers of an existing NATS deployment, reached with
+	// the settings of NATS; "" starts the embedded server of Embedded instead
+	// (its Logger is the server's).
+	NATSURL  string
+	NATS     natsconn.Options
+	Embedded embedded.Options
+	// Replicas of each queue's stream and of the gateway's buckets.
+	Replicas int
+
+	// StatsDAddr receives LMQ's StatsD metrics every StatsDInterval ("": off).
+	StatsDAddr     string
+	StatsDInterval time.Duration
+
+	// Version is reported in the start line and by lmq_build_info.
+	Version string
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Server is a running gateway. Create it with New, run it with Serve, stop
+// it with Shutdown.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	nc    *nats.Conn
+	ns    *embedded.Server // nil with Config.NATSURL
+	stats *ops.Stats
+	core  *gateway.Gateway
+	acc   *accumulator.Accumulator
+	ops   *ops.Ops
+
+	hl       *stopListener
+	http     *http.Server
+	handlers sync.WaitGroup // HTTP handlers running (track)
+	rl       *stopListener  // nil when RPC is off
+	rpc      *rpc.Server
+	rpcAddr  string // for the log: "off", host:port or tls://host:port
+
+	// mu orders Serve's start against Shutdown's: either Serve started its
+	// goroutines before Shutdown began, and Shutdown stops them, or Serve
+	// sees stopping closed and starts nothing.
+	mu       sync.Mutex
+	serving  bool               // Serve was called
+	stopping chan struct{}      // closed when Shutdown starts
+	bgCancel context.CancelFunc // ends the background work; nil before Serve
+	errc     chan error         // a serve loop's failure, for Serve
+	front    sync.WaitGroup     // the HTTP and RPC serve loops
+	bg       sync.WaitGroup     // statistics meters and StatsD
+
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// New connects to NATS, waits for JetStream, starts the core and the
+// accumulator and binds the listeners. ctx bounds the start (a signal during
+// it ends the start). On failure everything started is stopped again.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		rpcAddr:  "off",
+		stopping: make(chan struct{}),
+		errc:     make(chan error, 2),
+	}
+	// undo stops what was started, in reverse, when New fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	if s.nc, s.ns, err = s.connectNATS(ctx); err != nil {
+		return nil, err
+	}
+	undo = append(undo, s.closeNATS)
+	// A cluster's nodes may start in any order: wait for a meta leader
+	// instead of failing the start (natsconn.WaitJetStream).
+	if err := natsconn.WaitJetStream(ctx, s.nc, s.cfg.NATS.Domain, s.log); err != nil {
+		return nil, err
+	}
+
+	s.stats = ops.NewStats(ops.StatsOptions{})
+	// The embedded server's store watchdog: a full disk shows in /readyz and
+	// fails pushes at once until it recovered (embedded/storewatch.go).
+	var storeHealth func() error
+	if s.ns != nil {
+		storeHealth = s.ns.StoreError
+	}
+	s.core, err = retryStart(ctx, s.log, "core", func(ctx context.Context) (*gateway.Gateway, error) {
+		return gateway.New(ctx, s.nc, gateway.Config{
+			Replicas:        cfg.Replicas,
+			MaxMessageSize:  cfg.MaxBody,
+			MaxBufferedBody: cfg.MaxBuffered,
+			MaxWaitingPulls: cfg.MaxWaitingPulls,
+			Domain:          cfg.NATS.Domain,
+			StoreHealth:     storeHealth,
+			Observer:        s.stats,
+			Logger:          s.log,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, s.core.Close)
+	s.acc, err = retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (*accumulator.Accumulator, error) {
+		return accumulator.New(ctx, s.nc, s.core, accumulator.Config{Replicas: cfg.Replicas, Domain: cfg.NATS.Domain, Logger: s.log})
+	})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, s.acc.Close)
+	s.core.SetAccumulator(s.acc)
+
+	s.ops = ops.New(s.core, s.stats, ops.Options{
+		Logger:    s.log,
+		AccessLog: cfg.AccessLog,
+		Auth:      cfg.Auth,
+		Version:   cfg.Version,
+		Nodes:     nodesOf(s.nc, s.ns),
+	})
+
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// listen binds the HTTP and RPC listeners and builds their servers.
+func (s *Server) listen() error {
+	cfg := s.cfg
+	hl, err := net.Listen("tcp", cfg.HTTPListen)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	s.hl = &stopListener{Listener: connlimit.Listen(hl, cfg.MaxHTTPConns)}
+	s.http = &http.Server{
+		Handler: s.track(httpapi.New(s.core, httpapi.Options{
+			MaxBodyBytes:    cfg.MaxBody,
+			MaxBufferedBody: cfg.MaxBuffered,
+			Logger:          s.log,
+			Mount:           s.ops.Mount,
+			Middleware:      s.ops.Middleware,
+			Timeouts:        cfg.Timeouts,
+		})),
+		ConnContext:       httpapi.ConnContext,
+		TLSConfig:         cfg.HTTPTLS,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if cfg.RPCListen == "" {
+		return nil
+	}
+	rl, err := net.Listen("tcp", cfg.RPCListen)
+	if err != nil {
+		_ = s.hl.Close()
+		return fmt.Errorf("rpc listen: %w", err)
+	}
+	s.rpcAddr = rl.Addr().String()
+	s.logRPCExposure(rl.Addr())
+	if cfg.RPCTLS != nil {
+		rl = tls.NewListener(rl, cfg.RPCTLS)
+		s.rpcAddr = "tls://" + s.rpcAddr
+	}
+	s.rl = &stopListener{Listener: s.ops.Metrics().RPCListener(rl)}
+	s.rpc = rpc.New(s.core, rpc.Options{
+		Logger:                s.log,
+		Dialect:               cfg.RPCDialect,
+		Limits:                rpc.Limits{MaxFrameSize: cfg.RPCMaxFrame},
+		MaxConns:              cfg.MaxRPCConns,
+		MaxTotalInFlightBytes: cfg.RPCMaxInflightBytes,
+	})
+	return nil
+}
+
+// HTTPAddr is the address the HTTP API listens on (with its port when
+// Config.HTTPListen asked for port 0).
+func (s *Server) HTTPAddr() net.Addr { return s.hl.Addr() }
+
+// RPCAddr is the address MessagePack-RPC listens on; nil when it is off.
+func (s *Server) RPCAddr() net.Addr {
+	if s.rl == nil {
+		return nil
+	}
+	return s.rl.Addr()
+}
+
+// errServing: Serve runs once.
+var errServing = errors.New("server: Serve called twice")
+
+// Serve serves HTTP and RPC until ctx ends, a listener fails or Shutdown
+// starts. It returns the listener's failure, or nil; either way the caller
+// then calls Shutdown, which stops what Serve started.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.start(ctx); err != nil || s.isStopping() {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down")
+		return nil
+	case <-s.stopping:
+		return nil
+	case err := <-s.errc:
+		s.log.Error("listener failed, shutting down", "err", err)
+		return err
+	}
+}
+
+func (s *Server) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// start starts Serve's goroutines, unless Shutdown came first.
+func (s *Server) start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serving {
+		return errServing
+	}
+	s.serving = true
+	if s.isStopping() {
+		return nil
+	}
+	// Background work (meters, StatsD) outlives ctx: Shutdown stops it after
+	// the front ends, so that StatsD's last flush counts their last requests.
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.bgCancel = cancel
+	s.bg.Go(func() { s.stats.Run(bgCtx, s.core.QueueNames) })
+	if s.cfg.StatsDAddr != "" {
+		sd := s.ops.NewStatsD(s.cfg.StatsDAddr, s.cfg.StatsDInterval)
+		s.bg.Go(func() {
+			if err := sd.Run(bgCtx); err != nil {
+				s.log.Error("statsd", "err", err)
+			}
+		})
+	}
+
+	s.front.Go(func() {
+		var err error
+		if s.cfg.HTTPTLS != nil {
+			err = fmt.Errorf("https: %w", s.http.ServeTLS(s.hl, "", ""))
+		} else {
+			err = fmt.Errorf("http: %w", s.http.Serve(s.hl))
+		}
+		s.failed(err)
+	})
+	if s.rpc != nil {
+		// Not ctx: Shutdown ends RPC gracefully, while a cancelled context
+		// would cut the connections at once.
+		rctx := context.WithoutCancel(ctx)
+		s.front.Go(func() { s.failed(fmt.Errorf("rpc: %w", s.rpc.Serve(rctx, s.rl))) })
+	}
+	scheme := "http"
+	if s.cfg.HTTPTLS != nil {
+		scheme = "https"
+	}
+	s.log.Info("lmq-gateway serving", "version", s.cfg.Version, scheme, s.hl.Addr().String(), "rpc", s.rpcAddr,
+		"nats", s.natsWhere(), "auth", s.ops.AuthMode())
+	return nil
+}
+
+// failed reports a serve loop's end to Serve, unless Shutdown caused it (it
+// closes the listeners).
+func (s *Server) failed(err error) {
+	select {
+	case <-s.stopping:
+	default:
+		s.errc <- err // buffered for both loops
+	}
+}
+
+// Shutdown stops the server in the order of the package documentation. ctx
+// bounds the drain of the requests in flight: when it ends, the connections
+// still busy are closed (and logged), and the shutdown goes on; the steps
+// after it have bounds of their own. It returns an error when the drain was
+// cut short. Later calls wait for the first and return its result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() { s.shutErr = s.shutdown(ctx) })
+	return s.shutErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	// 1. Stop accepting: load balancers see 503 on /readyz, new connections
+	// are refused. (Before the long-polls end, so that their clients cannot
+	// come back on a new connection.)
+	s.mu.Lock()
+	close(s.stopping)
+	bgCancel := s.bgCancel
+	s.mu.Unlock()
+	s.ops.Drain()
+	_ = s.hl.Close()
+	if s.rl != nil {
+		_ = s.rl.Close()
+	}
+	// 2. Waiting pulls answer empty: 204 over HTTP, "empty" over RPC.
+	s.core.StopWaiting()
+	// 3. Requests in flight finish, then connections close. The core still
+	// serves replies, relayed ones included.
+	var drainErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.log.Warn("http shutdown: closing connections still busy", "err", err)
+			_ = s.http.Close()
+			mu.Lock()
+			drainErr = errors.Join(drainErr, fmt.Errorf("http: %w", err))
+			mu.Unlock()
+		}
+	})
+	if s.rpc != nil {
+		wg.Go(func() {
+			if err := s.rpc.Shutdown(ctx); err != nil {
+				s.log.Warn("rpc shutdown: closing connections still busy", "err", err)
+				mu.Lock()
+				drainErr = errors.Join(drainErr, fmt.Errorf("rpc: %w", err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	s.front.Wait()
+	s.waitHandlers()
+	// 4. Deliveries nobody answered are available at once, not after their
+	// timeout. A client that did get one and could not answer may see it
+	// again.
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if n := s.core.ReleaseAll(rctx); n > 0 {
+		s.log.Info("released unanswered deliveries", "count", n)
+	}
+	rcancel()
+	// 5. StatsD's last flush, then the accumulator (pushes to accumulating
+	// queues are over; windows left open are closed by another gateway, or
+	// by this one after a restart), then the core.
+	if bgCancel != nil {
+		bgCancel()
+	}
+	s.bg.Wait()
+	s.acc.Close()
+	s.core.Close()
+	// 6. NATS last: everything above may still publish.
+	s.closeNATS()
+	if drainErr != nil {
+		return fmt.Errorf("shutdown: connections closed while busy: %w", drainErr)
+	}
+	return nil
+}
+
+// handlerGrace bounds the wait for HTTP handlers still running after their
+// connections were closed (a cut drain): their contexts are cancelled, so
+// they end at once unless something ignores the cancellation.
+const handlerGrace = 5 * time.Second
+
+// waitHandlers waits until no HTTP handler runs, so that none uses the core
+// after Close; bounded by handlerGrace.
+func (s *Server) waitHandlers() {
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(handlerGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("http handlers still running after their connections closed", "waited", handlerGrace)
+	}
+}
+
+// track counts the HTTP handlers running, for waitHandlers.
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handlers.Add(1)
+		defer s.handlers.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// stopListener lets Shutdown close a listener before the server that
+// serves it does: the second Close is a no-op, not an error that
+// http.Server.Shutdown would return.
+type stopListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *stopListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
+)
+
+// testConfig is a server on loopback ports the kernel picks, with an
+// in-process embedded NATS server in a fresh directory.
+func testConfig(t *testing.T, dir string) Config {
+	t.Helper()
+	return Config{
+		HTTPListen: "127.0.0.1:0",
+		RPCListen:  "127.0.0.1:0",
+		MaxBody:    1 << 20,
+		Embedded:   embedded.Options{DataDir: dir},
+		Replicas:   1,
+		Version:    "test",
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitFor polls cond until it holds; the test's own deadline bounds it.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if t.Context().Err() != nil {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeShutdown runs a server on ports it picked, and shuts it down with
+// a long-poll waiting: the long-poll answers 204, Serve returns nil, the
+// listeners refuse connections, the data directory is free again, and a
+// second Shutdown returns the first's result.
+func TestServeShutdown(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(t.Context(), testConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + s.HTTPAddr().String()
+	if s.RPCAddr() == nil || strings.HasSuffix(s.RPCAddr().String(), ":0") {
+		t.Fatalf("RPC address %v: want the port picked", s.RPCAddr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background()) }()
+
+	if code, _ := get(t, base+"/properties"); code != http.StatusOK {
+		t.Fatalf("GET /properties: %d", code)
+	}
+	polled := make(chan int, 1)
+	go func() {
+		code, _ := get(t, base+"/messages/server-test?t=60")
+		polled <- code
+	}()
+	waitFor(t, "the long-poll waits", func() bool {
+		_, body := get(t, base+"/metrics")
+		return strings.Contains(body, "long_polls_waiting 1")
+	})
+
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if code := <-polled; code != http.StatusNoContent {
+		t.Errorf("long-poll at shutdown: %d, want 204", code)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v, want nil after Shutdown", err)
+	}
+	for _, a := range []net.Addr{s.HTTPAddr(), s.RPCAddr()} {
+		if c, err := net.Dial("tcp", a.String()); err == nil {
+			c.Close()
+			t.Errorf("%v still accepts connections after Shutdown", a)
+		}
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	// The embedded server stopped and released its directory.
+	s2, err := New(t.Context(), testConfig(t, dir))
+	if err != nil {
+		t.Fatalf("New on the same directory after Shutdown: %v", err)
+	}
+	if err := s2.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown without Serve: %v", err)
+	}
+}
+
+// TestNewFailsOnTakenPort: a port in use fails New, and what New had started
+// is stopped (the data directory can be used again).
+func TestNewFailsOnTakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.RPCListen = l.Addr().String()
+	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "rpc listen") {
+		t.Fatalf("New with the RPC port taken: %v, want an rpc listen error", err)
+	}
+	s, err := New(t.Context(), testConfig(t, dir))
+	if err != nil {
+		t.Fatalf("New after a failed New on the same directory: %v", err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
