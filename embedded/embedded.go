@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -68,12 +67,15 @@ func Start(opts Options) (s *Server, err error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("embedded: data dir required")
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("embedded: data dir: %w", err)
-	}
 	dir := opts.DataDir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
+	}
+	// Checked before the server starts: nats-server reports a directory it
+	// cannot use, and a port it cannot bind, only in its log and then never
+	// becomes ready, which would leave the start waiting for StartTimeout.
+	if err := checkDataDir(dir); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -104,6 +106,9 @@ func Start(opts Options) (s *Server, err error) {
 			return nil, fmt.Errorf("embedded: nats listen address: %w", err)
 		}
 		so.Host, so.Port = host, port
+		if err := checkListen(opts.Listen, "--nats-listen", `another nats-server or gateway may be running; choose another address, or --nats-listen "" for in-process NATS only`); err != nil {
+			return nil, err
+		}
 	}
 	var user, password string
 	generated := false
@@ -125,6 +130,9 @@ func Start(opts Options) (s *Server, err error) {
 			return nil, fmt.Errorf("embedded: cluster listen address: %w", err)
 		}
 		so.Cluster = server.ClusterOpts{Name: opts.ClusterName, Host: host, Port: port}
+		if err := checkListen(opts.ClusterListen, "--cluster-listen", "another node or program holds it; choose another address"); err != nil {
+			return nil, err
+		}
 		for _, r := range opts.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
@@ -137,18 +145,20 @@ func Start(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	if opts.Logger != nil {
-		srv.SetLoggerV2(&slogAdapter{l: opts.Logger.With("component", "nats-server")}, false, false, false)
+	// The adapter is installed even without a Logger: it catches the
+	// server's fatal errors (a listener or JetStream that failed to start),
+	// after which the server never becomes ready.
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
+	fatal := make(chan string, 1)
+	srv.SetLoggerV2(&slogAdapter{l: logger.With("component", "nats-server"), fatal: fatal}, false, false, false)
 	srv.Start()
-	timeout := opts.StartTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	if !srv.ReadyForConnections(timeout) {
+	if err := awaitReady(srv, opts.StartTimeout, fatal); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown() // before the lock is released
-		return nil, errors.New("embedded: nats-server not ready in time")
+		return nil, err
 	}
 	s = &Server{srv: srv, lock: lock, user: user, password: password}
 	if generated {
@@ -236,7 +246,11 @@ func splitHostPort(addr string) (string, int, error) {
 }
 
 // slogAdapter feeds the server's printf-style logger into slog.
-type slogAdapter struct{ l *slog.Logger }
+type slogAdapter struct {
+	l *slog.Logger
+	// fatal receives the first fatal error of the server (nil: not wanted).
+	fatal chan<- string
+}
 
 func (a *slogAdapter) Noticef(f string, v ...any) { a.l.Info(fmt.Sprintf(f, v...)) }
 func (a *slogAdapter) Warnf(f string, v ...any) {
@@ -255,7 +269,16 @@ func (a *slogAdapter) Warnf(f string, v ...any) {
 // passwords that are not bcrypt hashes.
 const plaintextPasswordsWarning = "Plaintext passwords detected, use nkeys or bcrypt"
 
-func (a *slogAdapter) Fatalf(f string, v ...any) { a.l.Error(fmt.Sprintf(f, v...)) }
+func (a *slogAdapter) Fatalf(f string, v ...any) {
+	msg := fmt.Sprintf(f, v...)
+	a.l.Error(msg)
+	if a.fatal != nil {
+		select {
+		case a.fatal <- msg: // the first one is the cause
+		default:
+		}
+	}
+}
 func (a *slogAdapter) Errorf(f string, v ...any) { a.l.Error(fmt.Sprintf(f, v...)) }
 func (a *slogAdapter) Debugf(f string, v ...any) { a.l.Debug(fmt.Sprintf(f, v...)) }
 func (a *slogAdapter) Tracef(f string, v ...any) { a.l.Debug(fmt.Sprintf(f, v...)) }

@@ -72,6 +72,6 @@ func lockedError(dir, path, pid string) error {
 	if pid == "" {
 		pid = "unknown"
 	}
-	return fmt.Errorf("embedded: %w: %s is used by another process (pid %s), which holds the lock on %s; run one gateway per data directory",
+	return fmt.Errorf("embedded: %w: %s is used by another process (pid %s), which holds the lock on %s; run one gateway per data directory (give this one another --data-dir)",
 		ErrDataDirLocked, dir, pid, path)
 }

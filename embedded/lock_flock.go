@@ -17,7 +17,7 @@ func lockDir(dir string) (*dirLock, error) {
 	// Not O_TRUNC: the file may be another process's, whose pid it names.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("embedded: lock file: %w", err)
+		return nil, fmt.Errorf("embedded: --data-dir %s: lock file: %w", dir, err)
 	}
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

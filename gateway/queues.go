@@ -283,7 +283,7 @@ func (r *registry) create(ctx context.Context, queue string, mayCreate bool) (*q
 func streamConfig(queue string, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               mapping.StreamName(queue),
-		Description:        "lmq queue",
+		Description:        streamDescription(queue),
 		Subjects:           mapping.StreamSubjects(queue),
 		Retention:          jetstream.WorkQueuePolicy,
 		Storage:            jetstream.FileStorage,
@@ -296,6 +296,22 @@ func streamConfig(queue string, replicas int) jetstream.StreamConfig {
 	}
 }
 
+// maxDescribedName bounds the queue name quoted in a stream's description
+// (JetStream allows 4 KiB, queue names 255 bytes; `nats stream ls` prints
+// it in one table cell).
+const maxDescribedName = 128
+
+// streamDescription names the queue in the stream's description, so that
+// `nats stream ls` tells the queues apart; long names are cut (the full name
+// is in the metadata key lmq.name).
+func streamDescription(queue string) string {
+	r := []rune(queue)
+	if len(r) > maxDescribedName {
+		return fmt.Sprintf("lmq queue %q…", string(r[:maxDescribedName]))
+	}
+	return fmt.Sprintf("lmq queue %q", queue)
+}
+
 // upgrade brings an existing queue stream (made by an older version, or with
 // other replicas) up to the settings this version needs, keeping its replicas.
 func (r *registry) upgrade(ctx context.Context, want jetstream.StreamConfig) error {
@@ -304,10 +320,12 @@ func (r *registry) upgrade(ctx context.Context, want jetstream.StreamConfig) err
 		return err
 	}
 	have := st.CachedInfo().Config
-	if slices.Equal(have.Subjects, want.Subjects) && have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish {
+	if slices.Equal(have.Subjects, want.Subjects) && have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish &&
+		have.Description == want.Description {
 		return nil
 	}
 	have.Subjects = want.Subjects
+	have.Description = want.Description
 	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
 	have.DenyPurge = false
 	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {

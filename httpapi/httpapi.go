@@ -18,6 +18,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/lmq-gateway/lmq-gateway/docs"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -90,6 +91,9 @@ func New(core Core, opts Options) http.Handler {
 		r.Handle(base+"/{name}", a.named(a.patchProps)).Methods(http.MethodPatch)
 		r.Handle(base+"/{name}", a.named(a.deleteProps)).Methods(http.MethodDelete)
 	}
+	// Beyond LMQ: the OpenAPI description of this API, behind the same
+	// authentication as everything but health.
+	r.HandleFunc("/openapi.yaml", serveOpenAPI).Methods(http.MethodGet, http.MethodHead)
 	if opts.Mount != nil {
 		opts.Mount(r)
 	}
@@ -107,7 +111,60 @@ func New(core Core, opts Options) http.Handler {
 	if opts.Middleware != nil {
 		h = opts.Middleware(h)
 	}
-	return h
+	return rawPath(h)
+}
+
+// rawPath makes the router (and the access log) see the path as the client
+// sent it. Old LMQ clients (go-lmq) put queue names into the request line as
+// raw UTF-8 bytes. net/http keeps those in RawPath, but EscapedPath (which the
+// router matches on) ignores a RawPath that is not a valid encoding and
+// re-encodes the decoded Path instead: a name sent as "x%2Fñ" came out as
+// "x/%C3%B1" and was routed as two segments. The request URI's path with its
+// non-ASCII bytes (and nothing else) percent-encoded is a valid encoding of
+// Path that keeps the client's %2F, so a raw name reaches the same queue as
+// its percent-encoded form.
+func rawPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.RequestURI, "/") {
+			p, _, _ := strings.Cut(r.RequestURI, "?")
+			if enc := escapeNonASCII(p); enc != p {
+				if dec, err := url.PathUnescape(enc); err == nil && dec == r.URL.Path {
+					u := *r.URL
+					u.RawPath = enc
+					r2 := *r
+					r2.URL = &u
+					r = &r2
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// escapeNonASCII percent-encodes the bytes of s beyond ASCII.
+func escapeNonASCII(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x80 {
+			if b.Len() > 0 {
+				b.WriteByte(c)
+			}
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s) + 16)
+			b.WriteString(s[:i])
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
 }
 
 type connKey struct{}
@@ -122,6 +179,16 @@ func clientClosed(r *http.Request) bool {
 	c, ok := r.Context().Value(connKey{}).(net.Conn)
 	return ok && peer.Closed(c)
 }
+
+// StatusClientClosed is the status of a request whose client went away
+// before its answer (nginx's 499 "client closed request"): the access log and
+// the request metrics show it, the client never sees it.
+const StatusClientClosed = 499
+
+// clientGone records that the answer is for nobody, so that an abandoned
+// long-poll is not logged and counted as a 200 with no body. The status line
+// goes to a closed connection (or is never sent): no client reads it.
+func clientGone(w http.ResponseWriter) { w.WriteHeader(StatusClientClosed) }
 
 // statusError is an answer other than the core's errors: 413, 415, …
 type statusError struct {
@@ -323,6 +390,7 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 	// the socket (see ConnContext) before handing the message over.
 	if r.Context().Err() != nil || clientClosed(r) {
 		a.core.Abandon(context.Background(), d)
+		clientGone(w)
 		return nil
 	}
 	if err := writeDelivery(w, d, cf); err != nil {
@@ -380,6 +448,7 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, err.Error())
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads an answer.
+		clientGone(w)
 	case errors.Is(err, gateway.ErrUnavailable):
 		if errors.Is(err, gateway.ErrBusy) {
 			// The limit at work, not a failure: one line per refused pull
@@ -401,6 +470,14 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.Error("request failed", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// serveOpenAPI answers docs/openapi.yaml, embedded in the binary.
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	doc := docs.OpenAPI()
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+	_, _ = io.WriteString(w, doc)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

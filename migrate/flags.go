@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
 )
 
 // regexpFlag is a flag.Value holding an optional regexp.
@@ -35,13 +37,14 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 	o := &Options{}
 	fs.StringVar(&o.From, "from", "", "base URL of the old LMQ's HTTP API, e.g. http://old-lmq:9980 (required)")
 	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway: its embedded server's URL with credentials, \"$(cat DATA-DIR/nats-client.url)\", or the --nats-url it uses")
+	registerNATSFlags(fs, &o.ToNATSAuth)
 	fs.Var(regexpFlag{&o.Queues}, "queues", "copy only queues whose name matches this regexp (unanchored; default: all)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be copied, change nothing")
 	fs.IntVar(&o.Parallel, "parallel", 4, "queues copied at once (messages of one queue are copied in order)")
 	fs.DurationVar(&o.Linger, "linger", 10*time.Second, "how long to wait for messages the source still has in flight or in an open accumulation window")
 	fs.DurationVar(&o.RetryFor, "retry-for", time.Minute, "how long to retry an unreachable source or target before giving up")
 	fs.DurationVar(&o.MinSourceTimeout, "min-source-timeout", 10*time.Second, "raise shorter queue timeouts on the source to this while copying (restored afterwards); negative: never change the source")
-	fs.IntVar(&o.Replicas, "replicas", 1, "replicas of streams created on the target (as the gateway's --replicas)")
+	fs.IntVar(&o.Replicas, "replicas", 1, "replicas of streams created on the target, 1 to 5 (as the gateway's --replicas)")
 	fs.DurationVar(&o.Progress, "progress", 2*time.Second, "interval of per-queue progress lines (negative: none)")
 	return o
 }
@@ -61,13 +64,16 @@ every queue's properties, and every waiting message (acked on LMQ only once
 stored). Safe to interrupt at any point and to run again.
 
 `)
-		fs.PrintDefaults()
+		flaghelp.PrintDefaults(fs, out)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkFlags(o); err != nil {
+		return err
 	}
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return Run(ctx, *o, out)

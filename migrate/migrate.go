@@ -57,6 +57,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
 
 // Options configure a migration. From is required.
@@ -66,6 +67,9 @@ type Options struct {
 	// ToNATS is the target gateway's NATS (its --nats-listen or --nats-url);
 	// default nats://127.0.0.1:4222. Ignored when NATS is set.
 	ToNATS string
+	// ToNATSAuth are the credentials and TLS settings for ToNATS, as the
+	// gateway's for its --nats-url (its URLs, Name and Logger are ignored).
+	ToNATSAuth natsconn.Options
 	// NATS is an open connection to the target's NATS, used instead of
 	// dialling ToNATS; it is not closed.
 	NATS *nats.Conn
@@ -122,6 +126,13 @@ func (o *Options) normalize() error {
 	if o.ToNATS == "" {
 		o.ToNATS = "nats://127.0.0.1:4222"
 	}
+	// Checked before the source is asked anything: a bad setting should not
+	// wait for the listing of a large LMQ.
+	no := o.ToNATSAuth
+	no.URLs = o.ToNATS
+	if err := no.Validate(); err != nil && o.NATS == nil {
+		return fmt.Errorf("--to-nats: %w", err)
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = 4
 	}
@@ -134,7 +145,10 @@ func (o *Options) normalize() error {
 	if o.MinSourceTimeout == 0 {
 		o.MinSourceTimeout = 10 * time.Second
 	}
-	if o.Replicas <= 0 {
+	if o.Replicas < 0 || o.Replicas > 5 {
+		return fmt.Errorf("--replicas %d: want 1 to 5 (JetStream's limit; as the gateway's --replicas)", o.Replicas)
+	}
+	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
 	if o.Progress == 0 {
@@ -255,7 +269,15 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 
 	nc := opts.NATS
 	if nc == nil {
-		nc, err = nats.Connect(opts.ToNATS, nats.Name("lmq-gateway migrate"), nats.MaxReconnects(-1))
+		no := opts.ToNATSAuth
+		no.URLs, no.Name, no.Logger = opts.ToNATS, "lmq-gateway migrate", opts.Logger
+		nopts, err := no.NATSOptions()
+		if err != nil {
+			return nil, fmt.Errorf("--to-nats: %w", err)
+		}
+		// One attempt: the target is the gateway the operator just started;
+		// a refusal is a wrong URL or credentials, not worth a minute's wait.
+		nc, err = nats.Connect(strings.Join(no.Servers(), ","), nopts...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to the target's NATS %s: %w", redactedURLs(opts.ToNATS), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -19,7 +20,7 @@ func NamesMain(args []string, out io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON objects instead of text")
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: lmq-gateway names [--json] QUEUE...\n\nPrints the JetStream stream, subjects and consumer of each queue, for NATS programs.\n\n"+connectHint("LMQ_<enc>")+"\n")
-		fs.PrintDefaults()
+		flaghelp.PrintDefaults(fs, out)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

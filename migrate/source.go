@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
@@ -35,6 +37,7 @@ type source struct {
 	log   *slog.Logger
 
 	mu       sync.Mutex
+	reached  bool // the source has answered once
 	down     bool // the last request failed for want of the source
 	restarts int  // times the source came back after being unreachable
 }
@@ -89,6 +92,11 @@ func (s *source) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		if ctx.Err() != nil {
 			return 0, nil, nil, ctx.Err()
+		}
+		if err != nil && !s.wasReached() && hopeless(err) {
+			// A typo in --from, not a source restarting: retrying for
+			// --retry-for would only delay the message.
+			return 0, nil, nil, fmt.Errorf("--from %s: %w", s.base, err)
 		}
 		if firstFail.IsZero() {
 			firstFail = time.Now()
@@ -145,9 +153,23 @@ func (s *source) markDown(method, path string, status int, err error) {
 	s.down = true
 }
 
+// hopeless tells the failures of a first request that waiting will not
+// cure: a host name that does not resolve, a port nobody listens on.
+func hopeless(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func (s *source) wasReached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reached
+}
+
 func (s *source) up() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reached = true
 	if s.down {
 		s.down = false
 		s.restarts++

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -220,8 +221,9 @@ func Behaviour(log *slog.Logger) []nats.Option {
 // Connect connects to the deployment o describes. When no server can be
 // reached it keeps trying, with a growing pause, until ctx ends: in a
 // deployment that starts all at once (compose, systemd) the gateway may well
-// come up before NATS. Other failures (authentication, TLS, bad settings)
-// end it at once.
+// come up before NATS, and a server's host name may not resolve until its
+// container runs. Other failures (authentication, TLS, bad settings) end it
+// at once.
 func Connect(ctx context.Context, o Options) (*nats.Conn, error) {
 	opts, err := o.NATSOptions()
 	if err != nil {
@@ -239,12 +241,12 @@ func Connect(ctx context.Context, o Options) (*nats.Conn, error) {
 			log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted(), "server", nc.ConnectedServerName())
 			return nc, nil
 		}
-		if !errors.Is(err, nats.ErrNoServers) {
+		if !unreachable(err) {
 			return nil, fmt.Errorf("connect to NATS %s: %w", redact(o.Servers()), err)
 		}
-		if attempt == 1 || attempt%10 == 0 {
-			log.Warn("no NATS server reachable yet; retrying", "servers", redact(o.Servers()), "attempt", attempt, "err", err)
-		}
+		// Every attempt is logged: the pause grows to initialRetryMax, so
+		// that is a line every few seconds while NATS is away.
+		log.Warn("no NATS server reachable yet; retrying", "servers", redact(o.Servers()), "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("connect to NATS %s: %w (last error: %w)", redact(o.Servers()), ctx.Err(), err)
@@ -252,6 +254,25 @@ func Connect(ctx context.Context, o Options) (*nats.Conn, error) {
 		}
 		wait = min(wait*2, initialRetryMax)
 	}
+}
+
+// unreachable tells the failures that waiting may cure from those it cannot
+// (authentication, TLS, a bad setting). A host name that does not resolve is
+// one of the former: in a deployment that starts all at once (compose,
+// Kubernetes) the NATS servers' names appear in DNS only once their
+// containers run.
+func unreachable(err error) bool {
+	if errors.Is(err, nats.ErrNoServers) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	// Any other failure to open the TCP connection: a timeout, no route to
+	// the host, a network that is not up yet.
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 // WaitJetStream returns once JetStream (of domain, "" for the account's own)

@@ -271,6 +271,23 @@ func TestConnectWaitsForServer(t *testing.T) {
 	}
 }
 
+// TestConnectWaitsForUnresolvedName: a server name that does not resolve
+// (yet) is retried like a server that does not answer, each attempt logged,
+// until the context ends (issue 16).
+func TestConnectWaitsForUnresolvedName(t *testing.T) {
+	log, buf := testLogger(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	// .invalid never resolves (RFC 6761).
+	_, err := Connect(ctx, Options{URLs: "nats://nats-1.invalid:4222", Logger: log})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect to an unresolvable name: %v, want the context's deadline", err)
+	}
+	if n := strings.Count(buf.String(), "no NATS server reachable yet"); n < 2 {
+		t.Errorf("%d attempts logged, want one line per attempt:\n%s", n, buf.String())
+	}
+}
+
 // TestFailover: with a cluster's URLs, losing the connected server moves the
 // connection to another one, and the move is logged.
 func TestFailover(t *testing.T) {

@@ -112,6 +112,11 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		} else {
 			next.ServeHTTP(rec, r)
 		}
+		if !rec.wroteHeader && r.Context().Err() != nil {
+			// The client went away and nothing was answered (net/http would
+			// otherwise report an empty 200): nginx's "client closed request".
+			rec.status = statusClientClosed
+		}
 		d := time.Since(start)
 		route := ri.template
 		if route == "" {
@@ -131,6 +136,11 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// statusClientClosed is what the access log and metrics show for a request
+// whose client left before its answer, as nginx logs it (httpapi writes the
+// same status for an abandoned pull).
+const statusClientClosed = 499
 
 // methodLabel bounds the method label: clients may send any token as a
 // method, and each would otherwise make new series.

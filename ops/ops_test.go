@@ -220,6 +220,11 @@ func TestStatsDocumentShape(t *testing.T) {
 			t.Errorf("retention.%s missing", k)
 		}
 	}
+	if h, ok := ret["histogram"].([]any); !ok || len(h) == 0 {
+		t.Errorf("retention.histogram missing or empty: %v", ret["histogram"])
+	} else if b, ok := h[0].(map[string]any); !ok || b["bin"] == nil || b["count"] == nil {
+		t.Errorf("retention.histogram[0] = %v, want {bin, count}", h[0])
+	}
 	pc := ret["percentile"].(map[string]any)
 	for _, k := range []string{"50", "75", "90", "95", "99", "999"} {
 		if _, ok := pc[k].(float64); !ok {

@@ -79,7 +79,15 @@ type Summary struct {
 	Skewness          float64            `json:"skewness"`
 	Kurtosis          float64            `json:"kurtosis"`
 	Percentile        map[string]float64 `json:"percentile"`
+	Histogram         []Bin              `json:"histogram"`
 	N                 int                `json:"n"`
+}
+
+// Bin is one bar of the retention histogram: Count values above the previous
+// bin's upper bound and at most Bin.
+type Bin struct {
+	Bin   float64 `json:"bin"`
+	Count int     `json:"count"`
 }
 
 // percentiles are LMQ's, keyed as it printed them ("999" is the 99.9th).
@@ -96,6 +104,7 @@ func summarize(sorted []float64) Summary {
 	}
 	n := len(sorted)
 	if n == 0 {
+		s.Histogram = []Bin{{0, 0}} // bear's histogram of nothing
 		return s
 	}
 	s.Min, s.Max = sorted[0], sorted[n-1]
@@ -137,7 +146,60 @@ func summarize(sorted []float64) Summary {
 			s.Kurtosis = (m4/float64(n))/(pop*pop) - 3
 		}
 	}
+	s.Histogram = histogram(sorted, s.StandardDeviation)
 	return s
+}
+
+// histogram bins sorted values as bear's get_histogram did for LMQ: a bin
+// width from the standard deviation and the count (3.5·sd/∛n, rounded, at
+// least 1), round((max−min)/width)+1 upper bounds at multiples of the width
+// (each rounded up to its leading two digits) offset by min, or the single
+// bin max when that gives one bin or none; each value counts in the first bin
+// it does not exceed. The number of bins follows the sample (a few hundred at
+// most for a full reservoir), never the values' magnitude alone.
+func histogram(sorted []float64, stddev float64) []Bin {
+	n := len(sorted)
+	lo, hi := sorted[0], sorted[n-1]
+	width := math.Round(3.5 * stddev / math.Cbrt(float64(n)))
+	if width == 0 {
+		width = 1
+	}
+	count := int(math.Round((hi-lo)/width)) + 1
+	var ubs []float64
+	for k := 1; k <= count; k++ {
+		ubs = append(ubs, roundBin(float64(k)*width))
+	}
+	ubs = slices.Compact(ubs) // ascending already: width > 0
+	if len(ubs) <= 1 {
+		ubs = []float64{hi}
+	} else {
+		for i := range ubs {
+			ubs[i] += lo
+		}
+	}
+	bins := make([]Bin, len(ubs))
+	for i, ub := range ubs {
+		bins[i].Bin = ub
+	}
+	for _, v := range sorted {
+		if i, _ := slices.BinarySearch(ubs, v); i < len(ubs) {
+			bins[i].Count++
+		}
+	}
+	return bins
+}
+
+// roundBin is bear's round_bin: an integral upper bound rounded up to a
+// multiple of 10^(round(log10(b))−1), so that bounds read as round numbers.
+func roundBin(b float64) float64 {
+	base := math.Trunc(math.Pow(10, math.Round(math.Log10(b)-1)))
+	if base == 0 {
+		base = 1
+	}
+	if r := math.Mod(b, base); r != 0 {
+		return b + base - r
+	}
+	return b
 }
 
 // nearestRank is bear's percentile: the element at rank round(p·n), 1-based.

@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +218,55 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestRetentionHistogram: /stats' retention.histogram has LMQ's shape
+// (bear's bins: an array of {"bin","count"}, [{0,0}] for no sample, one bin
+// at max for a sample without spread) and its bin bounds.
+func TestRetentionHistogram(t *testing.T) {
+	seq := func(step float64, n int) []float64 {
+		var v []float64
+		for i := range n {
+			v = append(v, float64(i)*step)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		vals []float64
+		want string
+	}{
+		{"empty", nil, `[{"bin":0,"count":0}]`},
+		{"one value", []float64{2.5}, `[{"bin":2.5,"count":1}]`},
+		{"no spread", []float64{0.25, 0.25, 0.25}, `[{"bin":0.25,"count":3}]`},
+		// sd 3.03, width round(3.5·3.03/∛10) = 5, round(9/5)+1 = 3 bins
+		// at 5, 10, 15, offset by min 1.
+		{"1..10", append([]float64(nil), seq(1, 11)[1:]...), `[{"bin":6,"count":6},{"bin":11,"count":4},{"bin":16,"count":0}]`},
+		// sd 331.7, width 522: bounds 522, 1044, 1566 rounded up to 600,
+		// 1100, 1600.
+		{"0..1000 by 100", seq(100, 11), `[{"bin":600,"count":7},{"bin":1100,"count":4},{"bin":1600,"count":0}]`},
+	} {
+		b, err := json.Marshal(summarize(tc.vals).Histogram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("%s: histogram %s, want %s", tc.name, b, tc.want)
+		}
+	}
+
+	// In the /stats JSON text of a queue, next to the other statistics.
+	s := NewStats(StatsOptions{})
+	s.Pulled("q", 1500*time.Millisecond)
+	b, err := json.Marshal(s.Queue("q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"percentile":{"50":1.5,"75":1.5,"90":1.5,"95":1.5,"99":1.5,"999":1.5},"histogram":[{"bin":1.5,"count":1}],"n":1}`; !strings.Contains(string(b), want) {
+		t.Errorf("queue stats %s\nlack %s", b, want)
+	}
+	b, _ = json.Marshal(s.Queue("none"))
+	if !strings.Contains(string(b), `"histogram":[{"bin":0,"count":0}]`) {
+		t.Errorf("queue without pulls: %s", b)
+	}
 }

@@ -10,8 +10,8 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // StatusClient asks a running gateway for its /stats, for the status command.
@@ -95,13 +95,15 @@ func PrintStatus(w io.Writer, doc *StatsDoc) error {
 		_, err := fmt.Fprintln(w, "No queues.")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tMESSAGES\tBYTES\tPROPERTIES")
+	rows := [][]string{{"QUEUE", "MESSAGES", "BYTES", "PROPERTIES"}}
 	for _, n := range names {
 		q := doc.Queues[n]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", n, q.Size, q.Memory, compactJSON(q.Props))
+		rows = append(rows, []string{n, strconv.FormatUint(q.Size, 10), strconv.FormatUint(q.Memory, 10), compactJSON(q.Props)})
 	}
-	return tw.Flush()
+	var b strings.Builder
+	writeTable(&b, rows)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func joinOrNone(s []string) string {

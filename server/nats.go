@@ -22,8 +22,16 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 	if s.cfg.NATSURL != "" {
 		o := s.cfg.NATS
 		o.URLs, o.Name, o.Logger = s.cfg.NATSURL, "lmq-gateway", log
-		nc, err := natsconn.Connect(ctx, o)
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if s.cfg.NATSWait > 0 {
+			cctx, cancel = context.WithTimeout(ctx, s.cfg.NATSWait)
+		}
+		nc, err := natsconn.Connect(cctx, o)
+		cancel()
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return nil, nil, fmt.Errorf("--nats-url: no server answered within --nats-wait %v: %w", s.cfg.NATSWait, err)
+			}
 			return nil, nil, err
 		}
 		return nc, nil, nil

@@ -93,7 +93,10 @@ type Config struct {
 	// NATSURL lists the servers of an existing NATS deployment, reached with
 	// the settings of NATS; "" starts the embedded server of Embedded instead
 	// (its Logger is the server's).
-	NATSURL  string
+	NATSURL string
+	// NATSWait bounds the wait for a server of NATSURL to answer at start
+	// (0: until ctx ends).
+	NATSWait time.Duration
 	NATS     natsconn.Options
 	Embedded embedded.Options
 	// Replicas of each queue's stream and of the gateway's buckets.
@@ -229,7 +232,7 @@ func (s *Server) listen() error {
 	cfg := s.cfg
 	hl, err := net.Listen("tcp", cfg.HTTPListen)
 	if err != nil {
-		return fmt.Errorf("http listen: %w", err)
+		return fmt.Errorf("--http-listen %s: %w", cfg.HTTPListen, err)
 	}
 	s.hl = &stopListener{Listener: connlimit.Listen(hl, cfg.MaxHTTPConns)}
 	s.http = &http.Server{
@@ -254,7 +257,7 @@ func (s *Server) listen() error {
 	rl, err := net.Listen("tcp", cfg.RPCListen)
 	if err != nil {
 		_ = s.hl.Close()
-		return fmt.Errorf("rpc listen: %w", err)
+		return fmt.Errorf("--rpc-listen %s: %w", cfg.RPCListen, err)
 	}
 	s.rpcAddr = rl.Addr().String()
 	s.logRPCExposure(rl.Addr())

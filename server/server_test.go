@@ -123,8 +123,8 @@ func TestNewFailsOnTakenPort(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
 	cfg.RPCListen = l.Addr().String()
-	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "rpc listen") {
-		t.Fatalf("New with the RPC port taken: %v, want an rpc listen error", err)
+	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "--rpc-listen") {
+		t.Fatalf("New with the RPC port taken: %v, want an error naming --rpc-listen", err)
 	}
 	s, err := New(t.Context(), testConfig(t, dir))
 	if err != nil {

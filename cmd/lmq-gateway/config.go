@@ -24,6 +24,7 @@ type config struct {
 	rpcMaxFrame   int
 	dataDir       string
 	natsURL       string
+	natsWait      time.Duration
 	natsListen    string
 	replicas      int
 	maxBody       int64
@@ -76,8 +77,9 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.rpcMaxFrame, "rpc-max-frame", 64<<20, "largest MessagePack-RPC request in bytes; a larger one closes its connection")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "JetStream storage directory of the embedded NATS server")
 	fs.StringVar(&c.natsURL, "nats-url", "", "use these NATS servers (comma-separated nats:// URLs) instead of the embedded one")
+	fs.DurationVar(&c.natsWait, "nats-wait", 2*time.Minute, "how long the start waits for a --nats-url server to answer (unreachable, or a host name that does not resolve yet), retrying with a log line each attempt, before it fails; 0: forever")
 	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server, for NATS programs, which authenticate (see --nats-listen-auth); empty: in-process only")
-	fs.IntVar(&c.replicas, "replicas", 1, "replicas of each queue's stream (3 recommended in a cluster)")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas of each queue's stream, 1 to 5 (3 recommended in a cluster)")
 	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413 (a push larger than a NATS message is streamed to the Object Store, not held in memory)")
 	fs.Int64Var(&c.maxBuffered, "max-buffered-body", 32<<20, "largest body held in memory whole: batches, push to all queues (qre), pushes to accumulating queues, properties; larger ones are answered 413")
 	fs.IntVar(&c.maxHeaderLen, "max-header-bytes", 64<<10, "largest HTTP request line and headers in bytes; larger ones are answered 431 (a stored header value: content-type, kept headers, at most 4 KiB each and 6 KiB together, also 431)")
@@ -211,6 +213,9 @@ func parseConfig(args []string, getenv func(string) (string, bool), out io.Write
 	return c, c.validate()
 }
 
+// maxReplicas is JetStream's largest replication factor of a stream.
+const maxReplicas = 5
+
 func (c *config) validate() error {
 	if err := checkNATSFlags(c.natsURL, c.nats); err != nil {
 		return err
@@ -226,6 +231,12 @@ func (c *config) validate() error {
 	}
 	if c.maxWaitingPulls < 0 {
 		return errors.New("--max-waiting-pulls must not be negative")
+	}
+	if c.natsWait < 0 {
+		return errors.New("--nats-wait must not be negative")
+	}
+	if c.replicas < 1 || c.replicas > maxReplicas {
+		return fmt.Errorf("--replicas %d: want 1 to %d (JetStream's limit; 3 in a cluster of three)", c.replicas, maxReplicas)
 	}
 	if err := c.limits.check(c); err != nil {
 		return err

@@ -93,6 +93,10 @@ func TestConfigErrors(t *testing.T) {
 		"tls half":         {args: []string{"--tls-cert", "c.pem"}, want: "go together"},
 		"basic needs pass": {args: []string{"--auth-basic", "user"}, want: "USER:PASSWORD"},
 		"extra argument":   {args: []string{"serve"}, want: `unexpected argument "serve"`},
+		"replicas 0":       {args: []string{"--replicas", "0"}, want: "--replicas 0: want 1 to 5"},
+		"replicas -3":      {env: map[string]string{"LMQ_REPLICAS": "-3"}, want: "--replicas -3: want 1 to 5"},
+		"replicas 7":       {file: "replicas = 7\n", want: "--replicas 7: want 1 to 5"},
+		"nats-wait < 0":    {args: []string{"--nats-wait", "-1s"}, want: "--nats-wait must not be negative"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := tc.args

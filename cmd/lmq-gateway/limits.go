@@ -123,17 +123,17 @@ func (l *limits) rpcTLSConfig() (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(l.rpcTLSCert, l.rpcTLSKey)
 	if err != nil {
-		return nil, fmt.Errorf("rpc tls: %w", err)
+		return nil, fmt.Errorf("--rpc-tls-cert %s / --rpc-tls-key %s: %w", l.rpcTLSCert, l.rpcTLSKey, err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if l.rpcTLSClientCA != "" {
 		pem, err := os.ReadFile(l.rpcTLSClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("rpc tls client ca: %w", err)
+			return nil, fmt.Errorf("--rpc-tls-client-ca: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("rpc tls client ca %s: no PEM certificate", l.rpcTLSClientCA)
+			return nil, fmt.Errorf("--rpc-tls-client-ca %s: no PEM certificate", l.rpcTLSClientCA)
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}

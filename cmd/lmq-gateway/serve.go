@@ -58,7 +58,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return server.Config{}, fmt.Errorf("tls: %w", err)
+			return server.Config{}, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", c.tlsCert, c.tlsKey, err)
 		}
 		httpTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -93,6 +93,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		RPCMaxInflightBytes: c.limits.rpcMaxInflightBytes,
 
 		NATSURL:  c.natsURL,
+		NATSWait: c.natsWait,
 		NATS:     c.nats,
 		Embedded: c.embeddedOptions(),
 		Replicas: c.replicas,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 
@@ -31,7 +32,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: lmq-gateway status [flags]\n\nPrints the nodes, then per queue its messages, bytes and properties, of a running gateway.\n\nFlags:\n")
-		fs.PrintDefaults()
+		flaghelp.PrintDefaults(fs, stderr)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
