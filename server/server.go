@@ -102,6 +102,11 @@ type Config struct {
 	// Replicas of each queue's stream and of the gateway's buckets.
 	Replicas int
 
+	// DebugListen serves net/http/pprof (/debug/pprof/) on a listener of its
+	// own, never the API's ("": off, the default). It has no authentication
+	// and exposes the process's memory and code: loopback only in practice.
+	DebugListen string
+
 	// StatsDAddr receives LMQ's StatsD metrics every StatsDInterval ("": off).
 	StatsDAddr     string
 	StatsDInterval time.Duration
@@ -130,7 +135,9 @@ type Server struct {
 	handlers sync.WaitGroup // HTTP handlers running (track)
 	rl       *stopListener  // nil when RPC is off
 	rpc      *rpc.Server
-	rpcAddr  string // for the log: "off", host:port or tls://host:port
+	rpcAddr  string        // for the log: "off", host:port or tls://host:port
+	dl       *stopListener // nil when the debug listener is off
+	debug    *http.Server
 
 	// mu orders Serve's start against Shutdown's: either Serve started its
 	// goroutines before Shutdown began, and Shutdown stops them, or Serve
@@ -251,12 +258,19 @@ func (s *Server) listen() error {
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if err := s.listenDebug(); err != nil {
+		_ = s.hl.Close()
+		return err
+	}
 	if cfg.RPCListen == "" {
 		return nil
 	}
 	rl, err := net.Listen("tcp", cfg.RPCListen)
 	if err != nil {
 		_ = s.hl.Close()
+		if s.dl != nil {
+			_ = s.dl.Close()
+		}
 		return fmt.Errorf("--rpc-listen %s: %w", cfg.RPCListen, err)
 	}
 	s.rpcAddr = rl.Addr().String()
@@ -353,6 +367,15 @@ func (s *Server) start(ctx context.Context) error {
 		}
 		s.failed(err)
 	})
+	if s.debug != nil {
+		// The debug listener's failure is logged, not fatal: profiling is
+		// no reason to stop serving the API.
+		s.front.Go(func() {
+			if err := s.debug.Serve(s.dl); err != nil && !errors.Is(err, http.ErrServerClosed) && !s.isStopping() {
+				s.log.Error("debug listener failed", "err", err)
+			}
+		})
+	}
 	if s.rpc != nil {
 		// Not ctx: Shutdown ends RPC gracefully, while a cancelled context
 		// would cut the connections at once.
@@ -400,6 +423,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	_ = s.hl.Close()
 	if s.rl != nil {
 		_ = s.rl.Close()
+	}
+	if s.debug != nil {
+		// Profiles in progress are cut: nothing depends on them.
+		_ = s.debug.Close()
+		_ = s.dl.Close()
 	}
 	// 2. Waiting pulls answer empty: 204 over HTTP, "empty" over RPC.
 	s.core.StopWaiting()

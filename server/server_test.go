@@ -134,3 +134,47 @@ func TestNewFailsOnTakenPort(t *testing.T) {
 		t.Errorf("Shutdown: %v", err)
 	}
 }
+
+// TestDebugListener: with Config.DebugListen the pprof index answers on its
+// own listener, not on the API's; without it nothing is bound, and the API
+// does not serve pprof either. Shutdown closes the debug listener.
+func TestDebugListener(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.DebugListen = "127.0.0.1:0"
+	s, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background()) }()
+	if s.DebugAddr() == nil {
+		t.Fatal("DebugAddr is nil with DebugListen set")
+	}
+	dbg := "http://" + s.DebugAddr().String()
+	if code, body := get(t, dbg+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("GET /debug/pprof/ on the debug listener: %d %.80q, want 200 with the profile index", code, body)
+	}
+	if code, _ := get(t, "http://"+s.HTTPAddr().String()+"/debug/pprof/"); code == http.StatusOK {
+		t.Errorf("GET /debug/pprof/ on the API listener: 200, want it not served there")
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	<-served
+	if c, err := net.Dial("tcp", s.DebugAddr().String()); err == nil {
+		c.Close()
+		t.Errorf("debug listener still accepts connections after Shutdown")
+	}
+
+	// Off by default.
+	s2, err := New(t.Context(), testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := s2.DebugAddr(); a != nil {
+		t.Errorf("DebugAddr %v without DebugListen, want nil", a)
+	}
+	if err := s2.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}

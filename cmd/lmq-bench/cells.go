@@ -159,6 +159,7 @@ func (b *bench) pushCell(ctx context.Context, t target, qs *queueSet, conc, size
 	var done atomic.Int64
 	var errs errTally
 	cpu0 := b.serverCPU(t)
+	profiled := b.startProfile(ctx, r)
 	start := time.Now()
 	deadline := start.Add(b.cfg.duration)
 	slots(clients, depth, func(w, k int, c client) {
@@ -168,6 +169,7 @@ func (b *bench) pushCell(ctx context.Context, t target, qs *queueSet, conc, size
 	})
 	r.msgs = done.Load()
 	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
+	profiled()
 	return r, b.cellErr(ctx)
 }
 
@@ -234,6 +236,7 @@ func (b *bench) pullCell(ctx context.Context, t target, qs *queueSet, conc, size
 	var errs errTally
 	stateful := t.stateful()
 	cpu0 := b.serverCPU(t)
+	profiled := b.startProfile(ctx, r)
 	start := time.Now()
 	deadline := start.Add(b.cfg.duration)
 	slots(clients, depth, func(w, k int, c client) {
@@ -280,6 +283,7 @@ func (b *bench) pullCell(ctx context.Context, t target, qs *queueSet, conc, size
 	r.missing = missing.Load()
 	r.retried = retried.Load()
 	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
+	profiled()
 	return r, b.cellErr(ctx)
 }
 
@@ -366,6 +370,7 @@ func (b *bench) mixedCell(ctx context.Context, t target, qs *queueSet, conc, siz
 	var pushed, done atomic.Int64
 	var errs errTally
 	cpu0 := b.serverCPU(t)
+	profiled := b.startProfile(ctx, r)
 	start := time.Now()
 	deadline := start.Add(b.cfg.duration)
 	stop := func() bool { return !time.Now().Before(deadline) }
@@ -393,6 +398,7 @@ func (b *bench) mixedCell(ctx context.Context, t target, qs *queueSet, conc, siz
 	r.pushed = pushed.Load()
 	r.pushLat = merge(pushRecs)
 	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
+	profiled()
 	return r, b.cellErr(ctx)
 }
 

@@ -198,6 +198,10 @@ func TestFlags(t *testing.T) {
 	if cfg.spawn || cfg.conc[0] != 2 || cfg.duration != 250*time.Millisecond {
 		t.Errorf("quick/explicit/remote: spawn=%v conc=%v duration=%v", cfg.spawn, cfg.conc, cfg.duration)
 	}
+	// --profile reads the spawned gateway's pprof: a running one has none.
+	if _, err := parseFlags([]string{"--profile", t.TempDir(), "--http", "127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--profile") {
+		t.Errorf("--profile with --http: %v, want an error naming --profile", err)
+	}
 	if n, err := parseSize("64KiB"); err != nil || n != 65536 {
 		t.Errorf("parseSize(64KiB) = %d, %v", n, err)
 	}

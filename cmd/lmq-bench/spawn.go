@@ -34,6 +34,8 @@ type gatewayProc struct {
 	httpAddr string
 	rpcAddr  string
 	natsAddr string
+	// debugAddr serves the gateway's pprof (--profile); "" when off.
+	debugAddr string
 	// natsURL carries the user and password of natsPass, which the gateway
 	// is given in its environment: kept across restarts, which empty the
 	// data directory where it would otherwise generate a new one.
@@ -122,6 +124,18 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	// binary has the flag (older builds do not, and reject unknown flags).
 	if help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput(); bytes.Contains(help, []byte("-access-log")) {
 		g.args = append(g.args, "--access-log=false")
+	}
+	if cfg.profileDir != "" {
+		help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput()
+		if !bytes.Contains(help, []byte("-debug-listen")) {
+			return fail(errors.New("--profile: the gateway binary has no --debug-listen flag"))
+		}
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return fail(err)
+		}
+		g.debugAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		g.args = append(g.args, "--debug-listen", g.debugAddr)
 	}
 	g.args = append(g.args, cfg.gatewayArgs...)
 	if err := g.start(ctx); err != nil {

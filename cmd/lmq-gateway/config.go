@@ -56,6 +56,8 @@ type config struct {
 	statsdAddr     string
 	statsdInterval time.Duration
 
+	debugListen string // pprof listener ("": off)
+
 	limits limits // connection, time and memory bounds; RPC protection (limits.go)
 }
 
@@ -108,6 +110,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.StringVar(&c.statsdAddr, "statsd-addr", "", "send LMQ's StatsD metrics to this UDP host:port, e.g. localhost:8125 (empty: off)")
 	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
+	fs.StringVar(&c.debugListen, "debug-listen", "", "serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060 (empty: off). WARNING: no authentication; it exposes memory contents and CPU time to anyone who reaches it, so bind it to loopback (any other address is logged as a warning)")
 	addLimitFlags(fs, &c.limits)
 	return fs
 }

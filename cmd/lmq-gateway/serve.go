@@ -101,6 +101,8 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		StatsDAddr:     c.statsdAddr,
 		StatsDInterval: c.statsdInterval,
 
+		DebugListen: c.debugListen,
+
 		Version: versionString(),
 		Logger:  log,
 	}, nil
