@@ -351,10 +351,14 @@ func (g *Gateway) adoptNATSURL() {
 }
 
 // ready reports whether the HTTP API answers a harmless request.
-func (g *Gateway) ready(ctx context.Context) bool {
+func (g *Gateway) ready(ctx context.Context) bool { return g.answers(ctx, "/properties") }
+
+// answers reports whether GET path answers 200 within a second (bounded:
+// whoever holds a taken port may accept and never answer).
+func (g *Gateway) answers(ctx context.Context, path string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.HTTP+"/properties", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.HTTP+path, nil)
 	if err != nil {
 		return false
 	}

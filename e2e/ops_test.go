@@ -497,23 +497,7 @@ func (g *Gateway) opsLaunch(env []string, args ...string) {
 				return true
 			default:
 			}
-			if g.portTaken() {
-				return true
-			}
-			// Bounded: whoever holds a taken port may accept and
-			// never answer.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.HTTP+"/healthz", nil)
-			if err != nil {
-				return false
-			}
-			resp, err := g.hc.Do(req)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
+			return g.portTaken() || g.answers(context.Background(), "/healthz")
 		})
 		if g.portTaken() && attempt < startAttempts && g.redrawArgs() {
 			killAll([]*Gateway{g})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
+	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
 
 // regexpFlag is a flag.Value holding an optional regexp.
@@ -37,7 +38,8 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 	o := &Options{}
 	fs.StringVar(&o.From, "from", "", "base URL of the old LMQ's HTTP API, e.g. http://old-lmq:9980 (required)")
 	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway: its embedded server's URL with credentials, \"$(cat DATA-DIR/nats-client.url)\", or the --nats-url it uses")
-	registerNATSFlags(fs, &o.ToNATSAuth)
+	// The gateway's --nats-* connection flags, as --to-nats-*.
+	natsconn.AddFlags(fs, &o.ToNATSAuth, "to-nats-", "to-nats")
 	fs.Var(regexpFlag{&o.Queues}, "queues", "copy only queues whose name matches this regexp (unanchored; default: all)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be copied, change nothing")
 	fs.IntVar(&o.Parallel, "parallel", 4, "queues copied at once (messages of one queue are copied in order)")
@@ -77,4 +79,13 @@ stored). Safe to interrupt at any point and to run again.
 	}
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return Run(ctx, *o, out)
+}
+
+// checkFlags rejects settings that the library would quietly default
+// (Options.Replicas 0 means 1 there; on the command line it is a mistake).
+func checkFlags(o *Options) error {
+	if o.Replicas < 1 || o.Replicas > 5 {
+		return fmt.Errorf("--replicas %d: want 1 to 5 (JetStream's limit; as the gateway's --replicas)", o.Replicas)
+	}
+	return nil
 }

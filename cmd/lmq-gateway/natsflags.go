@@ -10,17 +10,12 @@ import (
 )
 
 // addNATSFlags defines the settings of the connection to an external NATS
-// deployment (--nats-url) on fs: credentials and TLS. Like every flag they
-// may come from the environment (LMQ_NATS_PASSWORD, LMQ_NATS_TOKEN), which
-// keeps secrets off the command line.
+// deployment (--nats-url) on fs: credentials and TLS (natsconn.AddFlags),
+// and the JetStream domain. Like every flag they may come from the
+// environment (LMQ_NATS_PASSWORD, LMQ_NATS_TOKEN), which keeps secrets off
+// the command line.
 func addNATSFlags(fs *flag.FlagSet, o *natsconn.Options) {
-	fs.StringVar(&o.CredsFile, "nats-creds", "", "NATS credentials `FILE` (JWT and seed, .creds) for --nats-url")
-	fs.StringVar(&o.User, "nats-user", "", "NATS user for --nats-url (with --nats-password)")
-	fs.StringVar(&o.Password, "nats-password", "", "NATS password of --nats-user (better set by LMQ_NATS_PASSWORD)")
-	fs.StringVar(&o.Token, "nats-token", "", "NATS authentication token for --nats-url (better set by LMQ_NATS_TOKEN)")
-	fs.StringVar(&o.CAFile, "nats-tls-ca", "", "PEM `FILE` of the CA that signed the NATS servers' certificates (implies TLS)")
-	fs.StringVar(&o.CertFile, "nats-tls-cert", "", "PEM client certificate `FILE` for NATS servers that verify clients; needs --nats-tls-key")
-	fs.StringVar(&o.KeyFile, "nats-tls-key", "", "PEM private key `FILE` of --nats-tls-cert")
+	natsconn.AddFlags(fs, o, "nats-", "nats-url")
 	fs.StringVar(&o.Domain, "nats-domain", "", "JetStream `DOMAIN` to keep the queues in, for --nats-url servers whose JetStream runs elsewhere (e.g. a leaf node of a hub with JetStream domain DOMAIN); empty: the account's own JetStream")
 }
 
