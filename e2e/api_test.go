@@ -394,6 +394,9 @@ var queueNames = []struct{ name, enc string }{
 	{"Mixed.Case", "Mixed.Case"},
 	{strings.Repeat("n", 255), strings.Repeat("n", 255)},
 	{strings.Repeat("語", 85), strings.Repeat("%E8%AA%9E", 85)},
+	// Beyond LMQ's 255 (its names were Erlang atoms): up to 1,024 bytes.
+	{strings.Repeat("m", 1024), strings.Repeat("m", 1024)},
+	{strings.Repeat("語", 341), strings.Repeat("%E8%AA%9E", 341)},
 }
 
 // testQueueNames walks every endpoint with each name (new and old paths).
@@ -451,8 +454,8 @@ func testInvalidNames(t *testing.T, gw *Gateway) {
 	json := []string{"Content-Type", "application/json"}
 	for _, enc := range []string{
 		"%00", "a%01b", "a%0Ab", "a%0Db", "tab%09", "del%7F", "c1%C2%85",
-		strings.Repeat("n", 256),
-		strings.Repeat("%E8%AA%9E", 86), // 258 bytes
+		strings.Repeat("n", 1025),
+		strings.Repeat("%E8%AA%9E", 342), // 1,026 bytes
 	} {
 		for _, tc := range []struct {
 			method, path string

@@ -356,7 +356,7 @@ func QueueStream(t testing.TB, js jetstream.JetStream, queue string) *jetstream.
 		st, err := js.Stream(ctx, mapping.StreamName(queue))
 		if err == nil {
 			var info *jetstream.StreamInfo
-			if info, err = st.Info(ctx); err == nil {
+			if info, err = queueInfo(ctx, st, queue); err == nil {
 				cancel()
 				return info
 			}
@@ -976,7 +976,26 @@ func QueueEmpty(js jetstream.JetStream, queue string) func() bool {
 		if err != nil {
 			return false
 		}
-		info, err := st.Info(ctx)
+		info, err := queueInfo(ctx, st, queue)
 		return err == nil && info.State.Msgs == 0
 	}
+}
+
+// queueInfo is the info of the queue's shard stream with State.Msgs narrowed
+// to the queue's own messages (its subjects' counts): other queues share
+// the stream.
+func queueInfo(ctx context.Context, st jetstream.Stream, queue string) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
+	var msgs uint64
+	for _, filter := range mapping.QueueSubjects(queue) {
+		var err error
+		if info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter)); err != nil {
+			return nil, err
+		}
+		for _, n := range info.State.Subjects {
+			msgs += n
+		}
+	}
+	info.State.Msgs = msgs
+	return info, nil
 }

@@ -296,7 +296,7 @@ func TestClusterEmbedded(t *testing.T) {
 	if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
 		t.Fatalf("queue stream: %d replicas, cluster %+v; want R3 with a leader and two followers", info.Config.Replicas, info.Cluster)
 	}
-	ci := consumerInfo(t, js, info.Config.Name)
+	ci := consumerInfo(t, js, q)
 	if ci.Cluster == nil || len(ci.Cluster.Replicas) != 2 {
 		t.Errorf("queue consumer: cluster %+v, want a leader and two followers", ci.Cluster)
 	}
@@ -473,15 +473,17 @@ func streamInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.St
 	return info
 }
 
-func consumerInfo(t *testing.T, js jetstream.JetStream, stream string) *jetstream.ConsumerInfo {
+// consumerInfo is the queue's consumer (made by its first pull).
+func consumerInfo(t *testing.T, js jetstream.JetStream, queue string) *jetstream.ConsumerInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	stream := mapping.StreamName(queue)
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		t.Fatalf("stream %s: %v", stream, err)
 	}
-	cons, err := st.Consumer(ctx, mapping.ConsumerName)
+	cons, err := st.Consumer(ctx, mapping.ConsumerName(queue))
 	if err != nil {
 		t.Fatalf("consumer of %s: %v", stream, err)
 	}

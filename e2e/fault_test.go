@@ -57,7 +57,7 @@ func watchLeaders(js jetstream.JetStream, queue, victim string) func() string {
 			cancel()
 			ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
 			if consumerAt == 0 {
-				if c, err := js.Consumer(ctx, mapping.StreamName(queue), mapping.ConsumerName); err == nil {
+				if c, err := js.Consumer(ctx, mapping.StreamName(queue), mapping.ConsumerName(queue)); err == nil {
 					if l := c.CachedInfo().Cluster; l != nil && l.Leader != "" && l.Leader != victim {
 						consumerAt, consumerLeader = time.Since(start), l.Leader
 					}
@@ -209,7 +209,7 @@ func TestFaultNATSNodeKill(t *testing.T) {
 	if victim < 0 {
 		t.Fatalf("stream leader %q is none of the nodes", info.Cluster.Leader)
 	}
-	t.Logf("stream leader %s, consumer leader %s", info.Cluster.Leader, consumerInfo(t, js, info.Config.Name).Cluster.Leader)
+	t.Logf("stream leader %s, consumer leader %s", info.Cluster.Leader, consumerInfo(t, js, q).Cluster.Leader)
 	// Only the victim's address: the gateway learns the other nodes from
 	// the cluster and fails over to them.
 	attached := StartWithNATS(t, withNATSUser(t, nodes[victim].NATSURL, "", ""), "--replicas", "3",
@@ -282,7 +282,7 @@ func TestFaultExternalNodeKill(t *testing.T) {
 			js := JetStreamOf(t, NATSProcURLs(procs))
 			victim := tc.victim(t, js, q)
 			info := QueueStream(t, js, q)
-			t.Logf("stream leader %s, consumer leader %s, killing %s", info.Cluster.Leader, consumerInfo(t, js, info.Config.Name).Cluster.Leader, procs[victim].Name)
+			t.Logf("stream leader %s, consumer leader %s, killing %s", info.Cluster.Leader, consumerInfo(t, js, q).Cluster.Leader, procs[victim].Name)
 			load := faultLoad(t, q, a.HTTP, b.HTTP)
 			var leaders func() string
 			runFault(t, "TestFaultExternalNodeKill/"+tc.name, load, js, q, faultAfterNodeKill, func() {

@@ -601,7 +601,7 @@ func hostileHTTPCases(rng *rand.Rand) []hostileHTTP {
 	}
 
 	// Invalid queue names, on every route that takes one.
-	names := []string{"%00", "a%01b", "%7f", "%ff", "%c3%28", "%ed%a0%80", strings.Repeat("a", 256), strings.Repeat("n", 1000), "%0a", "%0d%0ax"}
+	names := []string{"%00", "a%01b", "%7f", "%ff", "%c3%28", "%ed%a0%80", strings.Repeat("a", 1025), strings.Repeat("n", 4000), "%0a", "%0d%0ax"}
 	routes := []struct{ method, pattern string }{
 		{"GET", "/messages/%s?t=0"}, {"POST", "/messages/%s"}, {"POST", "/messages/%s/" + uuid() + "?reply=ack"},
 		{"GET", "/properties/%s"}, {"PATCH", "/properties/%s"}, {"DELETE", "/properties/%s"}, {"DELETE", "/queues/%s"}, {"GET", "/queues/%s"},
@@ -1129,7 +1129,7 @@ func hostileRPCCases(rng *rand.Rand) []hostileRPC {
 		add(family, fmt.Sprintf("%s%s", method, rpcShort(params)), rpcFrame(method, params), rpcWantError)
 	}
 	notStrings := []any{nil, true, false, 42, -1, 1.5, math.NaN(), []any{}, []any{hqRPC}, map[string]any{}, ext}
-	badNames := []any{"", "\x00", "a\x01b", strings.Repeat("a", 256), "\xff\xfe"}
+	badNames := []any{"", "\x00", "a\x01b", strings.Repeat("a", 1025), "\xff\xfe"}
 	nameArgs := map[string]func(name any) []any{
 		"push":         func(n any) []any { return []any{n, "x"} },
 		"pull":         func(n any) []any { return []any{n, 0} },

@@ -142,7 +142,11 @@ func streamMsgs(ctx context.Context, js jetstream.JetStream, queue string) uint6
 	if err != nil {
 		return 0
 	}
-	return st.CachedInfo().State.Msgs
+	info, err := queueInfo(ctx, st, queue)
+	if err != nil {
+		return 0
+	}
+	return info.State.Msgs
 }
 
 // waitFor polls cond every 20ms until it holds or d passes.

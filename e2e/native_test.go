@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -134,7 +135,18 @@ func TestNativeConsume(t *testing.T) {
 	c.Push(q, []byte("one"), "text/plain")
 	c.Push(q, []byte("two"), "")
 
-	cons, err := js.Consumer(ctx, n.Stream, n.Consumer)
+	// Nobody pulled from the queue yet, so it has no consumer: the program
+	// makes it as the gateways do (the README's NATS-native section).
+	if _, err := js.Consumer(ctx, n.Stream, n.Consumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("consumer of a queue never pulled from: %v", err)
+	}
+	cons, err := js.CreateConsumer(ctx, n.Stream, jetstream.ConsumerConfig{
+		Durable:           n.Consumer,
+		FilterSubject:     n.Subject,
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		MaxDeliver:        -1,
+		InactiveThreshold: mapping.ConsumerInactive,
+	})
 	if err != nil {
 		t.Fatalf("consumer %s/%s: %v", n.Stream, n.Consumer, err)
 	}
@@ -179,11 +191,15 @@ func TestNativeConsume(t *testing.T) {
 	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	c.PullEmpty(q, "0")
 
-	info, err := js.Stream(ctx, n.Stream)
+	st, err := js.Stream(ctx, n.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msgs := info.CachedInfo().State.Msgs; msgs != 0 {
+	info, err := queueInfo(ctx, st, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := info.State.Msgs; msgs != 0 {
 		t.Errorf("stream %s still holds %d messages", n.Stream, msgs)
 	}
 }

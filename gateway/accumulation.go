@@ -72,7 +72,7 @@ func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) err
 	part.Window = window
 	err = g.store.precheck("store part")
 	if err == nil {
-		part.Seq, err = g.publish(ctx, q, part.msg, true)
+		part.Seq, err = g.publish(ctx, q, part.msg)
 		g.store.note(err)
 	}
 	return err
@@ -100,9 +100,13 @@ type QueueLog struct {
 func (g *Gateway) QueueLog(ctx context.Context, queue string) (*QueueLog, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	st, err := g.queueStream(ctx, queue)
-	if err != nil {
+	if _, err := g.queueStream(ctx, queue); err != nil {
 		return nil, err
+	}
+	// A fresh look (not the cached handle): LastSeq must be now's.
+	st, err := g.js.Stream(ctx, mapping.StreamName(queue))
+	if err != nil {
+		return nil, jsErr("queue", err)
 	}
 	return &QueueLog{g: g, queue: queue, st: st}, nil
 }

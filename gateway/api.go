@@ -44,6 +44,8 @@ type Delivery struct {
 	Compound bool
 	// RetryRemaining is LMQ's x-lmq-retry-remaining.
 	RetryRemaining int
+	// Priority is the message's priority (0..mapping.MaxPriority), beyond LMQ.
+	Priority int
 	// Message is the content of a normal message.
 	Message Message
 	// Parts are the parts of a compound message, in push order.
@@ -51,6 +53,9 @@ type Delivery struct {
 
 	// ref lets the core find the delivery again (Abandon).
 	ref *delivery
+	// releaseOnDisconnect is the queue's property at the delivery
+	// (releaseconn.go).
+	releaseOnDisconnect bool
 }
 
 // ReplyKind is the client's answer to a delivery.

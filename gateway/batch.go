@@ -54,9 +54,13 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 		if err := CheckHeaders(msg); err != nil {
 			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
 		}
-		m, err := g.encodeMessage(ctx, queue, mapping.QueueSubject(queue), msg, eff.Retry)
+		// A batch takes the queue's priority property (priority.go).
+		m, err := g.encodeMessage(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), msg, eff.Retry)
 		if err != nil {
 			return err
+		}
+		if eff.Priority > 0 {
+			m.Header.Set(mapping.HdrPriority, strconv.Itoa(eff.Priority))
 		}
 		if ttl := eff.TTLDuration(); ttl > 0 {
 			m.Header.Set(mapping.HdrExpires, strconv.FormatInt(time.Now().Add(ttl).UnixNano(), 10))

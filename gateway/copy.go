@@ -33,6 +33,9 @@ type Copy struct {
 	// Create makes the queue when it does not exist; without it the store
 	// fails with ErrNotFound then.
 	Create bool
+	// Priority is the copy's priority (0..mapping.MaxPriority); a compound
+	// (Parts) with 0 gets the queue's priority property.
+	Priority int
 }
 
 // StoreCopy stores c among queue's deliverable messages and returns its
@@ -56,9 +59,19 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 		}
 		content = Message{Body: body}
 	}
-	m, err := g.encodeMessage(ctx, queue, mapping.QueueSubject(queue), content, c.Retry)
+	prio := c.Priority
+	if prio < 0 || prio > mapping.MaxPriority {
+		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
+	}
+	if c.Parts != nil && prio == 0 {
+		prio = g.props.effective(queue).Priority
+	}
+	m, err := g.encodeMessage(ctx, queue, mapping.PrioritySubject(queue, prio), content, c.Retry)
 	if err != nil {
 		return 0, err
+	}
+	if prio > 0 {
+		m.Header.Set(mapping.HdrPriority, strconv.Itoa(prio))
 	}
 	if c.Parts != nil {
 		m.Header.Set(mapping.HdrKind, mapping.KindCompound)
@@ -77,7 +90,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	}
 	err = g.store.precheck("store message")
 	if err == nil {
-		seq, err = g.publish(ctx, q, m, c.Create)
+		seq, err = g.publish(ctx, q, m)
 		g.store.note(err)
 	}
 	if err != nil {

@@ -23,13 +23,17 @@ func (g *Gateway) bury(r *raw) error {
 	defer cancel()
 	cp := nats.NewMsg(mapping.DeadSubject(r.q.name))
 	copyOwnHeaders(cp, r.msg)
+	if r.level > 0 {
+		// Kept for a respawn (one a NATS program published lacks it).
+		cp.Header.Set(mapping.HdrPriority, strconv.Itoa(r.level))
+	}
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.used()))
 	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
 		return err
 	}
-	if _, err := g.publish(ctx, r.q, cp, false); err != nil {
+	if _, err := g.publish(ctx, r.q, cp); err != nil {
 		return fmt.Errorf("store dead letter: %w", err)
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
@@ -45,20 +49,6 @@ type DeadLetter struct {
 	Deliveries int
 	DiedAt     time.Time
 	seq        uint64
-}
-
-func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
-	if err := validName(queue); err != nil {
-		return nil, err
-	}
-	st, err := g.js.Stream(ctx, mapping.StreamName(queue))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
-	}
-	if err != nil {
-		return nil, jsErr("queue", err)
-	}
-	return st, nil
 }
 
 // DeadLetterHead returns the oldest dead letter of queue, nil when none.
@@ -100,7 +90,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 	if err != nil {
 		return 0, err
 	}
-	moved := 0
+	moved, levels := 0, uint16(0)
 	for seq := uint64(1); moved < n; {
 		raw, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(mapping.DeadSubject(queue)))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -109,14 +99,17 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		if err != nil {
 			return moved, jsErr("read dead letter", err)
 		}
-		m := nats.NewMsg(mapping.QueueSubject(queue))
+		// Back to its own priority (the Lmq-Priority header it kept).
+		p := messagePriority("", raw.Header)
+		levels |= 1 << p
+		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
 		copyOwnHeaders(m, &nats.Msg{Header: raw.Header})
 		m.Header.Del(mapping.HdrDelivered)
 		m.Header.Del(mapping.HdrDeadAt)
 		m.Data = raw.Data
 		// Store the live copy first: a crash in between leaves a duplicate
 		// dead letter, never a lost message.
-		if _, err := g.publish(ctx, q, m, true); err != nil {
+		if _, err := g.publish(ctx, q, m); err != nil {
 			return moved, err
 		}
 		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -125,8 +118,10 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		moved++
 		seq = raw.Sequence + 1
 	}
-	if moved > 0 {
-		g.Notify(queue)
+	for p := mapping.MaxPriority; p >= 0; p-- {
+		if levels&(1<<p) != 0 {
+			g.notifyLevel(queue, p)
+		}
 	}
 	return moved, nil
 }

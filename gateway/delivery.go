@@ -134,7 +134,7 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
-	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used()}
+	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used(), Priority: r.level}
 	out.Message = msg
 	if r.msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
 		// What comes back from the stream is input too: anyone who can publish
@@ -149,7 +149,9 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 			out.Compound, out.Parts, out.Message = true, parts, Message{}
 		}
 	}
-	timeout := g.props.effective(q.name).TimeoutDuration()
+	eff := g.props.effective(q.name)
+	timeout := eff.TimeoutDuration()
+	out.releaseOnDisconnect = eff.ReleaseOnDisconnect // releaseconn.go
 	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
@@ -230,7 +232,12 @@ func (g *Gateway) release(r *raw, counted bool) {
 	}
 	ctx, cancel := g.opContext()
 	defer cancel()
-	cp := nats.NewMsg(r.q.subject)
+	// To the tail of its own priority's subject (priority.go).
+	subj := r.q.subject
+	if r.level > 0 {
+		subj = mapping.PrioritySubject(r.q.name, r.level)
+	}
+	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
 	if ns := readStamped(r.msg.Header).expires; ns != 0 {
@@ -254,7 +261,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
 	}
-	if _, err := g.publish(ctx, r.q, cp, false); err != nil {
+	if _, err := g.publish(ctx, r.q, cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
@@ -262,7 +269,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 	if err := g.ackRemove(ctx, r); err != nil {
 		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.q.name, "err", err)
 	}
-	g.Notify(r.q.name)
+	g.notifyLevel(r.q.name, r.level)
 }
 
 // copyOwnHeaders copies the message's headers except JetStream's own

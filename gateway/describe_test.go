@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -11,49 +12,66 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// TestStreamDescriptionNamesQueue: `nats stream ls` shows a stream's
-// description, so it names the queue; a stream made by an older version
-// (description "lmq queue") gets the new description when a gateway opens
-// it, and a very long name is cut.
-func TestStreamDescriptionNamesQueue(t *testing.T) {
+// TestConsumerDescriptionNamesQueue: `nats consumer ls` shows a consumer's
+// description, so it names the queue; a very long name is cut, and a name
+// too long for a consumer name is in the consumer's metadata.
+func TestConsumerDescriptionNamesQueue(t *testing.T) {
 	t.Parallel()
 	ns, g := startCore(t, context.Background())
 	ctx := ctxT(t)
 	nc := testnats.Connect(t, ns, "inspect")
 	js := testnats.JetStream(t, nc)
 
-	old := "sensor/old"
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:              mapping.StreamName(old),
-		Description:       "lmq queue",
-		Subjects:          mapping.StreamSubjects(old),
-		Retention:         jetstream.WorkQueuePolicy,
-		Storage:           jetstream.FileStorage,
-		Metadata:          map[string]string{mapping.MetaQueueName: old},
-		AllowMsgTTL:       true,
-		AllowMsgSchedules: true,
-		AllowRollup:       true,
-	}); err != nil {
-		t.Fatal(err)
-	}
 	long := strings.Repeat("é", 20) + strings.Repeat("a", 200) // 220 runes, 240 bytes
 	want := map[string]string{
 		"sensor/42": `lmq queue "sensor/42"`,
-		old:         `lmq queue "sensor/old"`,
 		long:        `lmq queue "` + strings.Repeat("é", 20) + strings.Repeat("a", 108) + `"…`,
 	}
 	for q, desc := range want {
 		mustPush(t, g, q, "x")
-		st, err := js.Stream(ctx, mapping.StreamName(q))
+		if d := mustPull(t, g, q, 0); string(d.Message.Body) != "x" {
+			t.Fatalf("pulled %q", d.Message.Body)
+		}
+		c, err := js.Consumer(ctx, mapping.StreamName(q), mapping.ConsumerName(q))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := st.CachedInfo().Config.Description; got != desc {
-			t.Errorf("queue %.20q: description %.40q, want %.40q", q, got, desc)
+		cfg := c.CachedInfo().Config
+		if cfg.Description != desc {
+			t.Errorf("queue %.20q: description %.40q, want %.40q", q, cfg.Description, desc)
+		}
+		if cfg.Durable != mapping.EncodeName(q) && cfg.Metadata[mapping.MetaQueueName] != q {
+			t.Errorf("queue %.20q: hashed consumer %q without the name in its metadata", q, cfg.Durable)
 		}
 	}
-	// The upgraded stream kept its message and still serves it.
-	if d := mustPull(t, g, "sensor/old", 0); string(d.Message.Body) != "x" {
-		t.Fatalf("pulled %q from the upgraded queue", d.Message.Body)
+}
+
+// TestConsumerOnlyWhenUsed: a queue that was only pushed to, or polled
+// without waiting while empty, has no consumer; a pull that finds a
+// message makes one.
+func TestConsumerOnlyWhenUsed(t *testing.T) {
+	t.Parallel()
+	ns, g := startCore(t, context.Background())
+	ctx := ctxT(t)
+	js := testnats.JetStream(t, testnats.Connect(t, ns, "inspect"))
+	hasConsumer := func(q string) bool {
+		_, err := js.Consumer(ctx, mapping.StreamName(q), mapping.ConsumerName(q))
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if d, err := g.Pull(ctx, "polled", 0); d != nil || err != nil {
+		t.Fatalf("pull of an empty queue: %v, %v", d, err)
+	}
+	mustPush(t, g, "pushed", "x")
+	if hasConsumer("polled") || hasConsumer("pushed") {
+		t.Fatal("a queue never pulled from has a consumer")
+	}
+	if d := mustPull(t, g, "pushed", 0); string(d.Message.Body) != "x" {
+		t.Fatalf("pulled %q", d.Message.Body)
+	}
+	if !hasConsumer("pushed") {
+		t.Fatal("no consumer after a pull that found a message")
 	}
 }

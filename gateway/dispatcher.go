@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -37,6 +38,7 @@ type raw struct {
 	retry    int
 	pushedAt int64
 	bodyGone bool // msg.Data was let go while in flight (see Gateway.body)
+	level    int  // its priority: it came from that level's subject
 }
 
 // expired reports whether the message's ttl has passed.
@@ -78,40 +80,85 @@ type queueState struct {
 
 	mu         sync.Mutex
 	ackWait    time.Duration
+	ready      bool // the consumer exists, as far as this gateway knows
 	waiters    []waitEntry
 	regSeq     uint64 // sequence of the last registered waiter
 	fetching   bool
-	cur        *fetchReq       // the outstanding pull request
-	probes     []chan struct{} // closed when the next pull request is answered
-	inbox      string          // reply subject prefix of its pull requests
-	sub        *nats.Subscription
+	cur        *fetchReq        // the outstanding pull request
 	st         jetstream.Stream // cached handle, see streamHandle
 	dirty      bool             // a notification came while fetching
 	last       time.Time        // last pull request
 	lastNotify time.Time        // last notification of a new message
 	dead       bool
+	prio       prioState // priority levels (priority.go)
 }
 
-func newQueueState(g *Gateway, name, stream string) (*queueState, error) {
-	q := &queueState{
+func newQueueState(g *Gateway, name string) *queueState {
+	stream := mapping.StreamName(name)
+	return &queueState{
 		g:       g,
 		name:    name,
 		enc:     mapping.EncodeName(name),
 		stream:  stream,
 		subject: mapping.QueueSubject(name),
-		reqSub:  nextSubject(g.js, stream, mapping.ConsumerName),
-		inbox:   g.nc.NewInbox() + ".",
+		reqSub:  nextSubject(g.js, stream, mapping.ConsumerName(name)),
 	}
-	sub, err := g.nc.Subscribe(q.inbox+"*", g.counted(func(m *nats.Msg) { g.onPullReply(q, m) }))
+}
+
+// ensureConsumer makes the queue's consumer unless this gateway made or saw
+// it already. Consumers exist only for queues in use: JetStream removes one
+// after mapping.ConsumerInactive without pulls (and without deliveries in
+// flight), and the next pull makes it again; a missing one shows as "no
+// responders" to a pull request (onPullReply).
+func (q *queueState) ensureConsumer(ctx context.Context) error {
+	q.mu.Lock()
+	ready, ackWait := q.ready, q.ackWait
+	q.mu.Unlock()
+	if ready {
+		return nil
+	}
+	if _, err := q.g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
+		return err
+	}
+	cons, err := q.g.js.CreateOrUpdateConsumer(ctx, q.stream, consumerConfig(q.name, ackWait))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		q.g.queues.shardLost(mapping.Shard(q.name))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("subscribe pull replies: %w", err)
+		return jsErr("create queue consumer", err)
 	}
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("pull replies: %w", err)
-	}
-	q.sub = sub
-	return q, nil
+	q.mu.Lock()
+	q.ready = true
+	q.ackWait = max(q.ackWait, cons.CachedInfo().Config.AckWait)
+	q.mu.Unlock()
+	// Messages of priorities may be stored (pushed before a restart, or
+	// through another gateway): learn their levels before the first pull.
+	q.learnLevels(ctx)
+	return nil
+}
+
+// consumerMissing is called when a pull request found no consumer: it is
+// made again in the background and the waiting clients' request re-sent.
+func (q *queueState) consumerMissing() {
+	q.mu.Lock()
+	q.ready = false
+	q.mu.Unlock()
+	q.g.spawn(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, opTimeout)
+		defer cancel()
+		if err := q.ensureConsumer(ctx); err != nil {
+			// A consumer without a leader (an election) answers the same
+			// way and cannot be made either: try again in a second.
+			if n, ok := q.g.noise.allow("re-creating queue consumer failed"); ok {
+				q.g.log.Warn("re-creating queue consumer failed", "queue", q.name, "err", err, "suppressed", n)
+			}
+			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			return
+		}
+		q.mu.Lock()
+		q.kickLocked()
+		q.mu.Unlock()
+	})
 }
 
 // streamHandle returns (and caches) the queue's stream handle.
@@ -122,7 +169,7 @@ func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error)
 	if st != nil {
 		return st, nil
 	}
-	st, err := q.g.js.Stream(ctx, q.stream)
+	st, err := q.g.queues.shard(ctx, mapping.Shard(q.name))
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
 	}
@@ -132,15 +179,45 @@ func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error)
 	return st, nil
 }
 
+// pullTable is this gateway's pull requests in flight, by id: their status
+// answers come on inbox+id, on one subscription for every queue.
+type pullTable struct {
+	inbox string
+	mu    sync.Mutex
+	byID  map[uint64]*fetchReq
+}
+
+func newPullTable(inbox string) *pullTable {
+	return &pullTable{inbox: inbox + ".", byID: make(map[uint64]*fetchReq)}
+}
+
+func (t *pullTable) add(fr *fetchReq) {
+	t.mu.Lock()
+	t.byID[fr.id] = fr
+	t.mu.Unlock()
+}
+
+func (t *pullTable) remove(fr *fetchReq) {
+	t.mu.Lock()
+	delete(t.byID, fr.id)
+	t.mu.Unlock()
+}
+
+func (t *pullTable) get(id uint64) *fetchReq {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
 // fetchReq is one outstanding no_wait pull request.
 type fetchReq struct {
 	id     uint64
 	q      *queueState
+	level  int // the priority level it pulls from (priority.go)
 	batch  int
 	got    int
 	regSeq uint64    // waiters registered up to here are covered by it
 	noWait []*waiter // no-wait waiters covered by it
-	probes []chan struct{}
 }
 
 func (q *queueState) add(w *waiter) {
@@ -149,37 +226,6 @@ func (q *queueState) add(w *waiter) {
 	q.regSeq++
 	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
 	q.kickLocked()
-}
-
-// addPassive registers w without fetching for it: a fetch for any reason
-// (another client, a notification, a probe) serves it.
-func (q *queueState) addPassive(w *waiter) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.regSeq++
-	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
-}
-
-// probe makes sure a pull request covering the current waiters is issued and
-// returns a channel closed when it has been answered.
-func (q *queueState) probe() <-chan struct{} {
-	ch := make(chan struct{})
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.dead {
-		close(ch)
-		return ch
-	}
-	q.probes = append(q.probes, ch)
-	q.kickLocked()
-	if !q.fetching {
-		// Nobody waits any more (the waiter was served elsewhere).
-		for _, c := range q.probes {
-			close(c)
-		}
-		q.probes = nil
-	}
-	return ch
 }
 
 func (q *queueState) remove(w *waiter) {
@@ -193,16 +239,7 @@ func (q *queueState) remove(w *waiter) {
 	}
 }
 
-func (q *queueState) notify() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.lastNotify = time.Now()
-	if q.fetching {
-		q.dirty = true
-		return
-	}
-	q.kickLocked()
-}
+func (q *queueState) notify() { q.notifyLevel(0) }
 
 // compactLocked drops claimed waiters and returns how many remain.
 func (q *queueState) compactLocked() int {
@@ -227,29 +264,35 @@ func (q *queueState) kickLocked() {
 	if n == 0 {
 		return
 	}
+	reqSub, level := q.reqSub, 0
+	if q.prio.mask != 0 || q.prio.making {
+		var ok bool
+		if level, reqSub, ok = q.levelRequestLocked(); !ok {
+			return // kicked again once the level's consumer exists
+		}
+		q.prio.fresh = 0
+	}
 	g := q.g
-	fr := &fetchReq{id: g.fetchSeq.Add(1), q: q, batch: min(n, maxBatch), regSeq: q.regSeq}
+	fr := &fetchReq{id: g.fetchSeq.Add(1), q: q, level: level, batch: min(n, maxBatch), regSeq: q.regSeq}
 	for _, e := range q.waiters {
 		if e.w.noWait {
 			fr.noWait = append(fr.noWait, e.w)
 		}
 	}
-	fr.probes, q.probes = q.probes, nil
 	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
 	var settle time.Duration
-	if time.Since(q.lastNotify) < recentPush {
+	if level > 0 && q.settleLevelLocked(level) || level == 0 && time.Since(q.lastNotify) < recentPush {
 		// JetStream acknowledges a publish before the consumer has counted
 		// the message, and a bare no_wait request is refused at once when it
 		// sees nothing pending: with expires it waits that long for the first
 		// message, and still returns as soon as it has some.
 		settle = settleWait
 	}
-	if err := g.nc.PublishRequest(q.reqSub, q.inbox+strconv.FormatUint(fr.id, 10), encodePullRequest(fr.batch, settle)); err != nil {
+	g.pulls.add(fr)
+	if err := g.nc.PublishRequest(reqSub, g.pulls.inbox+strconv.FormatUint(fr.id, 10), encodePullRequest(fr.batch, settle)); err != nil {
 		g.log.Warn("pull request failed", "queue", q.name, "err", err)
+		g.pulls.remove(fr)
 		q.cur, q.fetching = nil, false
-		for _, c := range fr.probes {
-			close(c)
-		}
 	}
 }
 
@@ -261,16 +304,20 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 	if q.cur != fr {
 		return
 	}
+	q.g.pulls.remove(fr)
 	q.cur, q.fetching = nil, false
-	for _, c := range fr.probes {
-		close(c)
+	if empty && retryAfter == 0 && q.levelEmptyLocked(fr) {
+		return // the next request goes one level down
 	}
-	if empty {
+	if empty && fr.level == 0 {
 		for _, w := range fr.noWait {
 			if w.pending.Add(-1) == 0 && w.claimed.CompareAndSwap(false, true) {
 				w.ch <- nil
 			}
 		}
+	}
+	if retryAfter < 0 {
+		return // the caller sends the next request itself
 	}
 	if retryAfter > 0 {
 		q.g.wakes.retryAt(q, time.Now().Add(retryAfter))
@@ -316,18 +363,10 @@ func (q *queueState) shutdown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.dead = true
-	if q.sub != nil {
-		_ = q.sub.Unsubscribe()
-	}
 	if q.cur != nil {
-		for _, c := range q.cur.probes {
-			close(c)
-		}
+		q.g.pulls.remove(q.cur)
 	}
-	for _, c := range q.probes {
-		close(c)
-	}
-	q.cur, q.fetching, q.probes = nil, false, nil
+	q.cur, q.fetching = nil, false
 	for _, e := range q.waiters {
 		if e.w.claimed.CompareAndSwap(false, true) {
 			e.w.ch <- nil
@@ -374,6 +413,11 @@ func (g *Gateway) repollLoop() {
 				q.abandonFetchLocked()
 			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
+				if q.prio.seen {
+					// Levels may have filled without a notification
+					// (JetStream's redeliveries, NATS programs).
+					q.probeLocked()
+				}
 				q.kickLocked()
 			}
 			q.mu.Unlock()
@@ -385,9 +429,7 @@ func (g *Gateway) repollLoop() {
 // come; the next kick sends a new one.
 func (q *queueState) abandonFetchLocked() {
 	if q.cur != nil {
-		for _, c := range q.cur.probes {
-			close(c)
-		}
+		q.g.pulls.remove(q.cur)
 	}
 	q.cur, q.fetching = nil, false
 }
@@ -417,20 +459,23 @@ func (g *Gateway) onReconnect() {
 	}
 }
 
-// onPullReply receives every message and status of this gateway's pull requests.
+// onPullReply receives every message and status of this gateway's pull
+// requests, on one subscription (pullTable.inbox).
 //
-// JetStream delivers pulled messages with their stream subject, so they are
-// told apart by subscription (one per queue); status messages come on the
-// request's reply subject, which names the request.
-func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
-	q.mu.Lock()
-	fr := q.cur
-	q.mu.Unlock()
+// JetStream delivers pulled messages with their stream subject, which names
+// the queue; status messages come on the request's reply subject, which
+// names the request.
+func (g *Gateway) onPullReply(m *nats.Msg) {
 	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
-		if err != nil || fr == nil || fr.id != id {
+		if err != nil {
 			return
 		}
+		fr := g.pulls.get(id)
+		if fr == nil {
+			return
+		}
+		q := fr.q
 		switch classifyPullStatus(m) {
 		case pullEmpty:
 			q.fetchDone(fr, true, 0)
@@ -438,6 +483,17 @@ func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
 			// Other gateways' requests are ahead of this one; try again soon.
 			q.fetchDone(fr, false, 5*time.Millisecond)
 		case pullIgnore:
+		case pullNoConsumer:
+			// Removed by JetStream after a while unused (or by an operator).
+			q.fetchDone(fr, false, -1)
+			if fr.level > 0 {
+				q.mu.Lock()
+				q.levelMissingLocked(fr.level)
+				q.kickLocked() // makes it again
+				q.mu.Unlock()
+				break
+			}
+			q.consumerMissing()
 		case pullRefused:
 			// During an election every queue's requests are refused at
 			// once, hundreds a second: one line per interval says it.
@@ -449,9 +505,27 @@ func (g *Gateway) onPullReply(q *queueState, m *nats.Msg) {
 		}
 		return
 	}
+	kind, enc, ok := mapping.ParseSubject(m.Subject)
+	if !ok || (kind != "q" && kind != "p") {
+		return
+	}
+	q := g.queues.localByEnc(enc)
+	if q == nil {
+		// The queue was deleted meanwhile: the message stays pending and
+		// JetStream's AckWait brings it back (if it was not purged).
+		return
+	}
+	q.mu.Lock()
+	fr := q.cur
+	q.mu.Unlock()
 	r, ok := g.parseRaw(q, m)
 	if !ok {
 		return
+	}
+	if kind == "p" {
+		if r.level, ok = mapping.SubjectPriority(m.Subject); !ok {
+			return // not one of ours (lmq.p.<kk>.<enc>.x from a NATS program)
+		}
 	}
 	// Not spawned once the gateway is closing: the message stays pending
 	// and JetStream's AckWait brings it back.

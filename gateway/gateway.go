@@ -2,11 +2,33 @@
 // reply, properties, the queue registry, deliveries and stats, on JetStream.
 // Both front ends (HTTP and MessagePack-RPC) call it; it knows neither.
 //
-// Layout: one WorkQueue stream per queue (mapping.StreamName) holding the
-// queue's deliverable messages on mapping.QueueSubject, with one durable pull
-// consumer. Properties and the default list live in the KV bucket LMQ_PROPS,
-// watched by every gateway. Bodies too large for one NATS message live in the
-// Object Store bucket LMQ_OBJ and the queued message carries a reference.
+// Layout: queues are subjects, sharded over mapping.ShardCount (64)
+// WorkQueue streams LMQS_00..63 (mapping.StreamName): a queue's deliverable
+// messages are on lmq.q.<kk>.<enc> in its shard's stream, its parts, delays
+// and dead letters on lmq.a/s/d.<kk>.<enc>. A queue exists while its key is
+// in the KV bucket LMQ_QUEUES (registry, queues.go), which every gateway
+// watches. A queue has a durable pull consumer only while it is in use: the
+// first pull makes it (filtered to its subject), JetStream's
+// InactiveThreshold removes it after mapping.ConsumerInactive without pulls
+// and without deliveries in flight. Properties and the default list live in
+// the KV bucket LMQ_PROPS, watched by every gateway. Bodies too large for one
+// NATS message live in the Object Store bucket LMQ_OBJ and the queued
+// message carries a reference.
+//
+// Why (measured, BENCHMARKS.md "Many queues"): a stream and a consumer per
+// queue cost ~110 KB each and restart in 144 s at 10,000 queues, and in a
+// cluster every stream and consumer is a Raft group. Queues as subjects cost
+// ~1 KB at rest (10,000 queues: 33 MiB for the whole process, restart
+// 0.04 s), a consumer ~50 KB while in use. One shared stream would do at
+// rest, but a WorkQueue ack walks every consumer of its stream, so acks slow
+// down with the queues in use: 1,000 consumers on one stream ack at a third
+// of today's rate, on 64 shards (~16 each) at least as fast. 256 shards
+// cost more streams for nothing. The shard count is fixed (every gateway
+// and NATS program must agree where a queue lives); a shard stream is
+// created on the first push into it. Raft groups in a cluster thus grow with
+// the shards in use (≤ 64) plus the queues in use, not the queues that exist.
+// Data of the one-stream-per-queue layout of older versions is moved into
+// the shards on first start (upgrade.go).
 //
 // Deliveries: JetStream accepts acks for stale deliveries (it keys on the
 // stream sequence) and redelivers timed-out messages ahead of everything else,
@@ -28,7 +50,8 @@
 //
 // Pulling: a client's pull registers a waiter on the queue's dispatcher. The
 // dispatcher issues no_wait pull requests (batch = waiting clients, one
-// request at a time per queue) and never leaves a pull request standing in
+// request at a time per queue; every queue's answers come on one
+// subscription) and never leaves a pull request standing in
 // JetStream: a standing request would keep taking messages after its client
 // left, and giving such a message back either reorders the queue or costs it
 // a retry. (Right after a push notification a request may wait up to 50 ms,
@@ -37,8 +60,10 @@
 // lmq.n.<enc> (published by any gateway after every stored push or release) or
 // a periodic re-poll (which also catches messages published by plain NATS
 // programs and JetStream's own redeliveries). An idle long-poll therefore
-// costs no JetStream requests between re-polls. Pull-any registers on every
-// matching queue and probes them one at a time from a rotating start.
+// costs no JetStream requests between re-polls. Pull-any does not bind the
+// queues it matches: it tries those the shards' subject counts show holding
+// messages, then sleeps until a notification names a matching queue or the
+// next re-poll (pull.go).
 //
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
@@ -108,26 +133,32 @@ type Gateway struct {
 
 	// id identifies this gateway instance; it starts every delivery id it
 	// hands out so that a reply reaching another gateway can be relayed here.
-	id     string
-	idPfx  []byte
-	kv     jetstream.KeyValue
-	objMu  sync.Mutex
-	obj    jetstream.ObjectStore
-	props  *propCache
-	queues *registry
-	dels   *deliveryTable
-	store  storeHealth
-	acked  *ackedIDs
-	noise  *noiseLimiter
+	id    string
+	idPfx []byte
+	// prioPfx[p] is the payload of a notification of priority p (notifyPayload).
+	prioPfx [mapping.MaxPriority + 1][]byte
+	kv      jetstream.KeyValue
+	objMu   sync.Mutex
+	obj     jetstream.ObjectStore
+	props   *propCache
+	queues  *registry
+	dels    *deliveryTable
+	store   storeHealth
+	acked   *ackedIDs
+	noise   *noiseLimiter
 
+	pulls    *pullTable
 	fetchSeq atomic.Uint64
 	rr       atomic.Uint64 // rotates pull-any's first queue
 	waiting  atomic.Int64  // pulls holding a waitSlot (waitlimit.go)
 
-	subs     []*nats.Subscription
-	closing  chan struct{}
-	stopWait sync.Once // closes closing (drain.go)
-	closeOne sync.Once
+	subs    []*nats.Subscription
+	closing chan struct{}
+	// followers mirror KV buckets (kvwatch.go); Close stops them.
+	followMu  sync.Mutex
+	followers []*kvFollower
+	stopWait  sync.Once // closes closing (drain.go)
+	closeOne  sync.Once
 	// bg counts the core's long-lived goroutines (re-poll, wake-ups); work
 	// counts everything started on the way and holds the context that lives
 	// as long as the gateway (background.go). Close waits for both.
@@ -182,30 +213,20 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
+	for p := 1; p <= mapping.MaxPriority; p++ {
+		g.prioPfx[p] = append(append([]byte(nil), idb...), byte(p))
+	}
 	g.dels = newDeliveryTable()
 	g.store.check = cfg.StoreHealth
 	g.acked = newAckedIDs(nil)
 	g.noise = newNoiseLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
+	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
-	// The bucket is shared: created once, with the creator's --replicas, and
-	// never updated, so that a gateway started with another count does not
-	// rescale it under the others (an R1 bucket dies with its one server).
-	kv, err := js.KeyValue(ctx, mapping.PropsBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      mapping.PropsBucket,
-			Description: "lmq-gateway queue properties and default-properties list",
-			History:     1,
-			Replicas:    cfg.Replicas,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, mapping.PropsBucket) // another gateway was first
-		}
-	}
+	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
-		return nil, fmt.Errorf("properties bucket: %w", err)
+		return nil, fmt.Errorf("properties: %w", err)
 	}
 	g.kv = kv
 	if g.props, err = newPropCache(ctx, g.work.ctx, kv, g.log); err != nil {
@@ -223,7 +244,24 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("subscribe control: %w", err)
 	}
 	g.subs = append(g.subs, sub)
+	// One subscription takes the answers to every queue's pull requests; it
+	// must never drop one (a dropped message waits out its AckWait).
+	if sub, err = nc.Subscribe(g.pulls.inbox+"*", g.counted(g.onPullReply)); err == nil {
+		err = sub.SetPendingLimits(-1, -1)
+		g.subs = append(g.subs, sub)
+	}
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("subscribe pull replies: %w", err)
+	}
 	if err := g.queues.start(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	// Data of the one-stream-per-queue layout moves into the shards before
+	// the gateway serves (upgrade.go); it may take longer than ctx allows
+	// a start, and ignores that deadline (not a cancel).
+	if err := g.upgradeLegacy(ctx); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -243,8 +281,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 			g.onReconnect()
 		}
 	})
-	// FlushWithContext insists on a deadline; the caller's ctx need not have one.
-	fctx, cancel := context.WithTimeout(ctx, opTimeout)
+	// FlushWithContext insists on a deadline; the caller's ctx need not have
+	// one, and an upgrade may have used up the one it has.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	if err := nc.FlushWithContext(fctx); err != nil {
 		g.Close()
@@ -273,6 +312,7 @@ func (g *Gateway) Close() {
 		if g.props != nil {
 			g.props.stop()
 		}
+		g.stopFollowers()
 		g.queues.stop()
 		g.dels.stopTimers()
 		g.work.close()

@@ -332,21 +332,24 @@ func TestPushAll(t *testing.T) {
 	}
 }
 
-// TestAckWaitFollowsTimeout: a queue created by a property update gets the
-// JetStream backstop of its own timeout, so that a gateway that dies gives
+// TestAckWaitFollowsTimeout: a queue's consumer gets the JetStream backstop
+// of its own timeout, so that a gateway that dies gives
 // its deliveries back soon after their timeout.
 func TestAckWaitFollowsTimeout(t *testing.T) {
 	t.Parallel()
 	ns, g := startCore(t, context.Background())
 	ctx := ctxT(t)
 	timeoutProps(t, g, "aw", 0.5)
+	// The consumer is made on the first pull that finds a message.
+	mustPush(t, g, "aw", "x")
+	mustPull(t, g, "aw", 0)
 	nc := testnats.Connect(t, ns, "inspect")
 	js := testnats.JetStream(t, nc)
 	st, err := js.Stream(ctx, mapping.StreamName("aw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := st.Consumer(ctx, mapping.ConsumerName)
+	c, err := st.Consumer(ctx, mapping.ConsumerName("aw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +357,7 @@ func TestAckWaitFollowsTimeout(t *testing.T) {
 		t.Fatalf("AckWait %v for timeout 0.5 s", aw)
 	}
 	timeoutProps(t, g, "aw", 60)
-	c, _ = st.Consumer(ctx, mapping.ConsumerName)
+	c, _ = st.Consumer(ctx, mapping.ConsumerName("aw"))
 	if aw := c.CachedInfo().Config.AckWait; aw < 60*time.Second {
 		t.Fatalf("AckWait %v for timeout 60 s", aw)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 )
 
-// The two places where the core speaks JetStream's wire protocol itself;
+// The place where the core speaks JetStream's wire protocol itself;
 // everything else goes through nats.go's jetstream package.
 //
 // The no_wait pull request: the dispatcher (dispatcher.go) keeps exactly one
@@ -19,12 +19,9 @@ import (
 // and never leaves a request standing in JetStream. jetstream.Consumer.Fetch
 // with FetchNoWait would do one request, but it subscribes a fresh inbox per
 // call and blocks a goroutine until it ends; the dispatcher instead sends the
-// request from under its lock and takes the answers on one subscription per
-// queue, telling requests apart by their reply subject.
-//
-// The stream advisories: the registry (queues.go) learns of queues created
-// and deleted by other gateways from JetStream's advisories, for which
-// nats.go has no API.
+// request from under its lock and takes the answers of every queue's
+// requests on one subscription (pullTable), telling requests apart by their
+// reply subject and messages by their stream subject.
 
 // pullRequest is the body of CONSUMER.MSG.NEXT (JetStream's JSApiConsumerGetNextRequest).
 type pullRequest struct {
@@ -59,10 +56,11 @@ func encodePullRequest(batch int, settle time.Duration) []byte {
 type pullStatus int
 
 const (
-	pullIgnore  pullStatus = iota // not an answer (100: heartbeat, flow control)
-	pullEmpty                     // the request ended: nothing (more) for it
-	pullBusy                      // refused before waiting: other requests hold the messages
-	pullRefused                   // refused for another reason (leader election, …)
+	pullIgnore     pullStatus = iota // not an answer (100: heartbeat, flow control)
+	pullEmpty                        // the request ended: nothing (more) for it
+	pullBusy                         // refused before waiting: other requests hold the messages
+	pullRefused                      // refused for another reason (leader election, …)
+	pullNoConsumer                   // 503 no responders: the consumer does not exist (or has no leader yet)
 )
 
 // classifyPullStatus reads the status answer of a pull request (a message with
@@ -81,6 +79,8 @@ func classifyPullStatus(m *nats.Msg) pullStatus {
 		return pullIgnore
 	case "404":
 		return pullEmpty
+	case "503":
+		return pullNoConsumer
 	case "408":
 		if m.Header.Get("Nats-Pending-Messages") != "" {
 			return pullEmpty
@@ -89,9 +89,3 @@ func classifyPullStatus(m *nats.Msg) pullStatus {
 	}
 	return pullRefused
 }
-
-// The stream advisories, each followed by the stream's name.
-const (
-	advisoryCreated = jsapi.AdvisoryStreamCreated
-	advisoryDeleted = jsapi.AdvisoryStreamDeleted
-)

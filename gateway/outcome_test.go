@@ -80,6 +80,19 @@ func TestIdempotencyKey(t *testing.T) {
 	if len(got) != 2 || got[0] != "x" || got[1] != "y" {
 		t.Fatalf("stored %q, want [x y]", got)
 	}
+	// A key is per queue, also for two queues sharing a shard stream.
+	other := ""
+	for i := 0; other == ""; i++ {
+		if n := fmt.Sprintf("other-%d", i); mapping.Shard(n) == mapping.Shard("q") {
+			other = n
+		}
+	}
+	if _, err := g.PushWith(ctx, other, gateway.Message{Body: []byte("o")}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustPull(t, g, other, 0); string(d.Message.Body) != "o" {
+		t.Fatalf("%s: pulled %q, want the message pushed with a key another queue used", other, d.Message.Body)
+	}
 	long := make([]byte, 300)
 	for i := range long {
 		long[i] = 'k'
@@ -134,11 +147,15 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	js := testnats.JetStream(t, nc)
+	reg, err := js.KeyValue(ctx, mapping.QueuesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 	re := regexp.MustCompile(`^gone/`)
 	for round := range 20 {
 		name := fmt.Sprintf("gone/%d", round)
 		mustPush(t, a, name, "x")
-		// b learns of the queue from its advisory.
+		// b learns of the queue from the registry.
 		waitFor(t, func() bool { return slices.Contains(b.QueueNames(), name) })
 		if err := b.DeleteQueue(ctx, name); err != nil {
 			t.Fatal(err)
@@ -150,8 +167,51 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 		if _, err := a.PullAny(ctx, re, 0); err != nil {
 			t.Fatalf("pull-any: %v", err)
 		}
-		if _, err := js.Stream(ctx, mapping.StreamName(name)); !errors.Is(err, jetstream.ErrStreamNotFound) {
-			t.Fatalf("round %d: queue %q came back (stream lookup: %v)", round, name, err)
+		if _, err := reg.Get(ctx, mapping.EncodeName(name)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatalf("round %d: queue %q came back (registry lookup: %v)", round, name, err)
+		}
+		info, err := js.Stream(ctx, mapping.StreamName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := info.CachedInfo().State.Msgs; n != 0 {
+			t.Fatalf("round %d: %d messages left in the deleted queue's shard", round, n)
+		}
+	}
+}
+
+// TestOtherGatewaysShards: a gateway lists and pull-anys queues whose shard
+// streams another gateway created after it started.
+func TestOtherGatewaysShards(t *testing.T) {
+	t.Parallel()
+	ns, a := startCore(t, context.Background())
+	ctx := ctxT(t)
+	b, err := gateway.New(ctx, testnats.Connect(t, ns, "gateway b"), gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	for i := range 8 {
+		mustPush(t, a, fmt.Sprintf("late/%d", i), "x")
+	}
+	waitFor(t, func() bool {
+		all, err := b.QueueStatuses(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range all {
+			n += int(s.Size)
+		}
+		return n == 8
+	})
+	for range 8 {
+		d, err := b.PullAny(ctx, regexp.MustCompile(`^late/`), 0)
+		if err != nil || d == nil {
+			t.Fatalf("pull-any through the other gateway: %v, %v", d, err)
+		}
+		if err := b.Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,95 +26,36 @@ type propCache struct {
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
-	cancel   context.CancelFunc
-	done     chan struct{}
+	f        *kvFollower
 }
 
 // newPropCache loads the bucket (ctx bounds the wait) and follows it until
 // stop, or until life (the gateway's lifetime) ends.
 func newPropCache(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
-	wctx, cancel := context.WithCancel(life)
-	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), cancel: cancel, done: make(chan struct{})}
-	w, err := c.replay(ctx, wctx)
+	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props)}
+	f, err := followBucket(ctx, life, kv, log, "properties", c.apply, c.replayed)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	go c.follow(wctx, w)
+	c.f = f
 	return c, nil
 }
 
-// replay starts a watch of the bucket (living as long as wctx) and applies
-// its current values, forgetting cached ones the bucket no longer has; ctx
-// bounds the wait for the replay.
-func (c *propCache) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, error) {
-	w, err := c.kv.WatchAll(wctx)
-	if err != nil {
-		return nil, fmt.Errorf("watch properties: %w", err)
-	}
-	seen := make(map[string]bool)
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("properties watcher closed")
-			}
-			if e == nil { // the end of the current values
-				c.mu.Lock()
-				for enc := range c.own {
-					if !seen[ownKeyPrefix+enc] {
-						delete(c.own, enc)
-					}
-				}
-				if !seen[defaultsKey] {
-					c.defaults = nil
-				}
-				c.mu.Unlock()
-				return w, nil
-			}
-			seen[e.Key()] = e.Operation() == jetstream.KeyValuePut
-			c.apply(e)
-		case <-ctx.Done():
-			_ = w.Stop()
-			return nil, fmt.Errorf("load properties: %w", ctx.Err())
+// replayed forgets cached values the bucket no longer has.
+func (c *propCache) replayed(present map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for enc := range c.own {
+		if !present[ownKeyPrefix+enc] {
+			delete(c.own, enc)
 		}
+	}
+	if !present[defaultsKey] {
+		c.defaults = nil
 	}
 }
 
-// follow applies changes until stop. Should the watch end by itself, a new
-// one replaces it: a gateway must not go on with properties it no longer
-// hears about.
-func (c *propCache) follow(wctx context.Context, w jetstream.KeyWatcher) {
-	defer close(c.done)
-	for {
-		for e := range w.Updates() {
-			if e != nil {
-				c.apply(e)
-			}
-		}
-		_ = w.Stop()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			rctx, cancel := context.WithTimeout(wctx, opTimeout)
-			nw, err := c.replay(rctx, wctx)
-			cancel()
-			if err == nil {
-				w = nw
-				break
-			}
-			c.log.Warn("properties watch lost; retrying", "err", err)
-		}
-	}
-}
-
-func (c *propCache) stop() {
-	c.cancel()
-	<-c.done
-}
+func (c *propCache) stop() { c.f.stop() }
 
 func (c *propCache) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()

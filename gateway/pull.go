@@ -2,8 +2,16 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"regexp"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // Pull hands out the queue's next available message, creating the queue if
@@ -19,6 +27,17 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
+	if wait == 0 && !q.isReady() {
+		// A no-wait pull of a queue without a consumer (not used for a
+		// while): if it holds nothing, answer so without making one. LMQ
+		// clients that poll many queues with t=0 thus cost no consumers.
+		if empty, err := g.queueEmpty(ctx, q); err == nil && empty {
+			return nil, nil
+		}
+	}
+	if err := g.ensureConsumerWithin(ctx, q, wait); err != nil {
+		return nil, err
+	}
 	r, err := g.await(ctx, []*queueState{q}, wait)
 	if r == nil || err != nil {
 		return nil, err
@@ -26,13 +45,22 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 	return g.deliver(ctx, r)
 }
 
-// PullAny is Pull over every queue whose name matches re, including queues
-// created while it waits. Queues are not created by it.
+// PullAny is Pull over every queue whose name matches re (and the context's
+// queue filter, scope.go), including queues created while it waits. Queues
+// are not created by it.
 //
-// The waiter is registered on every matching queue without fetching, then the
-// queues are probed one at a time, starting at a rotating offset so that busy
-// queues share the pulls fairly. Probing all at once would take a message
-// from each non-empty queue and have to give all but one back.
+// It never binds every matching queue: with thousands of queues that would
+// make a consumer for each. It looks at the queues that have messages
+// (the subject counts of their shard streams: a fresh look first, then
+// looks shared by every pull-any of this gateway and at most
+// RepollInterval/2 old) and tries them one at a time,
+// starting at a rotating offset so that busy queues share the pulls fairly;
+// probing all at once would take a message from each non-empty queue and
+// have to give all but one back. While none has a message it sleeps until a
+// notification names a matching queue (tried first) or the next re-poll
+// (which also catches messages published by plain NATS programs and
+// JetStream's own redeliveries). An idle pull-any thus costs nothing but
+// one shared scan per re-poll interval.
 func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*Delivery, error) {
 	release, err := g.waitSlot(wait)
 	if err != nil {
@@ -45,80 +73,188 @@ func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Dura
 		defer t.Stop()
 		deadline = t.C
 	}
-	seen := make(map[string]bool)
-	var qs []*queueState
-	w := newWaiter(false, 0)
-	defer func() {
-		for _, q := range qs {
-			q.remove(w)
-		}
-	}()
+	w := newAnyWaiter(re, queueFilter(ctx))
+	g.queues.addAny(w)
+	defer g.queues.removeAny(w)
+	var tick <-chan time.Time
+	if wait != 0 {
+		t := time.NewTicker(g.cfg.RepollInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	// The first look is fresh (a message pushed just before the call must be
+	// found); re-polls share looks up to half an interval old.
+	scan, maxAge := true, time.Duration(0)
 	for {
-		names, created := g.queues.matching(re)
-		var fresh []*queueState
-		for _, name := range names {
-			if seen[name] {
-				continue
-			}
-			q, err := g.queues.open(ctx, name)
-			if err != nil {
-				continue // deleted meanwhile: never brought back
-			}
-			seen[name] = true
-			fresh = append(fresh, q)
-			qs = append(qs, q)
-			q.addPassive(w)
-		}
-		r, gotOne, stop := g.probe(ctx, w, fresh)
-		if !gotOne && !stop && wait != 0 {
-			select {
-			case r = <-w.ch:
-				gotOne = true
-			case <-created:
-				continue
-			case <-deadline:
-			case <-ctx.Done():
-			case <-g.closing:
-			}
-		}
-		if gotOne && r == nil {
-			// A queue went away and answered the waiter: start over.
-			for _, q := range qs {
-				q.remove(w)
-			}
-			w, qs, seen = newWaiter(false, 0), nil, make(map[string]bool)
-			continue
-		}
-		if !gotOne {
-			var err error
-			if r, err = g.giveUp(ctx, w); r == nil {
+		hits, overflow := w.take()
+		cands := hits
+		if scan || overflow {
+			found, err := g.queues.withMessages(ctx, w, maxAge)
+			maxAge = g.cfg.RepollInterval / 2
+			if err != nil && wait == 0 {
 				return nil, err
 			}
+			if len(found) > 0 {
+				start := int(g.rr.Add(1) % uint64(len(found)))
+				cands = append(cands, found[start:]...)
+				cands = append(cands, found[:start]...)
+			}
 		}
-		return g.deliver(ctx, r)
+		tried := make(map[string]bool, len(cands))
+		for _, name := range cands {
+			if tried[name] {
+				continue
+			}
+			tried[name] = true
+			r, err := g.tryQueue(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			if r != nil {
+				return g.deliver(ctx, r)
+			}
+		}
+		if wait == 0 {
+			return nil, nil
+		}
+		scan = false
+		select {
+		case <-w.ch:
+		case <-tick:
+			scan = true
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-g.closing:
+			return nil, nil
+		}
 	}
 }
 
-// probe fetches for w from each of qs in turn until w is served. stop is true
-// when the caller's context or the gateway ended the wait.
-func (g *Gateway) probe(ctx context.Context, w *waiter, qs []*queueState) (r *raw, gotOne, stop bool) {
-	if len(qs) == 0 {
-		return nil, false, false
+// ensureConsumerWithin makes the queue's consumer, trying again while
+// JetStream is unavailable (a cluster electing its meta leader after a node
+// died cannot make consumers) for as long as the pull may wait; a pull that
+// may not wait gets the first answer.
+func (g *Gateway) ensureConsumerWithin(ctx context.Context, q *queueState, wait time.Duration) error {
+	var deadline time.Time
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
 	}
-	start := int(g.rr.Add(1) % uint64(len(qs)))
-	for i := range qs {
-		done := qs[(start+i)%len(qs)].probe()
+	for {
+		err := q.ensureConsumer(ctx)
+		if err == nil || wait == 0 || !errors.Is(err, ErrUnavailable) ||
+			(!deadline.IsZero() && time.Now().Add(250*time.Millisecond).After(deadline)) {
+			return err
+		}
+		t := time.NewTimer(250 * time.Millisecond)
 		select {
-		case r = <-w.ch:
-			return r, true, false
-		case <-done:
+		case <-t.C:
 		case <-ctx.Done():
-			return nil, false, true
+			t.Stop()
+			return err
 		case <-g.closing:
-			return nil, false, true
+			t.Stop()
+			return err
 		}
 	}
-	return nil, false, false
+}
+
+// queueEmpty reports whether the queue's subjects hold no message at all
+// (delays aside). Parts and dead letters count as messages: an
+// over-approximation only costs the caller a consumer.
+func (g *Gateway) queueEmpty(ctx context.Context, q *queueState) (bool, error) {
+	st, err := q.streamHandle(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, filter := range mapping.QueueSubjects(q.name) {
+		if strings.HasPrefix(filter, mapping.SubjectPrefix+".s.") {
+			continue
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return false, jsErr("queue info", err)
+		}
+		for _, n := range info.State.Subjects {
+			if n > 0 {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// tryQueue takes the next message of an existing queue without waiting;
+// nil when it has none (or is gone). Its error is the caller's context's.
+func (g *Gateway) tryQueue(ctx context.Context, name string) (*raw, error) {
+	q, err := g.queues.open(ctx, name)
+	if err == nil {
+		err = q.ensureConsumer(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, ErrNotFound) {
+			g.log.Debug("pull-any: queue not available", "queue", name, "err", err)
+		}
+		return nil, nil
+	}
+	r, err := g.await(ctx, []*queueState{q}, 0)
+	if err != nil && ctx.Err() == nil {
+		err = nil
+	}
+	return r, err
+}
+
+// anyWaiter is a waiting pull-any: notifications of matching queues reach it
+// (registry.notifyAny) and wake it.
+type anyWaiter struct {
+	re       *regexp.Regexp
+	allow    func(string) bool
+	ch       chan struct{} // holds one wake-up
+	mu       sync.Mutex
+	hits     []string // queues notified since the last take, at most maxAnyHits
+	overflow bool     // more were: look at all
+}
+
+// maxAnyHits bounds the notified queues a pull-any remembers between looks.
+const maxAnyHits = 64
+
+func newAnyWaiter(re *regexp.Regexp, allow func(string) bool) *anyWaiter {
+	return &anyWaiter{re: re, allow: allow, ch: make(chan struct{}, 1)}
+}
+
+func (w *anyWaiter) matches(name string) bool {
+	return w.re.MatchString(name) && (w.allow == nil || w.allow(name))
+}
+
+func (w *anyWaiter) hit(name string) {
+	if !w.matches(name) {
+		return
+	}
+	w.mu.Lock()
+	switch {
+	case slices.Contains(w.hits, name):
+	case len(w.hits) < maxAnyHits:
+		w.hits = append(w.hits, name)
+	default:
+		w.overflow = true
+	}
+	w.mu.Unlock()
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *anyWaiter) take() (hits []string, overflow bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hits, overflow = w.hits, w.overflow
+	w.hits, w.overflow = nil, false
+	return hits, overflow
 }
 
 // await registers a waiter on qs and waits for a message.
@@ -163,4 +299,12 @@ func (g *Gateway) giveUp(ctx context.Context, w *waiter) (*raw, error) {
 		return nil, ctx.Err()
 	}
 	return r, nil
+}
+
+// isReady reports whether the queue's consumer exists as far as this
+// gateway knows.
+func (q *queueState) isReady() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -37,6 +39,11 @@ type PushOptions struct {
 	// within IdempotencyWindow store the message once (a client that got
 	// ErrUnknown retries with the same key).
 	IdempotencyKey string
+	// Priority, when set, is the message's priority, 0 to
+	// mapping.MaxPriority (higher served first; ErrInvalid outside); nil
+	// means the queue's priority property (default 0). Not available on
+	// accumulating queues: a compound gets the queue's property.
+	Priority *int
 }
 
 // IdempotencyWindow is how long a push's IdempotencyKey is remembered: the
@@ -45,6 +52,14 @@ const IdempotencyWindow = 2 * time.Minute
 
 // maxIdempotencyKey bounds a key's length; it is stored with the message.
 const maxIdempotencyKey = 256
+
+// idempotencyID is the Nats-Msg-Id of a push with an idempotency key. The
+// duplicate window is per stream, and a shard stream holds many queues: the
+// id names the queue too, so that two queues never share a key's window.
+func idempotencyID(queue, key string) string {
+	sum := sha256.Sum256([]byte(queue))
+	return hex.EncodeToString(sum[:12]) + ":" + key
+}
 
 func checkIdempotencyKey(k string) error {
 	if len(k) > maxIdempotencyKey {
@@ -91,9 +106,13 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if ttl == 0 {
 		ttl = eff.TTLDuration()
 	}
+	prio, err := pushPriority(opts.Priority, eff)
+	if err != nil {
+		return "", err
+	}
 	if eff.Accum > 0 {
-		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" {
-			return "", fmt.Errorf("%w: delay, ttl and idempotency keys are not available on accumulating queues", ErrInvalid)
+		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil {
+			return "", fmt.Errorf("%w: delay, ttl, priority and idempotency keys are not available on accumulating queues", ErrInvalid)
 		}
 		if msg.stored != nil {
 			// PushStream saw a plain queue: its properties changed since.
@@ -114,7 +133,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		return "", fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
 	}
 	now := time.Now()
-	subject := mapping.QueueSubject(queue)
+	subject := mapping.PrioritySubject(queue, prio)
 	if opts.Delay > 0 {
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
@@ -122,12 +141,15 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if err != nil {
 		return "", err
 	}
+	if prio > 0 {
+		m.Header.Set(mapping.HdrPriority, strconv.Itoa(prio))
+	}
 	if opts.IdempotencyKey != "" {
 		// JetStream's de-duplication: within the stream's duplicate window
 		// (2 minutes) a second message with this id is acknowledged but not
 		// stored. Releases drop Nats-* headers, so a nacked copy is not
 		// mistaken for a retried push.
-		m.Header.Set(jetstream.MsgIDHeader, opts.IdempotencyKey)
+		m.Header.Set(jetstream.MsgIDHeader, idempotencyID(queue, opts.IdempotencyKey))
 	}
 	if ttl > 0 {
 		expires := now.Add(ttl)
@@ -143,12 +165,16 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// nanoseconds (nats.go's helper truncates to seconds).
 		due := now.Add(opts.Delay)
 		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
-		m.Header.Set("Nats-Schedule-Target", mapping.QueueSubject(queue))
+		m.Header.Set("Nats-Schedule-Target", mapping.PrioritySubject(queue, prio))
 	}
 	err = g.store.precheck("store message")
+	var seq uint64
 	if err == nil {
-		_, err = g.publish(ctx, q, m, mayCreate)
+		seq, err = g.publish(ctx, q, m)
 		g.store.note(err)
+	}
+	if err == nil && !mayCreate {
+		err = g.unlessDeleted(ctx, q, seq)
 	}
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
@@ -164,10 +190,31 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
 		g.wakeAt(queue, time.Now().Add(opts.Delay+300*time.Millisecond))
+		if prio > 0 {
+			// Mark the queue as using priorities everywhere, so that the
+			// wake-up (and other gateways' re-polls) look at its levels.
+			g.notifyLevel(queue, prio)
+		}
 		return AccumNo, nil
 	}
-	g.Notify(queue)
+	g.notifyLevel(queue, prio)
 	return AccumNo, nil
+}
+
+// unlessDeleted takes back a message a push-all just stored when its queue
+// was deleted meanwhile (by another gateway), so that push-all never brings
+// a deleted queue back. DeleteQueue removes the registry key before it
+// purges: a message stored before the purge goes with it, and one stored
+// after finds the key gone here.
+func (g *Gateway) unlessDeleted(ctx context.Context, q *queueState, seq uint64) error {
+	if _, err := g.queues.kv.Get(ctx, q.enc); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	g.queues.forget(q.name)
+	if st, err := q.streamHandle(ctx); err == nil {
+		_ = st.DeleteMsg(ctx, seq)
+	}
+	return fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
 }
 
 // setNatsTTL lets JetStream itself remove the message once it expires; its
@@ -182,7 +229,7 @@ func setNatsTTL(m *nats.Msg, ttl time.Duration) {
 // maps each queue to its accumulation answer (empty when none matched).
 // Queues are not created by it.
 func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (map[string]AccumState, error) {
-	names, _ := g.queues.matching(re)
+	names := g.queues.matching(ctx, re)
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
 		st, err := g.push(ctx, name, msg, PushOptions{}, false)
@@ -199,15 +246,34 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (
 
 // Notify wakes the clients waiting on queue, on every gateway: it is called
 // after a message became available there.
+//
+// The message's priority is not known here: the queue's priority property is
+// assumed, and a queue that ever saw priorities looks at its levels' counts.
 func (g *Gateway) Notify(queue string) {
+	p := g.props.effective(queue).Priority
 	if q := g.queues.local(queue); q != nil {
-		q.notify()
+		q.mu.Lock()
+		if q.prio.seen {
+			q.probeLocked()
+		}
+		q.mu.Unlock()
 	}
-	_ = g.nc.Publish(notifyPrefix+mapping.EncodeName(queue), g.idPfx)
+	g.notifyLevel(queue, p)
+}
+
+// notifyLevel is Notify for a message of priority p.
+func (g *Gateway) notifyLevel(queue string, p int) {
+	if q := g.queues.local(queue); q != nil {
+		q.notifyLevel(p)
+	}
+	enc := mapping.EncodeName(queue)
+	g.queues.notifyAny(enc)
+	_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
 }
 
 func (g *Gateway) onNotify(m *nats.Msg) {
-	if bytes.Equal(m.Data, g.idPfx) {
+	id, p := parseNotifyPayload(m.Data, len(g.idPfx))
+	if bytes.Equal(id, g.idPfx) {
 		return // our own, already applied locally
 	}
 	_, enc, ok := mapping.EncFromSubject(m.Subject)
@@ -215,6 +281,7 @@ func (g *Gateway) onNotify(m *nats.Msg) {
 		return
 	}
 	if q := g.queues.localByEnc(enc); q != nil {
-		q.notify()
+		q.notifyLevel(p)
 	}
+	g.queues.notifyAny(enc)
 }

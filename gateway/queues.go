@@ -5,28 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// registry knows the queues that exist (streams named LMQ_*), across gateways:
-// it lists them at start and follows JetStream's stream created/deleted
-// advisories. It also holds this gateway's per-queue dispatcher state.
+// registry knows the queues that exist, across gateways: it mirrors the
+// LMQ_QUEUES bucket (a queue exists while its key does), creates the shard
+// streams on first use, and holds this gateway's per-queue dispatcher state.
 type registry struct {
-	g       *Gateway
+	g  *Gateway
+	kv jetstream.KeyValue
+
 	mu      sync.Mutex
-	known   map[string]string      // stream name → queue name, every existing queue
-	states  map[string]*queueState // queue name → local state (queues this gateway used)
-	created chan struct{}          // closed and replaced whenever a queue appears
-	subs    []*nats.Subscription
+	known   map[string]string       // encoded name → queue name, every existing queue
+	states  map[string]*queueState  // queue name → local state (queues this gateway used)
+	byEnc   map[string]*queueState  // the same, by encoded name
+	anyWait map[*anyWaiter]struct{} // waiting pull-anys (scan.go)
+	// anyCount is len(anyWait), read without the lock on every notification.
+	anyCount atomic.Int32
+
+	shardMu sync.Mutex // serializes creating shard streams
+	shards  [mapping.ShardCount]shardState
+	scan    scanCache
+}
+
+// shardState caches a shard stream's handle once it is known to exist.
+type shardState struct {
+	mu sync.Mutex
+	st jetstream.Stream
 }
 
 func newRegistry(g *Gateway) *registry {
@@ -34,45 +46,24 @@ func newRegistry(g *Gateway) *registry {
 		g:       g,
 		known:   make(map[string]string),
 		states:  make(map[string]*queueState),
-		created: make(chan struct{}),
+		byEnc:   make(map[string]*queueState),
+		anyWait: make(map[*anyWaiter]struct{}),
 	}
 }
 
 func (r *registry) start(ctx context.Context) error {
-	// A NATS wildcard is a whole token ("LMQ_*" would match only a stream
-	// literally named so): take every stream's advisory and keep the queues'.
-	for _, subj := range []string{advisoryCreated + "*", advisoryDeleted + "*"} {
-		sub, err := r.g.nc.Subscribe(subj, r.g.counted(r.onAdvisory))
-		if err != nil {
-			return fmt.Errorf("subscribe stream advisories: %w", err)
-		}
-		r.subs = append(r.subs, sub)
+	kv, err := r.g.openBucket(ctx, mapping.QueuesBucket, "lmq-gateway queues: a queue exists while its key does")
+	if err != nil {
+		return fmt.Errorf("queue registry: %w", err)
 	}
-	names := r.g.js.StreamNames(ctx)
-	var streams []string
-	for s := range names.Name() {
-		if _, ok := mapping.QueueFromStream(s); ok {
-			streams = append(streams, s)
-		}
+	r.kv = kv
+	if _, err := r.g.followBucket(ctx, kv, "queue registry", r.apply, r.replayed); err != nil {
+		return err
 	}
-	if err := names.Err(); err != nil {
-		return fmt.Errorf("list queues: %w", err)
-	}
-	for _, s := range streams {
-		name, err := r.queueNameOf(ctx, s)
-		if err != nil {
-			r.g.log.Warn("skipping stream", "stream", s, "err", err)
-			continue
-		}
-		r.addKnown(s, name)
-	}
-	return nil
+	return r.adopt(ctx)
 }
 
 func (r *registry) stop() {
-	for _, s := range r.subs {
-		_ = s.Unsubscribe()
-	}
 	r.mu.Lock()
 	states := make([]*queueState, 0, len(r.states))
 	for _, q := range r.states {
@@ -84,91 +75,282 @@ func (r *registry) stop() {
 	}
 }
 
-// queueNameOf finds the queue name of a stream: decoded from its name, or from
-// its metadata for hashed (long) names.
-func (r *registry) queueNameOf(ctx context.Context, stream string) (string, error) {
-	enc, _ := mapping.QueueFromStream(stream)
-	if name, ok := mapping.DecodeName(enc); ok {
-		return name, nil
+// apply follows one change of the registry bucket.
+func (r *registry) apply(e jetstream.KeyValueEntry) {
+	enc := e.Key()
+	name, ok := mapping.DecodeName(enc)
+	if !ok {
+		return // not a key of ours
 	}
-	st, err := r.g.js.Stream(ctx, stream)
-	if err != nil {
-		return "", err
-	}
-	name := st.CachedInfo().Config.Metadata[mapping.MetaQueueName]
-	if name == "" {
-		return "", errors.New("no queue name in metadata")
-	}
-	return name, nil
-}
-
-func (r *registry) onAdvisory(m *nats.Msg) {
-	stream := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-	if _, ok := mapping.QueueFromStream(stream); !ok {
-		return // not a queue's stream (buckets, migration journal, …)
-	}
-	if strings.HasPrefix(m.Subject, advisoryDeleted) {
-		r.mu.Lock()
-		name, ok := r.known[stream]
-		delete(r.known, stream)
-		q := r.states[name]
-		if ok && q != nil {
-			delete(r.states, name)
-		}
-		r.mu.Unlock()
-		if q != nil {
-			q.shutdown()
-		}
+	if e.Operation() == jetstream.KeyValuePut {
+		r.addKnown(enc, name)
 		return
 	}
-	// Resolving a hashed name needs a JetStream request, which must not run
-	// on the subscription's goroutine.
-	r.g.spawn(func(life context.Context) {
-		ctx, cancel := context.WithTimeout(life, opTimeout)
-		defer cancel()
-		name, err := r.queueNameOf(ctx, stream)
-		if err != nil {
-			return
-		}
-		r.addKnown(stream, name)
-	})
+	r.drop(enc)
 }
 
-func (r *registry) addKnown(stream, name string) {
+// replayed forgets queues the bucket lost while the watch was down.
+func (r *registry) replayed(present map[string]bool) {
+	r.mu.Lock()
+	var gone []string
+	for enc := range r.known {
+		if !present[enc] {
+			gone = append(gone, enc)
+		}
+	}
+	r.mu.Unlock()
+	for _, enc := range gone {
+		r.drop(enc)
+	}
+}
+
+// drop forgets a deleted queue and ends its local state: its waiting
+// clients answer empty.
+func (r *registry) drop(enc string) {
+	r.mu.Lock()
+	name, ok := r.known[enc]
+	delete(r.known, enc)
+	q := r.byEnc[enc]
+	if ok && q != nil {
+		delete(r.states, name)
+		delete(r.byEnc, enc)
+	}
+	r.mu.Unlock()
+	if q != nil {
+		q.shutdown()
+	}
+}
+
+func (r *registry) addKnown(enc, name string) {
+	r.mu.Lock()
+	r.known[enc] = name
+	r.mu.Unlock()
+}
+
+func (r *registry) isKnown(queue string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.known[stream]; ok {
-		return
+	_, ok := r.known[mapping.EncodeName(queue)]
+	return ok
+}
+
+// exists reports whether the queue exists: known here, or registered by
+// another gateway a moment ago (its key is read to be sure).
+func (r *registry) exists(ctx context.Context, queue string) (bool, error) {
+	if r.isKnown(queue) {
+		return true, nil
 	}
-	r.known[stream] = name
-	close(r.created)
-	r.created = make(chan struct{})
+	enc := mapping.EncodeName(queue)
+	_, err := r.kv.Get(ctx, enc)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, jsErr("queue registry", err)
+	}
+	r.addKnown(enc, queue)
+	return true, nil
+}
+
+// register makes the queue exist: its shard stream and its registry key.
+// The key is written before any message can be, so that no stored message
+// belongs to a queue nobody knows.
+func (r *registry) register(ctx context.Context, queue string) error {
+	if r.isKnown(queue) {
+		return nil
+	}
+	if _, err := r.shard(ctx, mapping.Shard(queue)); err != nil {
+		return err
+	}
+	enc := mapping.EncodeName(queue)
+	if _, err := r.kv.Create(ctx, enc, []byte(queue)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return jsErr("create queue", err)
+	}
+	r.addKnown(enc, queue)
+	return nil
+}
+
+// shard returns shard k's stream, creating it on first use.
+func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
+	s := &r.shards[k]
+	s.mu.Lock()
+	st := s.st
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	r.shardMu.Lock()
+	defer r.shardMu.Unlock()
+	s.mu.Lock()
+	st = s.st
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	want := shardConfig(k, r.g.cfg.Replicas)
+	st, err := r.g.js.CreateStream(ctx, want)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		st, err = r.upgradeShard(ctx, want)
+	}
+	if err != nil {
+		return nil, jsErr("create queue stream", err)
+	}
+	s.mu.Lock()
+	s.st = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// lookupShard returns shard k's stream if it exists (nil if not), without
+// creating it: another gateway may have made it since this one started.
+func (r *registry) lookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
+	s := &r.shards[k]
+	s.mu.Lock()
+	st := s.st
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, jsErr("queue stream", err)
+	}
+	s.mu.Lock()
+	if s.st == nil {
+		s.st = st
+	}
+	st = s.st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// shardLost forgets shard k's stream after JetStream said it is gone (an
+// operator deleted it): the next use creates it again.
+func (r *registry) shardLost(k int) {
+	s := &r.shards[k]
+	s.mu.Lock()
+	s.st = nil
+	s.mu.Unlock()
+}
+
+// adopt finds the shard streams that exist and registers queues that have
+// messages but no registry key: pushed by a gateway that had not yet seen
+// the queue deleted, or published by a NATS program straight into a new
+// queue's subject. A message is never left where no client can reach it.
+func (r *registry) adopt(ctx context.Context) error {
+	names := r.g.js.StreamNames(ctx)
+	var shards []int
+	for s := range names.Name() {
+		if k, ok := mapping.ShardFromStream(s); ok {
+			shards = append(shards, k)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("list queue streams: %w", err)
+	}
+	for _, k := range shards {
+		st, err := r.shard(ctx, k)
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
+		if err != nil {
+			return jsErr("list queues", err)
+		}
+		for subj := range info.State.Subjects {
+			_, enc, ok := mapping.ParseSubject(subj)
+			if !ok {
+				continue
+			}
+			name, ok := mapping.DecodeName(enc)
+			if !ok || r.isKnown(name) {
+				continue
+			}
+			r.g.log.Info("registering a queue that has messages but no registry key", "queue", name)
+			if err := r.register(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// shardConfig is shard k's stream. The features beyond LMQ need stream
+// settings that JetStream does not let us turn off again (per-message TTL,
+// schedules for delays, atomic batches); they cost nothing while unused, so
+// every shard gets them from the start.
+func shardConfig(k, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               mapping.ShardStream(k),
+		Description:        fmt.Sprintf("lmq queues, shard %d of %d", k, mapping.ShardCount),
+		Subjects:           mapping.ShardSubjects(k),
+		Retention:          jetstream.WorkQueuePolicy,
+		Storage:            jetstream.FileStorage,
+		Replicas:           replicas,
+		AllowMsgTTL:        true,
+		AllowMsgSchedules:  true,
+		AllowAtomicPublish: true,
+		AllowRollup:        true, // implied by schedules; set so configs compare equal
+	}
+}
+
+// upgradeShard brings an existing shard stream (made by an older version, or
+// edited) up to the settings this version needs, keeping its replicas.
+func (r *registry) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := r.g.js.Stream(ctx, want.Name)
+	if err != nil {
+		return nil, err
+	}
+	have := st.CachedInfo().Config
+	if have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish && subjectsCover(have.Subjects, want.Subjects) {
+		return st, nil
+	}
+	have.Subjects = want.Subjects
+	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
+	have.DenyPurge = false
+	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
+		return nil, fmt.Errorf("upgrade stream %s: %w", want.Name, err)
+	}
+	return r.g.js.Stream(ctx, want.Name)
+}
+
+func subjectsCover(have, want []string) bool {
+	set := make(map[string]bool, len(have))
+	for _, s := range have {
+		set[s] = true
+	}
+	for _, s := range want {
+		if !set[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // localByEnc finds local queue state by encoded name.
 func (r *registry) localByEnc(enc string) *queueState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	name, ok := r.known[mapping.StreamPrefix+enc]
-	if !ok {
-		return nil
-	}
-	return r.states[name]
+	return r.byEnc[enc]
 }
 
-// matching returns the existing queues whose names match re, sorted, and a
-// channel closed when a new queue appears.
-func (r *registry) matching(re *regexp.Regexp) ([]string, <-chan struct{}) {
+// matching returns the existing queues whose names match re (and the
+// context's queue filter, see scope.go), sorted.
+func (r *registry) matching(ctx context.Context, re *regexp.Regexp) []string {
+	allow := queueFilter(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, name := range r.known {
-		if re.MatchString(name) {
+		if re.MatchString(name) && (allow == nil || allow(name)) {
 			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
-	return out, r.created
+	return out
 }
 
 // names returns every existing queue, sorted.
@@ -190,8 +372,8 @@ func (r *registry) local(queue string) *queueState {
 	return r.states[queue]
 }
 
-// ensure returns the queue's local state, creating the queue (stream and
-// consumer) when it does not exist.
+// ensure returns the queue's local state, creating the queue when it does
+// not exist.
 func (r *registry) ensure(ctx context.Context, queue string) (*queueState, error) {
 	return r.bind(ctx, queue, true)
 }
@@ -203,6 +385,8 @@ func (r *registry) open(ctx context.Context, queue string) (*queueState, error) 
 	return r.bind(ctx, queue, false)
 }
 
+// bind returns the queue's local state. A queue's state costs no JetStream
+// resource: its consumer is made on the first pull (queueState.ready).
 func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
 	r.mu.Lock()
 	q := r.states[queue]
@@ -213,19 +397,28 @@ func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*que
 	if err := validName(queue); err != nil {
 		return nil, err
 	}
-	q, err := r.create(ctx, queue, mayCreate)
-	if err != nil {
+	if mayCreate {
+		if err := r.register(ctx, queue); err != nil {
+			return nil, err
+		}
+	} else if ok, err := r.exists(ctx, queue); err != nil {
 		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
+	q = newQueueState(r.g, queue)
+	q.ackWait = backstop(r.g.props.effective(queue).TimeoutDuration())
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if prev := r.states[queue]; prev != nil {
-		r.mu.Unlock()
-		q.shutdown()
 		return prev, nil
 	}
+	if _, ok := r.known[q.enc]; !ok {
+		// Deleted (by another gateway) while it was being bound.
+		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+	}
 	r.states[queue] = q
-	r.mu.Unlock()
-	r.addKnown(q.stream, queue)
+	r.byEnc[q.enc] = q
 	return q, nil
 }
 
@@ -240,70 +433,34 @@ func backstop(timeout time.Duration) time.Duration {
 	return timeout + margin
 }
 
-// create makes the queue's stream (unless !mayCreate: then the stream must
-// exist) and its consumer, and the local state.
-func (r *registry) create(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
-	g := r.g
-	stream := mapping.StreamName(queue)
-	scfg := streamConfig(queue, g.cfg.Replicas)
-	var err error
-	if mayCreate {
-		_, err = g.js.CreateStream(ctx, scfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			err = r.upgrade(ctx, scfg)
-		}
-	} else {
-		err = r.upgrade(ctx, scfg)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			r.forget(queue)
-			return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
-		}
+func consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfig {
+	c := jetstream.ConsumerConfig{
+		Durable:           mapping.ConsumerName(queue),
+		Description:       streamDescription(queue),
+		FilterSubject:     mapping.QueueSubject(queue),
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckWait:           ackWait,
+		MaxDeliver:        -1,
+		MaxAckPending:     -1,
+		InactiveThreshold: mapping.ConsumerInactive,
+		// Replicas stays 0, "as many as the stream": JetStream refuses a
+		// consumer of a WorkQueue stream with another replica count (10134),
+		// so a fixed count would make queues created by a gateway with
+		// another --replicas, or scaled with nats stream edit, unusable here.
 	}
-	if err != nil {
-		return nil, jsErr("create queue", err)
+	if c.Durable != mapping.EncodeName(queue) {
+		c.Metadata = map[string]string{mapping.MetaQueueName: queue}
 	}
-	eff := g.props.effective(queue)
-	ackWait := backstop(eff.TimeoutDuration())
-	cons, err := g.js.CreateOrUpdateConsumer(ctx, stream, r.consumerConfig(queue, ackWait))
-	if err != nil {
-		return nil, jsErr("create queue consumer", err)
-	}
-	q, err := newQueueState(g, queue, stream)
-	if err != nil {
-		return nil, err
-	}
-	q.ackWait = cons.CachedInfo().Config.AckWait
-	return q, nil
+	return c
 }
 
-// streamConfig is the stream of a queue. The features beyond LMQ need stream
-// settings that JetStream does not let us turn off again (per-message TTL,
-// schedules for delays, atomic batches); they cost nothing while unused, so
-// every queue gets them from the start.
-func streamConfig(queue string, replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:               mapping.StreamName(queue),
-		Description:        streamDescription(queue),
-		Subjects:           mapping.StreamSubjects(queue),
-		Retention:          jetstream.WorkQueuePolicy,
-		Storage:            jetstream.FileStorage,
-		Replicas:           replicas,
-		Metadata:           map[string]string{mapping.MetaQueueName: queue},
-		AllowMsgTTL:        true,
-		AllowMsgSchedules:  true,
-		AllowAtomicPublish: true,
-		AllowRollup:        true, // implied by schedules; set so configs compare equal
-	}
-}
-
-// maxDescribedName bounds the queue name quoted in a stream's description
-// (JetStream allows 4 KiB, queue names 255 bytes; `nats stream ls` prints
-// it in one table cell).
+// maxDescribedName bounds the queue name quoted in a consumer's description
+// (`nats consumer ls` prints it in one table cell).
 const maxDescribedName = 128
 
-// streamDescription names the queue in the stream's description, so that
-// `nats stream ls` tells the queues apart; long names are cut (the full name
-// is in the metadata key lmq.name).
+// streamDescription names the queue in its consumer's description, so that
+// NATS tools tell the queues apart; long names are cut.
 func streamDescription(queue string) string {
 	r := []rune(queue)
 	if len(r) > maxDescribedName {
@@ -312,62 +469,34 @@ func streamDescription(queue string) string {
 	return fmt.Sprintf("lmq queue %q", queue)
 }
 
-// upgrade brings an existing queue stream (made by an older version, or with
-// other replicas) up to the settings this version needs, keeping its replicas.
-func (r *registry) upgrade(ctx context.Context, want jetstream.StreamConfig) error {
-	st, err := r.g.js.Stream(ctx, want.Name)
-	if err != nil {
-		return err
-	}
-	have := st.CachedInfo().Config
-	if slices.Equal(have.Subjects, want.Subjects) && have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish &&
-		have.Description == want.Description {
-		return nil
-	}
-	have.Subjects = want.Subjects
-	have.Description = want.Description
-	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
-	have.DenyPurge = false
-	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
-		return fmt.Errorf("upgrade stream %s: %w", want.Name, err)
-	}
-	return nil
-}
-
-func (r *registry) consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       mapping.ConsumerName,
-		Description:   "lmq deliveries",
-		FilterSubject: mapping.QueueSubject(queue),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       ackWait,
-		MaxDeliver:    -1,
-		MaxAckPending: -1,
-		// Replicas stays 0, "as many as the stream": JetStream refuses a
-		// consumer of a WorkQueue stream with another replica count (10134),
-		// so a fixed count would make queues created by a gateway with
-		// another --replicas, or scaled with nats stream edit, unusable here.
-	}
-}
-
 // ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
 // that JetStream's backstop never fires before the gateway's own timer.
 func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
 	want := backstop(timeout)
 	q.mu.Lock()
-	have := q.ackWait
+	have, ready := q.ackWait, q.ready
+	if !ready && want > have {
+		q.ackWait = want // the consumer, when made, starts with it
+	}
 	q.mu.Unlock()
-	if want <= have {
+	if want <= have || !ready {
 		return nil
 	}
-	if _, err := r.g.js.UpdateConsumer(ctx, q.stream, r.consumerConfig(q.name, want)); err != nil {
+	if _, err := r.g.js.UpdateConsumer(ctx, q.stream, consumerConfig(q.name, want)); err != nil {
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			q.mu.Lock()
+			q.ready = false
+			q.ackWait = max(q.ackWait, want)
+			q.mu.Unlock()
+			return nil
+		}
 		return jsErr("update queue consumer", err)
 	}
 	q.mu.Lock()
 	if want > q.ackWait {
 		q.ackWait = want
 	}
+	q.prio.ready = 0 // priority consumers are updated when next used
 	q.mu.Unlock()
 	return nil
 }
@@ -382,33 +511,53 @@ func (r *registry) applyProps(ctx context.Context, queue string) error {
 }
 
 // forget drops the local state of a queue that turned out not to exist.
-func (r *registry) forget(queue string) {
-	r.mu.Lock()
-	q := r.states[queue]
-	delete(r.states, queue)
-	delete(r.known, mapping.StreamName(queue))
-	r.mu.Unlock()
-	if q != nil {
-		q.shutdown()
-	}
-}
+func (r *registry) forget(queue string) { r.drop(mapping.EncodeName(queue)) }
 
 // DeleteQueue drops the queue and all its messages; ErrNotFound if it does not
 // exist.
+//
+// The registry key goes first, so that every gateway stops serving the
+// queue; then its messages, its consumer, its properties and large bodies. A
+// push through a gateway that has not yet heard of the deletion may still
+// land after the purge: such a message is not lost, the next start of any
+// gateway registers its queue again (registry.adopt).
 func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
-	err := g.js.DeleteStream(ctx, mapping.StreamName(queue))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		g.queues.forget(queue)
+	ok, err := g.queues.exists(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
-	if err != nil {
+	if err := g.queues.kv.Delete(ctx, mapping.EncodeName(queue)); err != nil {
 		return jsErr("delete queue", err)
 	}
 	g.queues.forget(queue)
 	g.dels.dropQueue(queue)
+	st, err := g.queues.shard(ctx, mapping.Shard(queue))
+	if err != nil {
+		return err
+	}
+	for _, subj := range mapping.QueueSubjects(queue) {
+		if err := st.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return jsErr("delete queue messages", err)
+		}
+	}
+	if err := g.js.DeleteConsumer(ctx, st.CachedInfo().Config.Name, mapping.ConsumerName(queue)); err != nil &&
+		!errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return jsErr("delete queue consumer", err)
+	}
+	// Its priorities' consumers, which exist only where levels were pulled
+	// from (and any gateway may have done that).
+	for p := 1; p <= mapping.MaxPriority; p++ {
+		if err := g.js.DeleteConsumer(ctx, st.CachedInfo().Config.Name, mapping.PriorityConsumerName(queue, p)); err != nil &&
+			!errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return jsErr("delete priority consumer", err)
+		}
+	}
 	if err := g.dropOwnProps(ctx, queue); err != nil {
 		return err
 	}

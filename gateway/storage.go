@@ -25,16 +25,15 @@ import (
 // context has no earlier deadline.
 const storeTimeout = 5 * time.Second
 
-// publish stores m and returns its stream sequence, re-creating the queue
-// once if another gateway deleted it after this one last saw it (unless
-// !mayCreate: then the store fails with ErrNotFound).
+// publish stores m and returns its stream sequence, re-creating the queue's
+// shard stream once if it was deleted behind the gateways' backs.
 //
 // Its errors are honest about the outcome: "no responders" means no stream
 // took the message, so it is retried (a leader election, a reconnect) until
 // the deadline and then answered ErrUnavailable; a PubAck that does not come
 // back in time means the message may be stored, ErrUnknown. Retrying only
 // after "no responders" cannot store a message twice.
-func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg, mayCreate bool) (uint64, error) {
+func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	looked := false
@@ -47,22 +46,19 @@ func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg, mayCr
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 			return 0, outcomeErr("store message", err)
 		}
-		// Either the stream is gone (deleted through another gateway) or it
-		// has no leader for the moment (an election in a cluster, or this
+		// Either the shard stream is gone (an operator deleted it) or it has
+		// no leader for the moment (an election in a cluster, or this
 		// gateway's NATS node just went away). Only the first calls for
-		// re-creating the queue; the lookup is short so that it never holds
-		// up a push that a new leader could take.
+		// re-creating it; the lookup is short so that it never holds up a
+		// push that a new leader could take.
 		if !looked {
 			looked = true
 			sctx, scancel := context.WithTimeout(ctx, time.Second)
 			_, serr := g.js.Stream(sctx, q.stream)
 			scancel()
 			if errors.Is(serr, jetstream.ErrStreamNotFound) {
-				g.queues.forget(q.name)
-				if !mayCreate {
-					return 0, fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
-				}
-				if _, err := g.queues.ensure(ctx, q.name); err != nil {
+				g.queues.shardLost(mapping.Shard(q.name))
+				if _, err := g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
 					return 0, err
 				}
 				continue
@@ -188,9 +184,11 @@ func (g *Gateway) deleteQueueObjects(ctx context.Context, queue string) {
 	if err != nil {
 		return
 	}
-	prefix := mapping.EncodeName(queue) + "/"
+	// Bodies stored before the upgrade from the one-stream-per-queue layout
+	// keep that layout's name (hashed for long queue names).
+	prefix, legacy := mapping.EncodeName(queue)+"/", mapping.LegacyEncodeName(queue)+"/"
 	for _, info := range list {
-		if strings.HasPrefix(info.Name, prefix) {
+		if strings.HasPrefix(info.Name, prefix) || strings.HasPrefix(info.Name, legacy) {
 			_ = obj.Delete(ctx, info.Name)
 		}
 	}

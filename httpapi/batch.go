@@ -23,6 +23,11 @@ import (
 // application/x-msgpack array of [{header: value}, content] pairs (the form of
 // a compound message).
 func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) error {
+	if query(r).Get("priority") != "" {
+		// A batch takes the queue's priority property; refused rather than
+		// ignored, so that nobody believes it was applied.
+		return fmt.Errorf("%w: priority is not available with batch (a batch takes the queue's priority property)", gateway.ErrInvalid)
+	}
 	body, err := a.readBody(w, r)
 	if err != nil {
 		return err

@@ -34,7 +34,8 @@ type Core interface {
 	// letters (deadletter.go).
 	PushBatch(ctx context.Context, queue string, msgs []gateway.Message) error
 	QueueNames() []string
-	Queue(ctx context.Context, queue string) (gateway.QueueInfo, error)
+	// QueueStatuses is every queue's view, sorted by name (GET /queues).
+	QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error)
 	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
 	DeadLetterHead(ctx context.Context, queue string) (*gateway.DeadLetter, error)
 	RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -348,7 +349,20 @@ func (f *fakeCore) QueueDetail(ctx context.Context, q string) (gateway.QueueDeta
 		return gateway.QueueDetail{}, err
 	}
 	qi.Bytes = 10 * qi.Size
-	return gateway.QueueDetail{QueueInfo: qi, DeadLetters: uint64(len(f.dead[q]))}, nil
+	qi.DeadLetters = uint64(len(f.dead[q]))
+	return qi, nil
+}
+
+func (f *fakeCore) QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error) {
+	var out []gateway.QueueStatus
+	for _, name := range f.QueueNames() {
+		qi, err := f.Queue(ctx, name)
+		if errors.Is(err, gateway.ErrNotFound) {
+			continue
+		}
+		out = append(out, gateway.QueueStatus{QueueInfo: gateway.QueueInfo{Name: name, Size: qi.Size}, Err: err})
+	}
+	return out, nil
 }
 
 func (f *fakeCore) DeadLetterHead(_ context.Context, q string) (*gateway.DeadLetter, error) {

@@ -19,6 +19,8 @@ const (
 	hdrMessageID      = "x-lmq-message-id"
 	hdrMessageType    = "x-lmq-message-type"
 	hdrRetryRemaining = "x-lmq-retry-remaining"
+	// hdrPriority (beyond LMQ) is set only on messages of a priority above 0.
+	hdrPriority = "x-lmq-priority"
 )
 
 func contentTypeOf(m gateway.Message) string {
@@ -34,6 +36,9 @@ func writeDelivery(w http.ResponseWriter, d *gateway.Delivery, cf string) error 
 	h[hdrQueueName] = []string{d.Queue}
 	h[hdrMessageID] = []string{d.ID}
 	h[hdrRetryRemaining] = []string{strconv.Itoa(d.RetryRemaining)}
+	if d.Priority > 0 {
+		h[hdrPriority] = []string{strconv.Itoa(d.Priority)}
+	}
 	var body []byte
 	if !d.Compound {
 		h[hdrMessageType] = []string{"normal"}

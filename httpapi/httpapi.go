@@ -40,6 +40,10 @@ type Options struct {
 	Middleware func(http.Handler) http.Handler
 	// Timeouts bound reading request bodies and writing answers (timeouts.go).
 	Timeouts Timeouts
+	// ConnBound tracks the deliveries pulled with the header
+	// X-Lmq-Release-On-Disconnect (connbound.go); the http.Server's
+	// ConnState must be its ConnState. nil: the header is refused.
+	ConnBound *ConnBound
 }
 
 type api struct {
@@ -360,8 +364,12 @@ func (a *api) pull(w http.ResponseWriter, r *http.Request, queue string) error {
 	if err != nil {
 		return err
 	}
+	bound, err := a.wantsBound(r)
+	if err != nil {
+		return err
+	}
 	d, err := a.core.Pull(r.Context(), queue, wait)
-	return a.answerPull(w, r, d, err, cf)
+	return a.answerPull(w, r, d, err, cf, bound)
 }
 
 func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
@@ -373,11 +381,17 @@ func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	bound, err := a.wantsBound(r)
+	if err != nil {
+		return err
+	}
 	d, err := a.core.PullAny(r.Context(), re, wait)
-	return a.answerPull(w, r, d, err, cf)
+	return a.answerPull(w, r, d, err, cf, bound)
 }
 
-func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Delivery, err error, cf string) error {
+// answerPull writes a pull's answer; bound binds the delivery to the
+// connection (connbound.go).
+func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Delivery, err error, cf string, bound bool) error {
 	if err != nil {
 		return err
 	}
@@ -396,6 +410,10 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 	if err := writeDelivery(w, d, cf); err != nil {
 		a.log.Debug("client went away during delivery", "queue", d.Queue, "err", err)
 		a.core.Abandon(context.Background(), d)
+		return nil
+	}
+	if bound {
+		a.bind(r, d)
 	}
 	return nil
 }
@@ -409,7 +427,13 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error 
 	if err != nil {
 		return err
 	}
-	return noContent(w, a.core.Reply(r.Context(), queue, id, kind))
+	if err := a.core.Reply(r.Context(), queue, id, kind); err != nil {
+		return err
+	}
+	if kind != gateway.Ext {
+		a.unbind(r, id)
+	}
+	return noContent(w, nil)
 }
 
 func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request, queue string) error {

@@ -64,7 +64,7 @@ func seconds(r *http.Request, key string) (time.Duration, error) {
 	return d, nil
 }
 
-// pushOptions reads ?delay= and ?ttl=.
+// pushOptions reads ?delay=, ?ttl= and ?priority=.
 func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 	var o gateway.PushOptions
 	var err error
@@ -73,6 +73,15 @@ func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 	}
 	if o.TTL, err = seconds(r, "ttl"); err != nil {
 		return o, err
+	}
+	if v := query(r).Get("priority"); v != "" {
+		// Beyond LMQ: 0..9, higher served first (absent or empty, like
+		// delay and ttl: the queue's priority property).
+		p, err := mapping.ParsePriority(v)
+		if err != nil {
+			return o, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+		}
+		o.Priority = &p
 	}
 	// Beyond LMQ: a retried push with the same key is stored once
 	// (gateway.IdempotencyWindow).

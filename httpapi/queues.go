@@ -2,10 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // The queue inventory (beyond LMQ): GET /queues and GET /queues/{name}.
@@ -20,17 +17,18 @@ type queueSummary struct {
 }
 
 func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
-	out := []queueSummary{}
-	for _, name := range a.core.QueueNames() {
-		qi, err := a.core.Queue(r.Context(), name)
-		if errors.Is(err, gateway.ErrNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			out = append(out, queueSummary{Name: name, Error: err.Error()})
+	all, err := a.core.QueueStatuses(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]queueSummary, 0, len(all))
+	for i := range all {
+		qs := &all[i]
+		if qs.Err != nil {
+			out = append(out, queueSummary{Name: qs.Name, Error: qs.Err.Error()})
 			continue
 		}
-		out = append(out, queueSummary{Name: name, Size: &qi.Size})
+		out = append(out, queueSummary{Name: qs.Name, Size: &qs.Size})
 	}
 	b, _ := json.Marshal(map[string]any{"queues": out})
 	writeJSON(w, http.StatusOK, b)

@@ -142,5 +142,11 @@ func Resolve(defaults DefaultList, queue string, own Props) Effective {
 	if p.DeadLetter != nil {
 		e.DeadLetter = *p.DeadLetter
 	}
+	if p.ReleaseOnDisconnect != nil {
+		e.ReleaseOnDisconnect = *p.ReleaseOnDisconnect
+	}
+	if p.Priority != nil {
+		e.Priority = *p.Priority
+	}
 	return e
 }

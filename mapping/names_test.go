@@ -42,6 +42,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			if s := StreamName(name); !validStreamName(s) {
 				t.Errorf("StreamName(%q) = %q, not a valid stream name", name, s)
 			}
+			if c := ConsumerName(name); !validStreamName(c) {
+				t.Errorf("ConsumerName(%q) = %q, not a valid consumer name", name, c)
+			}
 			if strings.ToLower(enc) != enc {
 				t.Errorf("EncodeName(%q) = %q, not case-free", name, enc)
 			}
@@ -50,48 +53,64 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestKnownEncoding(t *testing.T) {
-	// Pin the format: stream names already on disk depend on it.
-	if got, want := StreamName("lmq/foo"), "LMQ_dhmn2br6dtng"; got != want {
-		t.Errorf("StreamName(lmq/foo) = %q, want %q", got, want)
+	// Pin the format: subjects, keys and shards already on disk depend on it.
+	if got, want := EncodeName("lmq/foo"), "dhmn2br6dtng"; got != want {
+		t.Errorf("EncodeName(lmq/foo) = %q, want %q", got, want)
 	}
-	if got, want := QueueSubject("a"), "lmq.q.c4"; got != want {
+	if got, want := Shard("a"), 0xe40c292c%ShardCount; got != want {
+		t.Errorf("Shard(a) = %d, want %d", got, want)
+	}
+	if got, want := QueueSubject("a"), "lmq.q.44.c4"; got != want {
 		t.Errorf("QueueSubject(a) = %q, want %q", got, want)
+	}
+	if got, want := StreamName("a"), "LMQS_44"; got != want {
+		t.Errorf("StreamName(a) = %q, want %q", got, want)
+	}
+	if got, want := ScheduleSubject("a", "x"), "lmq.s.44.c4.x"; got != want {
+		t.Errorf("ScheduleSubject = %q, want %q", got, want)
+	}
+	if got, want := LegacyStreamName("lmq/foo"), "LMQ_dhmn2br6dtng"; got != want {
+		t.Errorf("LegacyStreamName(lmq/foo) = %q, want %q", got, want)
 	}
 }
 
 func TestLongNames(t *testing.T) {
-	for _, n := range []int{150, 156, 157, 200, 254, 255} {
+	for _, n := range []int{150, 156, 157, 200, 254, 255, 256, 1000, MaxQueueNameLen} {
 		name := strings.Repeat("z", n)
-		s := StreamName(name)
-		if !validStreamName(s) {
-			t.Errorf("StreamName(%d bytes) = %q (%d bytes), not a valid stream name", n, s, len(s))
+		if err := ValidateQueueName(name); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
 		}
-		if enc := EncodeName(name); strings.HasPrefix(enc, hashMark) {
-			if _, ok := DecodeName(enc); ok {
-				t.Errorf("DecodeName of hashed %d-byte name reported ok", n)
-			}
-		} else if got, ok := DecodeName(enc); !ok || got != name {
+		if got, ok := DecodeName(EncodeName(name)); !ok || got != name {
 			t.Errorf("round trip of %d-byte name failed", n)
+		}
+		if c := ConsumerName(name); !validStreamName(c) {
+			t.Errorf("ConsumerName(%d bytes) = %q, not valid", n, c)
+		}
+		if s := LegacyStreamName(name); n <= 255 && !validStreamName(s) {
+			t.Errorf("LegacyStreamName(%d bytes) = %q, not valid", n, s)
 		}
 	}
 	// Two long names differing only in their last byte.
-	a, b := strings.Repeat("y", 254)+"1", strings.Repeat("y", 254)+"2"
-	if StreamName(a) == StreamName(b) {
-		t.Errorf("long names %q and %q share stream %q", a, b, StreamName(a))
+	a, b := strings.Repeat("y", 1000)+"1", strings.Repeat("y", 1000)+"2"
+	if ConsumerName(a) == ConsumerName(b) || QueueSubject(a) == QueueSubject(b) {
+		t.Errorf("long names share a consumer or subject")
 	}
 }
 
-func TestDistinctStreams(t *testing.T) {
+func TestDistinctNames(t *testing.T) {
 	names := append([]string{}, nameCases...)
 	names = append(names, "lmq.foo", "lmq_foo", "LMQ/FOO", "a b", "a\u00a0b",
 		strings.Repeat("z", 255), strings.Repeat("z", 254))
-	seen := map[string]string{}
+	seenC, seenS := map[string]string{}, map[string]string{}
 	for _, n := range names {
-		s := StreamName(n)
-		if prev, dup := seen[s]; dup {
-			t.Errorf("%q and %q share stream %q", prev, n, s)
+		c, s := ConsumerName(n), QueueSubject(n)
+		if prev, dup := seenC[c]; dup {
+			t.Errorf("%q and %q share consumer %q", prev, n, c)
 		}
-		seen[s] = n
+		if prev, dup := seenS[s]; dup {
+			t.Errorf("%q and %q share subject %q", prev, n, s)
+		}
+		seenC[c], seenS[s] = n, n
 	}
 }
 
@@ -102,7 +121,7 @@ func TestValidateQueueName(t *testing.T) {
 		"newline":      "a\nb",
 		"del":          "a\x7fb",
 		"c1 control":   "a\u0085b",
-		"256 bytes":    strings.Repeat("a", 256),
+		"1025 bytes":   strings.Repeat("a", MaxQueueNameLen+1),
 		"invalid utf8": "a\xffb",
 	}
 	for label, name := range bad {
@@ -110,32 +129,37 @@ func TestValidateQueueName(t *testing.T) {
 			t.Errorf("%s: ValidateQueueName = %v, want ErrInvalidName", label, err)
 		}
 	}
-	if err := ValidateQueueName(strings.Repeat("a", 255)); err != nil {
-		t.Errorf("255 bytes: %v", err)
+	if err := ValidateQueueName(strings.Repeat("a", MaxQueueNameLen)); err != nil {
+		t.Errorf("%d bytes: %v", MaxQueueNameLen, err)
 	}
 }
 
 func TestSubjectsAndStreams(t *testing.T) {
 	for _, name := range nameCases {
 		enc := EncodeName(name)
-		kind, got, ok := EncFromSubject(QueueSubject(name))
-		if !ok || kind != "q" || got != enc {
-			t.Errorf("EncFromSubject(QueueSubject(%q)) = %q, %q, %v", name, kind, got, ok)
+		for kind, subj := range map[string]string{"q": QueueSubject(name), "a": PartSubject(name),
+			"d": DeadSubject(name), "s": ScheduleSubject(name, "id1")} {
+			k, got, ok := ParseSubject(subj)
+			if !ok || k != kind || got != enc {
+				t.Errorf("ParseSubject(%q) = %q, %q, %v", subj, k, got, ok)
+			}
 		}
-		kind, got, ok = EncFromSubject(PartSubject(name))
-		if !ok || kind != "a" || got != enc {
-			t.Errorf("EncFromSubject(PartSubject(%q)) = %q, %q, %v", name, kind, got, ok)
-		}
-		if got, ok := QueueFromStream(StreamName(name)); !ok || got != enc {
-			t.Errorf("QueueFromStream(StreamName(%q)) = %q, %v", name, got, ok)
-		}
-	}
-	for _, s := range []string{"", "LMQ_", "KV_foo"} {
-		if _, ok := QueueFromStream(s); ok {
-			t.Errorf("QueueFromStream(%q) ok", s)
+		k, ok := ShardFromStream(StreamName(name))
+		if !ok || k != Shard(name) {
+			t.Errorf("ShardFromStream(StreamName(%q)) = %d, %v", name, k, ok)
 		}
 	}
-	for _, s := range []string{"lmq", "lmq.q", "lmq.q.", "lmq.q.a.b", "other.q.a"} {
+	for _, s := range []string{"", "LMQS_", "LMQS_64", "LMQS_7", "LMQS_007", "KV_foo", "LMQ_c4"} {
+		if _, ok := ShardFromStream(s); ok {
+			t.Errorf("ShardFromStream(%q) ok", s)
+		}
+	}
+	for _, s := range []string{"lmq", "lmq.q", "lmq.q.", "lmq.q.44", "lmq.q.44.", "lmq.q.44.a.b", "lmq.s.44.a", "other.q.44.a", "lmq.q.c4"} {
+		if _, _, ok := ParseSubject(s); ok {
+			t.Errorf("ParseSubject(%q) ok", s)
+		}
+	}
+	for _, s := range []string{"lmq", "lmq.n", "lmq.n.", "lmq.n.a.b", "other.n.a"} {
 		if _, _, ok := EncFromSubject(s); ok {
 			t.Errorf("EncFromSubject(%q) ok", s)
 		}

@@ -11,6 +11,10 @@ import (
 const (
 	// PropsBucket is the KV bucket of queue properties and the default list.
 	PropsBucket = "LMQ_PROPS"
+	// QueuesBucket is the KV bucket of the queues that exist: key EncodeName
+	// (the queue's token), value the queue name. A queue is created by
+	// creating its key, deleted by deleting it.
+	QueuesBucket = "LMQ_QUEUES"
 	// PropsKeyPrefix starts the key of a queue's own properties in PropsBucket
 	// ("q.<enc>"); the value is the JSON of Props.
 	PropsKeyPrefix = "q."
@@ -47,12 +51,12 @@ func PropsKey(queue string) string { return PropsKeyPrefix + EncodeName(queue) }
 // Native lists everything a NATS program needs to use one queue directly.
 type Native struct {
 	Queue string `json:"queue"`
-	// Encoded is the queue's token in names and subjects (EncodeName).
+	// Encoded is the queue's token in subjects and keys (EncodeName).
 	Encoded string `json:"encoded"`
-	// Hashed is true for names too long to encode directly: Encoded is then a
-	// hash, and the name itself is only in the stream's metadata (MetaQueueName).
-	Hashed bool `json:"hashed,omitempty"`
-	// Stream is the queue's WorkQueue stream.
+	// Shard is the queue's shard (Shard): its stream and subjects name it.
+	Shard int `json:"shard"`
+	// Stream is the WorkQueue stream holding the queue (its shard's, shared
+	// with other queues).
 	Stream string `json:"stream"`
 	// Subject holds the queue's deliverable messages: publish here to push.
 	Subject string `json:"subject"`
@@ -62,8 +66,22 @@ type Native struct {
 	ScheduleSubjects string `json:"schedule_subjects"`
 	// DeadSubject holds the queue's dead letters (dead_letter property).
 	DeadSubject string `json:"dead_subject"`
-	// Consumer is the durable pull consumer serving Subject: fetch from it to pull.
+	// PrioritySubjects holds messages of priorities 1..MaxPriority, one
+	// subject per priority (PrioritySubject), served before Subject, each
+	// by its consumer PriorityConsumerName.
+	PrioritySubjects string `json:"priority_subjects"`
+	// Consumer is the durable pull consumer serving Subject: fetch from it to
+	// pull. Gateways create it on a queue's first pull and JetStream removes
+	// it after ConsumerInactive without use; a program creates it the same
+	// way (filter Subject, explicit acks) when it is missing.
 	Consumer string `json:"consumer"`
+	// HashedConsumer is true when the name was too long for a consumer
+	// name: Consumer is then a hash, and its metadata MetaQueueName has the name.
+	HashedConsumer bool `json:"hashed_consumer,omitempty"`
+	// QueuesBucket and QueuesKey register the queue: a queue exists while
+	// its key does.
+	QueuesBucket string `json:"queues_bucket"`
+	QueuesKey    string `json:"queues_key"`
 	// NotifySubject wakes waiting LMQ clients after a native publish.
 	NotifySubject string `json:"notify_subject"`
 	// PropsBucket and PropsKey locate the queue's own properties.
@@ -83,13 +101,17 @@ func NativeNames(queue string) (Native, error) {
 	return Native{
 		Queue:            queue,
 		Encoded:          enc,
-		Hashed:           strings.HasPrefix(enc, hashMark),
+		Shard:            Shard(queue),
 		Stream:           StreamName(queue),
 		Subject:          QueueSubject(queue),
 		PartSubject:      PartSubject(queue),
 		ScheduleSubjects: ScheduleSubject(queue, "*"),
 		DeadSubject:      DeadSubject(queue),
-		Consumer:         ConsumerName,
+		PrioritySubjects: PriorityWildcard(queue),
+		Consumer:         ConsumerName(queue),
+		HashedConsumer:   strings.HasPrefix(ConsumerName(queue), hashMark),
+		QueuesBucket:     QueuesBucket,
+		QueuesKey:        enc,
 		NotifySubject:    NotifySubject(queue),
 		PropsBucket:      PropsBucket,
 		PropsKey:         PropsKey(queue),
@@ -104,15 +126,18 @@ func (n Native) Text() string {
 	line := func(k, v string) { fmt.Fprintf(&b, "%-15s %s\n", k+":", v) }
 	line("queue", fmt.Sprintf("%q", n.Queue))
 	line("encoded", n.Encoded)
-	if n.Hashed {
-		line("note", "name too long to encode: hashed, kept in stream metadata "+MetaQueueName)
-	}
+	line("shard", fmt.Sprint(n.Shard))
 	line("stream", n.Stream)
 	line("subject", n.Subject)
 	line("parts-subject", n.PartSubject)
 	line("delay-subjects", n.ScheduleSubjects)
 	line("dead-subject", n.DeadSubject)
+	line("priority-subjects", n.PrioritySubjects)
 	line("consumer", n.Consumer)
+	if n.HashedConsumer {
+		line("note", "name too long for a consumer name: hashed, name in consumer metadata "+MetaQueueName)
+	}
+	line("registry", n.QueuesBucket+" "+n.QueuesKey)
 	line("notify-subject", n.NotifySubject)
 	line("props", n.PropsBucket+" "+n.PropsKey)
 	line("objects", n.ObjectBucket+" "+n.ObjectPrefix+"*")

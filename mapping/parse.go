@@ -17,7 +17,7 @@ import (
 // a default-list entry. Keys: accum (or its old name pack; non-negative number
 // of seconds, rounded to whole milliseconds), retry (non-negative JSON
 // integer), timeout (non-negative number of seconds), hooks, and beyond LMQ
-// ttl and dead_letter. accum, timeout and ttl are at most MaxSeconds (10
+// ttl, dead_letter, release_on_disconnect and priority (an integer 0..MaxPriority). accum, timeout and ttl are at most MaxSeconds (10
 // years). {} is valid and sets nothing. Every error wraps ErrInvalidProps.
 func ParseProps(data []byte) (Props, error) {
 	v, err := decodeJSON(data)
@@ -112,6 +112,20 @@ func propsFromMap(m map[string]any) (Props, error) {
 				return Props{}, errors.New("dead_letter must be true or false")
 			}
 			p.DeadLetter = &b
+		case "release_on_disconnect":
+			// Beyond LMQ: deliveries bound to the RPC connection that got them.
+			b, ok := v.(bool)
+			if !ok {
+				return Props{}, errors.New("release_on_disconnect must be true or false")
+			}
+			p.ReleaseOnDisconnect = &b
+		case "priority":
+			// Beyond LMQ: the default priority of the queue's pushes.
+			n, err := toPriority(v)
+			if err != nil {
+				return Props{}, err
+			}
+			p.Priority = &n
 		case "hooks":
 			h, err := hooksFromValue(v)
 			if err != nil {
@@ -119,7 +133,7 @@ func propsFromMap(m map[string]any) (Props, error) {
 			}
 			p.Hooks = h
 		default:
-			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)", quote(key))
+			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority)", quote(key))
 		}
 	}
 	return p, nil

@@ -54,6 +54,13 @@ type Props struct {
 	// DeadLetter (keep retry-exhausted messages in the queue's dead letters).
 	TTL        *float64
 	DeadLetter *bool
+	// ReleaseOnDisconnect, beyond LMQ: a delivery handed out over a
+	// MessagePack-RPC connection that closes before replying returns to the
+	// queue at once, without counting a retry, instead of after the timeout.
+	ReleaseOnDisconnect *bool
+	// Priority, beyond LMQ: the priority (0..MaxPriority) of pushes to the
+	// queue that give none.
+	Priority *int
 }
 
 // Effective are the properties in force for a queue.
@@ -64,6 +71,10 @@ type Effective struct {
 	Hooks      Hooks
 	TTL        float64
 	DeadLetter bool
+	// ReleaseOnDisconnect: see Props.ReleaseOnDisconnect (default false).
+	ReleaseOnDisconnect bool
+	// Priority: see Props.Priority (default 0).
+	Priority int
 }
 
 // DefaultEntry is one entry of the default-properties list.
@@ -102,7 +113,8 @@ func secondsToDuration(s float64) time.Duration {
 
 // IsZero reports whether no field is set.
 func (p Props) IsZero() bool {
-	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil && p.TTL == nil && p.DeadLetter == nil
+	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil && p.TTL == nil && p.DeadLetter == nil &&
+		p.ReleaseOnDisconnect == nil && p.Priority == nil
 }
 
 // Merge returns p with every field set in patch overriding p's. The result
@@ -116,6 +128,15 @@ func (p Props) Merge(patch Props) Props {
 		Hooks:      p.Hooks.clone(),
 		TTL:        clonePtr(p.TTL),
 		DeadLetter: clonePtr(p.DeadLetter),
+
+		ReleaseOnDisconnect: clonePtr(p.ReleaseOnDisconnect),
+		Priority:            clonePtr(p.Priority),
+	}
+	if patch.Priority != nil {
+		out.Priority = clonePtr(patch.Priority)
+	}
+	if patch.ReleaseOnDisconnect != nil {
+		out.ReleaseOnDisconnect = clonePtr(patch.ReleaseOnDisconnect)
 	}
 	if patch.TTL != nil {
 		out.TTL = clonePtr(patch.TTL)

@@ -83,8 +83,8 @@ func TestParsePropsInvalid(t *testing.T) {
 		{`{`, `invalid properties: malformed JSON: unexpected EOF`},
 		{`{} {}`, `invalid properties: malformed JSON: data after the value`},
 		{`{}x`, `invalid properties: malformed JSON: data after the value`},
-		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
-		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter)`},
+		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority)`},
+		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority)`},
 		{`{"retry":2.5}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2.0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2e0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
@@ -383,5 +383,88 @@ func TestBeyondLMQProps(t *testing.T) {
 		if _, err := ParseProps([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+func TestReleaseOnDisconnectProp(t *testing.T) {
+	p, err := ParseProps([]byte(`{"release_on_disconnect":true,"timeout":60}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ReleaseOnDisconnect == nil || !*p.ReleaseOnDisconnect || p.IsZero() {
+		t.Fatalf("parsed %+v", p)
+	}
+	if got := string(p.JSON()); got != `{"release_on_disconnect":true,"timeout":60}` {
+		t.Fatalf("JSON %s", got)
+	}
+	if got := p.Map("")["release_on_disconnect"]; got != true {
+		t.Fatalf("Map %v", got)
+	}
+	e := Resolve(nil, "q", p)
+	if !e.ReleaseOnDisconnect {
+		t.Fatal("effective: not set")
+	}
+	if got := string(e.JSON()); got != `{"accum":0,"release_on_disconnect":true,"retry":2,"timeout":60}` {
+		t.Fatalf("effective %s", got)
+	}
+	// Off (the default, or set false) keeps LMQ's exact text.
+	off := false
+	if got := string(Resolve(nil, "q", Props{ReleaseOnDisconnect: &off}).JSON()); got != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Fatalf("LMQ text changed: %s", got)
+	}
+	// A queue's own false overrides a default list's true.
+	defaults, err := ParseDefaultList([]byte(`[["^bound\\.",{"release_on_disconnect":true}]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Resolve(defaults, "bound.a", Props{}).ReleaseOnDisconnect {
+		t.Fatal("default list entry not applied")
+	}
+	if Resolve(defaults, "bound.a", Props{ReleaseOnDisconnect: &off}).ReleaseOnDisconnect {
+		t.Fatal("own false did not override the default list")
+	}
+	if Resolve(defaults, "other", Props{}).ReleaseOnDisconnect {
+		t.Fatal("default list entry applied to a queue it does not match")
+	}
+	// RPC's update_props gives decoded MessagePack values.
+	if mp, err := PropsFromMap(map[string]any{"release_on_disconnect": true}); err != nil || !*mp.ReleaseOnDisconnect {
+		t.Fatalf("PropsFromMap: %+v %v", mp, err)
+	}
+	for _, bad := range []string{`{"release_on_disconnect":1}`, `{"release_on_disconnect":"true"}`, `{"release_on_disconnect":null}`} {
+		if _, err := ParseProps([]byte(bad)); !errors.Is(err, ErrInvalidProps) {
+			t.Errorf("%s: err %v, want ErrInvalidProps", bad, err)
+		}
+	}
+}
+
+func TestPriorityProperty(t *testing.T) {
+	p, err := ParseProps([]byte(`{"priority":7}`))
+	if err != nil || p.Priority == nil || *p.Priority != 7 {
+		t.Fatalf("ParseProps priority = %v, %v", p.Priority, err)
+	}
+	if got := string(p.JSON()); got != `{"priority":7}` {
+		t.Errorf("JSON = %s", got)
+	}
+	if got := p.Map("")["priority"]; got != int64(7) {
+		t.Errorf("Map priority = %#v", got)
+	}
+	e := Resolve(nil, "q", p)
+	if e.Priority != 7 || string(e.JSON()) != `{"accum":0,"priority":7,"retry":2,"timeout":30}` {
+		t.Errorf("effective = %d %s", e.Priority, e.JSON())
+	}
+	// Unused, it stays out of the LMQ text.
+	if got := string(Resolve(nil, "q", Props{}).JSON()); got != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Errorf("default JSON = %s", got)
+	}
+	for _, bad := range []string{`{"priority":10}`, `{"priority":-1}`, `{"priority":1.5}`, `{"priority":"3"}`, `{"priority":true}`} {
+		if _, err := ParseProps([]byte(bad)); err == nil {
+			t.Errorf("ParseProps(%s) accepted", bad)
+		}
+	}
+	if _, err := PropsFromMap(map[string]any{"priority": uint8(3)}); err != nil {
+		t.Errorf("PropsFromMap uint8: %v", err)
+	}
+	if _, err := PropsFromMap(map[string]any{"priority": uint64(300)}); err == nil {
+		t.Error("PropsFromMap 300 accepted")
 	}
 }

@@ -30,6 +30,14 @@ func (p Props) JSON() []byte {
 		sep("hooks")
 		p.Hooks.appendJSON(&b)
 	}
+	if p.Priority != nil {
+		sep("priority")
+		b.WriteString(strconv.Itoa(*p.Priority))
+	}
+	if p.ReleaseOnDisconnect != nil {
+		sep("release_on_disconnect")
+		b.WriteString(strconv.FormatBool(*p.ReleaseOnDisconnect))
+	}
 	if p.Retry != nil {
 		sep("retry")
 		b.WriteString(strconv.Itoa(*p.Retry))
@@ -73,12 +81,19 @@ func (p Props) Map(accumKey string) map[string]any {
 	if p.DeadLetter != nil {
 		m["dead_letter"] = *p.DeadLetter
 	}
+	if p.ReleaseOnDisconnect != nil {
+		m["release_on_disconnect"] = *p.ReleaseOnDisconnect
+	}
+	if p.Priority != nil {
+		m["priority"] = int64(*p.Priority)
+	}
 	return m
 }
 
 // props views e as a Props with every LMQ key set, except hooks, which LMQ
-// only showed when a queue has some; the keys beyond LMQ (ttl, dead_letter)
-// only appear when in use, so that LMQ clients see LMQ's exact text.
+// only showed when a queue has some; the keys beyond LMQ (ttl, dead_letter,
+// release_on_disconnect) only appear when in use, so that LMQ clients see
+// LMQ's exact text.
 func (e Effective) props() Props {
 	p := Props{Accum: &e.Accum, Retry: &e.Retry, Timeout: &e.Timeout}
 	if len(e.Hooks) > 0 {
@@ -89,6 +104,12 @@ func (e Effective) props() Props {
 	}
 	if e.DeadLetter {
 		p.DeadLetter = &e.DeadLetter
+	}
+	if e.ReleaseOnDisconnect {
+		p.ReleaseOnDisconnect = &e.ReleaseOnDisconnect
+	}
+	if e.Priority > 0 {
+		p.Priority = &e.Priority
 	}
 	return p
 }

@@ -212,7 +212,8 @@ func TestNativeNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := mapping.EncodeName("lmq/foo")
-	if n.Stream != "LMQ_"+enc || n.Subject != "lmq.q."+enc || n.NotifySubject != "lmq.n."+enc || n.Consumer != "lmq" || n.PropsKey != "q."+enc {
+	if n.Stream != "LMQS_34" || n.Subject != "lmq.q.34."+enc || n.NotifySubject != "lmq.n."+enc || n.Consumer != enc ||
+		n.PropsKey != "q."+enc || n.QueuesKey != enc {
 		t.Errorf("got %+v", n)
 	}
 }
@@ -223,7 +224,7 @@ func TestNamesMain(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := mapping.EncodeName("lmq/foo")
-	for _, want := range []string{"stream:         LMQ_" + enc + "\n", "subject:        lmq.q." + enc + "\n", "consumer:       lmq\n", "notify-subject: lmq.n." + enc + "\n",
+	for _, want := range []string{"stream:         LMQS_34\n", "subject:        lmq.q.34." + enc + "\n", "consumer:       " + enc + "\n", "notify-subject: lmq.n." + enc + "\n",
 		`nats --server "$(cat DATA-DIR/nats-client.url)"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())

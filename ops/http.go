@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // Auth is the optional authentication of the HTTP API (LMQ had none). When
@@ -48,6 +50,14 @@ func secretEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
+// challenge is the WWW-Authenticate of a 401.
+func (o *Ops) challenge() string {
+	if o.opt.Tokens != nil {
+		return `Bearer realm="lmq-gateway"`
+	}
+	return o.opt.Auth.challenge()
+}
+
 func (a Auth) challenge() string {
 	if a.BearerToken != "" {
 		return `Bearer realm="lmq-gateway"`
@@ -82,6 +92,9 @@ func (o *Ops) Mount(r *mux.Router) {
 	r.Handle(PathMetrics, o.metrics.handler).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc(PathHealthz, o.serveHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc(PathReadyz, o.serveReadyz).Methods(http.MethodGet, http.MethodHead)
+	if o.opt.Tokens != nil {
+		o.mountTokens(r)
+	}
 	r.Use(o.routeMiddleware)
 }
 
@@ -93,6 +106,9 @@ func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 		}
 		if ri, ok := r.Context().Value(routeKey{}).(*routeInfo); ok {
 			ri.template = tmpl
+		}
+		if !o.authorize(w, r, tmpl) {
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -106,10 +122,23 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		ri := &routeInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, ri))
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		if o.opt.Auth.Enabled() && !isHealth(r.URL.Path) && !o.opt.Auth.check(r) {
-			rec.Header().Set("WWW-Authenticate", o.opt.Auth.challenge())
+		var who *principal
+		if o.authEnabled() && !isHealth(r.URL.Path) {
+			who = o.authenticate(r)
+		}
+		switch {
+		case o.authEnabled() && !isHealth(r.URL.Path) && who == nil:
+			o.metrics.auth.failures.Inc()
+			rec.Header().Set("WWW-Authenticate", o.challenge())
 			writeJSONError(rec, http.StatusUnauthorized, "missing or wrong credentials")
-		} else {
+		case who != nil:
+			ctx := context.WithValue(r.Context(), principalKey{}, who)
+			if who.tok != nil {
+				// push-all, pull-any and the listings see the token's queues only.
+				ctx = gateway.WithQueueFilter(ctx, who.tok.InScope)
+			}
+			next.ServeHTTP(rec, r.WithContext(ctx))
+		default:
 			next.ServeHTTP(rec, r)
 		}
 		if !rec.wroteHeader && r.Context().Err() != nil {
@@ -124,15 +153,20 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		}
 		o.metrics.requests.WithLabelValues(methodLabel(r.Method), route, strconv.Itoa(rec.status)).Observe(d.Seconds())
 		if o.opt.AccessLog {
-			o.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+			attrs := []slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.EscapedPath()),
-				slog.String("query", r.URL.RawQuery),
+				slog.String("query", redactQuery(r.URL.RawQuery)),
 				slog.Int("status", rec.status),
 				slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d),
 				slog.String("remote", r.RemoteAddr),
-			)
+			}
+			if who != nil {
+				// Who asked: a token's namespace, "*" for the operator.
+				attrs = append(attrs, slog.String("namespace", who.namespace()))
+			}
+			o.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 		}
 	})
 }
@@ -196,7 +230,17 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 
 // AuthMode names the configured authentication, for the start-up log.
 func (o *Ops) AuthMode() string {
-	a := o.opt.Auth
+	m := o.opt.Auth.mode()
+	if o.opt.Tokens != nil {
+		if m == "none" {
+			return authModeTokens + " (no operator credential)"
+		}
+		return authModeTokens + " and operator " + m
+	}
+	return m
+}
+
+func (a Auth) mode() string {
 	switch {
 	case a.BearerToken != "" && a.BasicUser != "":
 		return "bearer or basic"

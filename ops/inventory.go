@@ -2,7 +2,7 @@ package ops
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -14,9 +14,8 @@ import (
 // Core is what package ops needs of the core; *gateway.Gateway implements it.
 type Core interface {
 	QueueNames() []string
-	// QueueStatus is one queue's sizes and placement (ErrNotFound when it
-	// does not exist).
-	QueueStatus(ctx context.Context, name string) (gateway.QueueStatus, error)
+	// QueueStatuses is every queue's sizes and placement, sorted by name.
+	QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error)
 	InFlight() int
 	Closing() <-chan struct{}
 	// ProbeStore checks that JetStream answers and stores (readiness).
@@ -34,21 +33,17 @@ var _ Core = (*gateway.Gateway)(nil)
 // QueueView is what JetStream knows about a queue, plus the servers holding it.
 type QueueView = gateway.QueueStatus
 
-// collectTimeout bounds one collection; queues not reached by then are left
-// out of it.
+// collectTimeout bounds one collection.
 const collectTimeout = 30 * time.Second
 
 // inventory asks JetStream about every queue, for /stats, /metrics and
-// StatsD. Each queue costs a few JetStream requests, so a collection is shared
-// by everyone asking within ttl, runs a bounded number of requests at once,
-// and covers at most maxQueues queues.
+// StatsD. A collection costs a few requests per shard stream, and is shared
+// by everyone asking within ttl; it covers at most maxQueues queues.
 type inventory struct {
 	core      Core
 	log       *slog.Logger
 	ttl       time.Duration
-	workers   int
 	maxQueues int
-	timeout   time.Duration
 
 	mu      sync.Mutex
 	at      time.Time
@@ -85,55 +80,36 @@ func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 		// The collection serves every waiter, so it must not end with the
 		// first caller's context; it is bounded by its own timeout instead.
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), collectTimeout)
-		views := inv.gather(gctx, names)
+		views, err := inv.gather(gctx)
 		cancel()
 		inv.mu.Lock()
-		inv.cached, inv.names, inv.at, inv.running = views, names, time.Now(), nil
+		if err == nil {
+			inv.cached, inv.names, inv.at = views, names, time.Now()
+		}
+		inv.running = nil
 		inv.mu.Unlock()
 		close(done)
-		return views, nil
+		return views, err
 	}
 }
 
-func (inv *inventory) gather(ctx context.Context, names []string) []QueueView {
-	if len(names) > inv.maxQueues {
-		inv.log.Warn("more queues than statistics cover", "queues", len(names), "max", inv.maxQueues)
-		names = names[:inv.maxQueues]
-	}
-	views := make([]QueueView, len(names))
-	ok := make([]bool, len(names))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(inv.workers, len(names)) {
-		wg.Go(func() {
-			for i := range jobs {
-				views[i], ok[i] = inv.one(ctx, names[i])
-			}
-		})
-	}
-	for i := range names {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	out := make([]QueueView, 0, len(names))
-	for i, v := range views {
-		if ok[i] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func (inv *inventory) one(ctx context.Context, name string) (QueueView, bool) {
-	ctx, cancel := context.WithTimeout(ctx, inv.timeout)
-	defer cancel()
-	v, err := inv.core.QueueStatus(ctx, name)
+func (inv *inventory) gather(ctx context.Context) ([]QueueView, error) {
+	all, err := inv.core.QueueStatuses(ctx)
 	if err != nil {
-		if !errors.Is(err, gateway.ErrNotFound) { // deleted meanwhile: no news
-			inv.log.Debug("queue statistics", "queue", name, "err", err)
-		}
-		return QueueView{}, false
+		return nil, fmt.Errorf("queue statistics: %w", err)
 	}
-	return v, true
+	// Queues JetStream could not answer about are left out.
+	views := all[:0]
+	for _, v := range all {
+		if v.Err == nil {
+			views = append(views, v)
+		} else {
+			inv.log.Debug("queue statistics", "queue", v.Name, "err", v.Err)
+		}
+	}
+	if len(views) > inv.maxQueues {
+		inv.log.Warn("more queues than statistics cover", "queues", len(views), "max", inv.maxQueues)
+		views = views[:inv.maxQueues]
+	}
+	return views, nil
 }

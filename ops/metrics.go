@@ -21,6 +21,7 @@ type Metrics struct {
 	handler  http.Handler
 	requests *prometheus.HistogramVec
 	rpcConns prometheus.Gauge
+	auth     *authMetrics // per-namespace counters (metrics_auth.go)
 }
 
 func newMetrics(o *Ops) *Metrics {
@@ -74,6 +75,7 @@ func newMetrics(o *Ops) *Metrics {
 		}, func() float64 { return 1 }),
 		&queueCollector{o: o},
 	)
+	m.auth = newAuthMetrics(reg, o)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:          slogPrinter{o},
 		ErrorHandling:     promhttp.ContinueOnError,

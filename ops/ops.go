@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // Options configures Ops. The zero value is usable.
@@ -31,7 +33,13 @@ type Options struct {
 	// duration) at level info.
 	AccessLog bool
 	// Auth protects every endpoint but /healthz and /readyz when enabled.
+	// With Tokens it is the operator's credential: every right on every
+	// queue.
 	Auth Auth
+	// Tokens, when set, turns token authentication on (auth.go): every
+	// endpoint but /healthz and /readyz then needs Auth's credential or a
+	// token of the store, and /tokens manages them.
+	Tokens TokenStore
 	// Version is reported by lmq_build_info.
 	Version string
 	// Nodes lists NATS servers for /stats (the embedded server's view of its
@@ -94,9 +102,7 @@ func New(core Core, stats *Stats, opt Options) *Ops {
 			core:      core,
 			log:       opt.Logger,
 			ttl:       opt.StatsTTL,
-			workers:   4,
 			maxQueues: opt.MaxQueues,
-			timeout:   5 * time.Second,
 		},
 	}
 	o.metrics = newMetrics(o)
@@ -114,16 +120,40 @@ func (o *Ops) Metrics() *Metrics { return o.metrics }
 func (o *Ops) Drain() { o.draining.Store(true) }
 
 // Queues returns every queue's JetStream view (cached for StatsTTL).
-func (o *Ops) Queues(ctx context.Context) ([]QueueView, error) { return o.inv.collect(ctx) }
+// With a queue filter in ctx (a token's request, gateway.WithQueueFilter),
+// only the queues it allows.
+func (o *Ops) Queues(ctx context.Context) ([]QueueView, error) {
+	views, err := o.collect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueView, 0, len(views))
+	for _, v := range views {
+		if gateway.QueueAllowed(ctx, v.Name) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// collect is the shared, cached collection of every queue: never under the
+// queue filter of the request that happens to start it, which would cut the
+// cache to that request's scope for everyone.
+func (o *Ops) collect(ctx context.Context) ([]QueueView, error) {
+	return o.inv.collect(gateway.WithQueueFilter(ctx, nil))
+}
 
 // Document builds the /stats document.
 func (o *Ops) Document(ctx context.Context) (*StatsDoc, error) {
-	views, err := o.inv.collect(ctx)
+	views, err := o.collect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	doc := &StatsDoc{Queues: make(map[string]QueueDoc, len(views))}
 	for _, v := range views {
+		if !gateway.QueueAllowed(ctx, v.Name) {
+			continue // a token's request sees the queues of its scope
+		}
 		doc.Queues[v.Name] = QueueDoc{
 			Stats:  o.stats.Queue(v.Name),
 			Size:   v.Size,

@@ -128,7 +128,9 @@ func (c *conn) handle(req request) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
 		defer cancel()
 		c.s.core.Abandon(ctx, res.delivery)
+		return
 	}
+	c.bind(res.delivery)
 }
 
 // errorString maps an error to the string sent to the client.
@@ -189,7 +191,7 @@ type method struct {
 
 // methods is LMQ's RPC method table (lmq_mpac). It is read-only.
 var methods = map[string]method{
-	"push":              {2, 3, "(name, content[, {delay, ttl, idempotency_key}])", (*conn).push},
+	"push":              {2, 3, "(name, content[, {delay, ttl, idempotency_key, priority}])", (*conn).push},
 	"pull":              {1, 2, "(name[, timeout])", (*conn).pull},
 	"push_all":          {2, 2, "(regexp, content)", (*conn).pushAll},
 	"pull_any":          {1, 2, "(regexp[, timeout])", (*conn).pullAny},
@@ -271,7 +273,8 @@ func (c *conn) push(p [][]byte) (result, error) {
 }
 
 // pushOptions reads push's optional third argument, a map beyond LMQ:
-// {"delay": seconds, "ttl": seconds, "idempotency_key": string}. The key is
+// {"delay": seconds, "ttl": seconds, "idempotency_key": string, "priority":
+// 0..9}. The key is
 // the HTTP Idempotency-Key header: a push retried with the same key within
 // gateway.IdempotencyWindow (after an "unknown: ..." error) is stored once.
 func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
@@ -285,6 +288,19 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		return o, badarg("push options must be a map")
 	}
 	for k, v := range m {
+		if k == "priority" {
+			// Beyond LMQ: an integer 0..9, higher served first.
+			n, ok := v.(int64)
+			if u, isU := v.(uint64); isU && u <= mapping.MaxPriority {
+				n, ok = int64(u), true
+			}
+			if !ok || n < 0 || n > mapping.MaxPriority {
+				return o, badarg("push option priority must be an integer from 0 to %d", mapping.MaxPriority)
+			}
+			p := int(n)
+			o.Priority = &p
+			continue
+		}
 		if k == "idempotency_key" {
 			// A str, or a bin from clients that send strings as raw bytes;
 			// the gateway checks its length and characters.
@@ -312,7 +328,7 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		case "ttl":
 			o.TTL = d
 		default:
-			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key)", k)
+			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key, priority)", k)
 		}
 	}
 	return o, nil
@@ -394,10 +410,24 @@ func (c *conn) deliver(pull func(context.Context) (*gateway.Delivery, error)) (r
 }
 
 // appendDelivery encodes a delivery as LMQ did: a map with the keys in the
-// order queue, id, type, retry, content.
+// order queue, id, type, retry, content. A message of a priority above 0
+// (beyond LMQ) has a sixth key, priority, after content: LMQ's clients read
+// the map by key, and without priorities in use nothing changes.
 func (c *conn) appendDelivery(b []byte, d *gateway.Delivery) []byte {
 	dl := c.s.opt.Dialect
+	if d.Priority > 0 {
+		b = appendMapHeader(b, 6)
+		b = c.appendDeliveryFields(b, d)
+		b = appendStr(b, "priority", dl)
+		return appendInt(b, int64(d.Priority))
+	}
 	b = appendMapHeader(b, 5)
+	return c.appendDeliveryFields(b, d)
+}
+
+// appendDeliveryFields writes appendDelivery's five LMQ keys.
+func (c *conn) appendDeliveryFields(b []byte, d *gateway.Delivery) []byte {
+	dl := c.s.opt.Dialect
 	b = appendStr(b, "queue", dl)
 	b = appendStr(b, d.Queue, dl)
 	b = appendStr(b, "id", dl)
@@ -457,6 +487,9 @@ func replyMethod(kind gateway.ReplyKind) func(c *conn, p [][]byte) (result, erro
 		}
 		if err := c.s.core.Reply(c.ctx, name, id, kind); err != nil {
 			return result{}, err
+		}
+		if kind != gateway.Ext {
+			c.unbind(id)
 		}
 		return c.str("ok"), nil
 	}

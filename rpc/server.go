@@ -45,6 +45,15 @@ type Core interface {
 
 var _ Core = (*gateway.Gateway)(nil)
 
+// binder is the part of a core that binds deliveries to the connection that
+// received them (the queue property release_on_disconnect, connbound.go).
+// *gateway.Gateway has it; a core without it has no bound deliveries.
+type binder interface {
+	NewBound() *gateway.Bound
+}
+
+var _ binder = (*gateway.Gateway)(nil)
+
 // Options configure a Server. The zero value is usable.
 type Options struct {
 	// Logger; slog.Default() when nil.
@@ -273,6 +282,11 @@ type conn struct {
 	out      chan outMsg
 	handlers sync.WaitGroup
 	budget   *budget
+
+	// bound holds the deliveries of release_on_disconnect queues handed
+	// out here and not answered yet; nil until the first (connbound.go).
+	boundMu sync.Mutex
+	bound   *gateway.Bound
 }
 
 // outMsg is one encoded answer; done, when not nil, learns whether it was
@@ -341,6 +355,7 @@ func (c *conn) serve() {
 	<-writerDone
 	c.nc.Close()
 	c.cancel()
+	c.releaseBound()
 }
 
 func (c *conn) readLoop() error {

@@ -36,9 +36,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
+	"github.com/lmq-gateway/lmq-gateway/console"
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
@@ -53,6 +55,10 @@ import (
 type Config struct {
 	// HTTPListen is the HTTP API's address ("127.0.0.1:0" picks a port).
 	HTTPListen string
+	// HTTPListener, when set, is served instead of binding HTTPListen (the
+	// server closes it). With neither, HTTP is off and only the in-process
+	// API (Core, used by package lmq) is served.
+	HTTPListener net.Listener
 	// HTTPTLS serves HTTPS when set.
 	HTTPTLS *tls.Config
 	// MaxHTTPConns bounds the HTTP connections open at once (0: no bound).
@@ -72,10 +78,17 @@ type Config struct {
 	// AccessLog logs every HTTP request at level info.
 	AccessLog bool
 	// Auth protects the HTTP endpoints but /healthz and /readyz when enabled.
+	// With Tokens it is the operator's credential (every right).
 	Auth ops.Auth
+	// Tokens turns on token authentication (--tokens): the tokens of the
+	// KV bucket gateway.TokensBucket, managed at /tokens (ops/auth.go).
+	Tokens bool
 
 	// RPCListen is the MessagePack-RPC address; "" turns RPC off.
 	RPCListen string
+	// RPCListener, when set, is served instead of binding RPCListen (the
+	// server closes it).
+	RPCListener net.Listener
 	// RPCTLS serves RPC over TLS when set; RPCClientCA names the file of
 	// the CA that RPCTLS requires client certificates from ("": none), for
 	// the log.
@@ -107,6 +120,10 @@ type Config struct {
 	// and exposes the process's memory and code: loopback only in practice.
 	DebugListen string
 
+	// NoUI turns off the web console at /ui/ (package console); it is on
+	// by default, behind the API's authentication.
+	NoUI bool
+
 	// StatsDAddr receives LMQ's StatsD metrics every StatsDInterval ("": off).
 	StatsDAddr     string
 	StatsDInterval time.Duration
@@ -129,6 +146,7 @@ type Server struct {
 	core  *gateway.Gateway
 	acc   *accumulator.Accumulator
 	ops   *ops.Ops
+	ui    *console.Console // nil with Config.NoUI
 
 	hl       *stopListener
 	http     *http.Server
@@ -220,13 +238,25 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	undo = append(undo, s.acc.Close)
 	s.core.SetAccumulator(s.acc)
 
-	s.ops = ops.New(s.core, s.stats, ops.Options{
+	opsOpt := ops.Options{
 		Logger:    s.log,
 		AccessLog: cfg.AccessLog,
 		Auth:      cfg.Auth,
 		Version:   cfg.Version,
 		Nodes:     nodesOf(s.nc, s.ns),
-	})
+	}
+	if cfg.Tokens {
+		// Watched until the core closes (the core owns the watcher).
+		tokens, err := s.core.OpenTokens(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opsOpt.Tokens = tokens
+		if !cfg.Auth.Enabled() && tokens.Len() == 0 {
+			s.log.Warn("--tokens without --auth-token or --auth-basic, and no token exists: no request can authenticate until a token is created through another gateway")
+		}
+	}
+	s.ops = ops.New(s.core, s.stats, opsOpt)
 
 	if err := s.listen(); err != nil {
 		return nil, err
@@ -237,21 +267,53 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 // listen binds the HTTP and RPC listeners and builds their servers.
 func (s *Server) listen() error {
 	cfg := s.cfg
-	hl, err := net.Listen("tcp", cfg.HTTPListen)
+	hl, err := s.bindHTTP()
 	if err != nil {
-		return fmt.Errorf("--http-listen %s: %w", cfg.HTTPListen, err)
+		return err
 	}
-	s.hl = &stopListener{Listener: connlimit.Listen(hl, cfg.MaxHTTPConns)}
+	if hl != nil {
+		s.hl = &stopListener{Listener: connlimit.Listen(hl, cfg.MaxHTTPConns)}
+	}
+	// Deliveries pulled with X-Lmq-Release-On-Disconnect are released when
+	// their connection closes (httpapi/connbound.go).
+	bound := httpapi.NewConnBound(s.core, s.log)
+	mount := s.ops.Mount
+	if !cfg.NoUI {
+		// The console's page (no data) needs no credentials when a bearer
+		// token can be typed into it; its API always does.
+		ui, err := console.New(s.core, s.ops, console.Options{
+			Version:     cfg.Version,
+			PublicShell: cfg.Auth.BearerToken != "" || cfg.Tokens,
+			Logger:      s.log,
+		})
+		if err != nil {
+			if s.hl != nil {
+				_ = s.hl.Close()
+			}
+			return fmt.Errorf("web console: %w", err)
+		}
+		s.ui = ui
+		mount = func(r *mux.Router) {
+			ui.Mount(r)
+			s.ops.Mount(r)
+		}
+	}
+	var api http.Handler = httpapi.New(s.core, httpapi.Options{
+		MaxBodyBytes:    cfg.MaxBody,
+		MaxBufferedBody: cfg.MaxBuffered,
+		Logger:          s.log,
+		Mount:           mount,
+		Middleware:      s.ops.Middleware,
+		Timeouts:        cfg.Timeouts,
+		ConnBound:       bound,
+	})
+	if s.ui != nil {
+		api = s.ui.Shell(api)
+	}
 	s.http = &http.Server{
-		Handler: s.track(httpapi.New(s.core, httpapi.Options{
-			MaxBodyBytes:    cfg.MaxBody,
-			MaxBufferedBody: cfg.MaxBuffered,
-			Logger:          s.log,
-			Mount:           s.ops.Mount,
-			Middleware:      s.ops.Middleware,
-			Timeouts:        cfg.Timeouts,
-		})),
+		Handler:           s.track(api),
 		ConnContext:       httpapi.ConnContext,
+		ConnState:         bound.ConnState,
 		TLSConfig:         cfg.HTTPTLS,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
@@ -262,10 +324,10 @@ func (s *Server) listen() error {
 		_ = s.hl.Close()
 		return err
 	}
-	if cfg.RPCListen == "" {
+	if cfg.RPCListen == "" && cfg.RPCListener == nil {
 		return nil
 	}
-	rl, err := net.Listen("tcp", cfg.RPCListen)
+	rl, err := s.bindRPC()
 	if err != nil {
 		_ = s.hl.Close()
 		if s.dl != nil {
@@ -291,8 +353,13 @@ func (s *Server) listen() error {
 }
 
 // HTTPAddr is the address the HTTP API listens on (with its port when
-// Config.HTTPListen asked for port 0).
-func (s *Server) HTTPAddr() net.Addr { return s.hl.Addr() }
+// Config.HTTPListen asked for port 0); nil when HTTP is off.
+func (s *Server) HTTPAddr() net.Addr {
+	if s.hl == nil {
+		return nil
+	}
+	return s.hl.Addr()
+}
 
 // RPCAddr is the address MessagePack-RPC listens on; nil when it is off.
 func (s *Server) RPCAddr() net.Addr {
@@ -349,6 +416,9 @@ func (s *Server) start(ctx context.Context) error {
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.bgCancel = cancel
 	s.bg.Go(func() { s.stats.Run(bgCtx, s.core.QueueNames) })
+	if s.ui != nil {
+		s.bg.Go(func() { s.ui.Run(bgCtx) })
+	}
 	if s.cfg.StatsDAddr != "" {
 		sd := s.ops.NewStatsD(s.cfg.StatsDAddr, s.cfg.StatsDInterval)
 		s.bg.Go(func() {
@@ -359,6 +429,9 @@ func (s *Server) start(ctx context.Context) error {
 	}
 
 	s.front.Go(func() {
+		if s.hl == nil {
+			return // HTTP is off
+		}
 		var err error
 		if s.cfg.HTTPTLS != nil {
 			err = fmt.Errorf("https: %w", s.http.ServeTLS(s.hl, "", ""))
@@ -386,7 +459,7 @@ func (s *Server) start(ctx context.Context) error {
 	if s.cfg.HTTPTLS != nil {
 		scheme = "https"
 	}
-	s.log.Info("lmq-gateway serving", "version", s.cfg.Version, scheme, s.hl.Addr().String(), "rpc", s.rpcAddr,
+	s.log.Info("lmq-gateway serving", "version", s.cfg.Version, scheme, s.httpWhere(), "rpc", s.rpcAddr,
 		"nats", s.natsWhere(), "auth", s.ops.AuthMode())
 	return nil
 }
@@ -524,6 +597,9 @@ type stopListener struct {
 }
 
 func (l *stopListener) Close() error {
+	if l == nil {
+		return nil // HTTP is off
+	}
 	l.once.Do(func() { l.err = l.Listener.Close() })
 	return l.err
 }

@@ -42,6 +42,8 @@ type bench struct {
 	// peakRSS is the highest VmHWM of gateway processes the memory workload
 	// replaced with fresh ones (the peak of the earlier workloads).
 	peakRSS int64
+	// mq: rows of the queues workload.
+	mq []mqRow
 }
 
 func newBench(cfg config, stderr io.Writer) (*bench, error) {
@@ -66,13 +68,19 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (err error) {
 		b.gw.stop()
 	}()
 
-	if err := b.openTargets(ctx); err != nil {
-		return err
+	var runErr error
+	if b.cfg.has(wQueues) {
+		b.facts.loadStart = readLoadAvg()
+		b.facts.started = time.Now()
+		runErr = b.manyQueues(ctx)
+	} else {
+		if err := b.openTargets(ctx); err != nil {
+			return err
+		}
+		b.facts.loadStart = readLoadAvg()
+		b.facts.started = time.Now()
+		runErr = b.measure(ctx)
 	}
-	b.facts.loadStart = readLoadAvg()
-	b.facts.started = time.Now()
-
-	runErr := b.measure(ctx)
 	if runErr != nil {
 		b.notes = append(b.notes, "RUN INCOMPLETE: "+firstLine(runErr.Error()))
 	}

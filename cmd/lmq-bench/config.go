@@ -27,6 +27,10 @@ const (
 	wMemory  = "memory"
 )
 
+// knownWorkloads also has those that never run by default (queues, which
+// runs alone on gateways of its own).
+var knownWorkloads = append(slices.Clone(allWorkloads), wQueues)
+
 var (
 	allTargets   = []string{tNoop, tJS, tHTTP, tRPC}
 	allWorkloads = []string{wPush, wPull, wMixed, wE2E, wMaxRate, wMemory}
@@ -84,6 +88,15 @@ type config struct {
 	memIdle          time.Duration
 	interleaveQueues int
 	repeat           int
+
+	// The queues workload (manyqueues.go).
+	mqQueues        int
+	mqActive        int
+	mqClients       int
+	mqBudget        time.Duration
+	mqSamples       int
+	mqRepeat        int
+	mqClusterQueues int
 }
 
 const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
@@ -136,7 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 
 	targets := fs.String("targets", strings.Join(allTargets, ","), "targets to bench, comma-separated: "+strings.Join(allTargets, ", "))
-	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads, comma-separated: "+strings.Join(allWorkloads, ", "))
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads, comma-separated: "+strings.Join(allWorkloads, ", ")+"; or queues alone (not in the default)")
 	conc := fs.String("conc", "1,16,64", "concurrent clients per cell, comma-separated")
 	sizes := fs.String("sizes", "256,64KiB", "message sizes in bytes (K/KiB/M/MiB suffixes allowed), comma-separated")
 	queues := fs.String("queues", "1,100,10000", "queue counts for push, pull and mixed, comma-separated")
@@ -176,6 +189,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.interleaveQueues, "interleave-queues", 1000, "up to this many queues per target, targets take turns cell by cell (fairer ratios on a machine with changing load); above, one target at a time")
 	fs.IntVar(&cfg.setupConc, "setup-conc", 16, "parallel requests when creating and deleting queues")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "bound on emptying queues between cells")
+	fs.IntVar(&cfg.mqQueues, "mq-queues", 10_000, "queues: how many queues to create (one 256-byte message each)")
+	fs.IntVar(&cfg.mqActive, "mq-active", 1000, "queues: queues put in active use at once (a waiting pull on each, then push and pull+ack cells across them)")
+	fs.IntVar(&cfg.mqClients, "mq-clients", 16, "queues: concurrent clients creating, draining and in the push/pull cells")
+	fs.DurationVar(&cfg.mqBudget, "mq-budget", 240*time.Second, "queues: time budget of each phase (creation, each listing, stop, restart, drain, pull-any); a phase that runs out reports how far it got")
+	fs.IntVar(&cfg.mqSamples, "mq-samples", 20, "queues: pull-any latency samples")
+	fs.IntVar(&cfg.mqRepeat, "mq-repeat", 3, "queues: timings of GET /stats, GET /queues and status (median; fewer when one run takes over half the budget)")
+	fs.IntVar(&cfg.mqClusterQueues, "mq-cluster-queues", 2000, "queues: queues created on an embedded three-node cluster (--replicas 3) to count its Raft groups (0: skip the cluster)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.BoolVar(&cfg.verbose, "v", false, "debug logging")
 	fs.BoolVar(&cfg.quick, "quick", false, "seconds-long smoke run: short cells, small matrix, small backlog (explicit flags still win)")
@@ -210,8 +230,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.targets, err = parseNames(*targets, allTargets); err != nil {
 		return cfg, fmt.Errorf("--targets: %w", err)
 	}
-	if cfg.workloads, err = parseNames(*workloads, allWorkloads); err != nil {
+	if cfg.workloads, err = parseNames(*workloads, knownWorkloads); err != nil {
 		return cfg, fmt.Errorf("--workloads: %w", err)
+	}
+	if cfg.has(wQueues) && len(cfg.workloads) > 1 {
+		return cfg, errors.New("--workloads: queues runs alone (it spawns and restarts gateways of its own)")
+	}
+	if cfg.mqQueues < 1 || cfg.mqActive < 1 || cfg.mqClients < 1 || cfg.mqSamples < 1 || cfg.mqRepeat < 1 || cfg.mqClusterQueues < 0 || cfg.mqBudget <= 0 {
+		return cfg, errors.New("--mq-* values must be positive (--mq-cluster-queues may be 0)")
 	}
 	if cfg.conc, err = parseInts(*conc, parseInt); err != nil {
 		return cfg, fmt.Errorf("--conc: %w", err)

@@ -126,6 +126,7 @@ func (b *bench) report() string {
 		w("- **%s**\n", n)
 	}
 	w("\n")
+	b.mqReport(w)
 
 	index := map[cellKey]map[string]cellResult{}
 	for _, c := range b.cells {

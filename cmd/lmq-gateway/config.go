@@ -47,6 +47,7 @@ type config struct {
 	tlsKey    string
 	authToken string
 	authBasic string
+	tokens    bool // token authentication (--tokens)
 
 	maxWaitingPulls   int
 	readHeaderTimeout time.Duration
@@ -57,6 +58,7 @@ type config struct {
 	statsdInterval time.Duration
 
 	debugListen string // pprof listener ("": off)
+	ui          bool   // the web console at /ui/
 
 	limits limits // connection, time and memory bounds; RPC protection (limits.go)
 }
@@ -102,6 +104,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&c.authToken, "auth-token", "", "require \"Authorization: Bearer `TOKEN`\" on every HTTP endpoint but /healthz and /readyz")
 	fs.StringVar(&c.authBasic, "auth-basic", "", "require HTTP basic authentication with `USER:PASSWORD` (like --auth-token; either is accepted when both are set)")
+	fs.BoolVar(&c.tokens, "tokens", false, "require a token on every HTTP endpoint but /healthz and /readyz: tokens scoped to queues (a name prefix or a regexp) with rights push, pull, admin, made with \"lmq-gateway token create\" (POST /tokens) and kept, hashed, in the KV bucket LMQ_TOKENS that every gateway watches (at most 10000 tokens); sent as \"Authorization: Bearer TOKEN\" or ?token=TOKEN. --auth-token and --auth-basic stay valid as the operator's credential with every right (needed to create the first token). MessagePack-RPC is not covered: as with --auth-token, a --rpc-listen beyond loopback then needs --rpc-tls-client-ca or --rpc-allow-unauthenticated")
 
 	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "pulls (HTTP and RPC) that may wait for a message at once; more are answered 503 with Retry-After (RPC: \"unavailable\") (0: no limit)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
@@ -110,6 +113,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.StringVar(&c.statsdAddr, "statsd-addr", "", "send LMQ's StatsD metrics to this UDP host:port, e.g. localhost:8125 (empty: off)")
 	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
+	fs.BoolVar(&c.ui, "ui", true, "serve the web console at /ui/ (queues, properties, dead letters, cluster), behind the same authentication as the API; --ui=false turns it off. Its list pages hold at most 500 queues, a peek at most 50 messages of at most 64 KiB each, rate history 6 minutes for at most 20000 queues")
 	fs.StringVar(&c.debugListen, "debug-listen", "", "serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060 (empty: off). WARNING: no authentication; it exposes memory contents and CPU time to anyone who reaches it, so bind it to loopback (any other address is logged as a warning)")
 	addLimitFlags(fs, &c.limits)
 	return fs
@@ -121,6 +125,7 @@ const usageHead = `Usage: lmq-gateway [serve] [flags]
        lmq-gateway migrate --from URL [--to-nats URL] [--queues RE] [--dry-run]
                                                   copy a running LMQ into the gateway
        lmq-gateway names [--json] QUEUE...        print a queue's JetStream stream, subjects and consumer
+       lmq-gateway token create|list|revoke ...   manage the access tokens of a gateway run with --tokens
 
 Serves the LMQ API (HTTP, MessagePack-RPC) on NATS JetStream.
 

@@ -17,6 +17,7 @@ func TestSubcommandHelpSpellsDoubleDash(t *testing.T) {
 		"status":  {"--http", "--auth-token", "--json", "--timeout"},
 		"migrate": {"--from", "--queues", "--dry-run", "--parallel"},
 		"names":   {"--json"},
+		"token":   {"--http", "--auth-token", "--json"},
 		"help":    {"--http-listen"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -85,9 +85,9 @@ func (l *limits) check(c *config) error {
 	if l.rpcTLSClientCA != "" && l.rpcTLSCert == "" {
 		return errors.New("--rpc-tls-client-ca needs --rpc-tls-cert and --rpc-tls-key")
 	}
-	if c.rpcListen != "" && (c.authToken != "" || c.authBasic != "") && !loopbackOnly(c.rpcListen) &&
+	if c.rpcListen != "" && (c.authToken != "" || c.authBasic != "" || c.tokens) && !loopbackOnly(c.rpcListen) &&
 		l.rpcTLSClientCA == "" && !l.rpcAllowUnauthenticated {
-		return fmt.Errorf("--rpc-listen %q exposes MessagePack-RPC, which has no authentication, while HTTP requires --auth-token/--auth-basic: "+
+		return fmt.Errorf("--rpc-listen %q exposes MessagePack-RPC, which has no authentication, while HTTP requires --auth-token/--auth-basic/--tokens: "+
 			"use --rpc-listen 127.0.0.1:18800 (loopback only), --rpc-listen \"\" (off) or --rpc-tls-client-ca (client certificates), "+
 			"or accept unauthenticated RPC with --rpc-allow-unauthenticated", c.rpcListen)
 	}

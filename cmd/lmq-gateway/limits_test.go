@@ -25,6 +25,7 @@ func TestLimitFlagsRejected(t *testing.T) {
 		"token, rpc default":   {[]string{"--auth-token", "t"}, "--rpc-allow-unauthenticated"},
 		"basic, rpc all IPv6":  {[]string{"--auth-basic", "u:p", "--rpc-listen", "[::]:18800"}, "exposes MessagePack-RPC"},
 		"token, rpc host name": {[]string{"--auth-token", "t", "--rpc-listen", "gw.example:18800"}, "exposes MessagePack-RPC"},
+		"tokens, rpc default":  {[]string{"--tokens"}, "--rpc-allow-unauthenticated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseConfig(tc.args, env(nil), &bytes.Buffer{})

@@ -3,7 +3,8 @@
 // or in front of an existing NATS deployment (--nats-url).
 //
 // Subcommands: serve (the default), status (print the nodes and queues of a
-// running gateway, like LMQ's lmq-admin status), version, migrate (copy a
+// running gateway, like LMQ's lmq-admin status), token (create, list and
+// revoke the access tokens of a gateway run with --tokens), version, migrate (copy a
 // running LMQ into the gateway) and names (a queue's JetStream names). Run
 // "lmq-gateway --help" for the settings, their defaults, environment
 // variables and config file.
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args, stderr)
 	case "status":
 		return status(ctx, args, stdout, stderr)
+	case "token":
+		return token(ctx, args, stdout, stderr)
 	case "version":
 		_, err := fmt.Fprintln(stdout, versionLine())
 		return err
@@ -68,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(fs, stdout)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want serve, status, version, migrate or names; see --help)", cmd)
+	return fmt.Errorf("unknown command %q (want serve, status, token, version, migrate or names; see --help)", cmd)
 }
 
 func versionString() string {

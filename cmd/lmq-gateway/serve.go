@@ -83,6 +83,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		MaxWaitingPulls:   c.maxWaitingPulls,
 		AccessLog:         c.accessLog,
 		Auth:              authOf(c),
+		Tokens:            c.tokens,
 
 		RPCListen:           c.rpcListen,
 		RPCTLS:              rpcTLS,
@@ -102,6 +103,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		StatsDInterval: c.statsdInterval,
 
 		DebugListen: c.debugListen,
+		NoUI:        !c.ui,
 
 		Version: versionString(),
 		Logger:  log,

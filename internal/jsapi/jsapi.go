@@ -1,8 +1,8 @@
 // Package jsapi holds the few JetStream wire names that nats.go's jetstream
 // package does not expose: the API subject prefix of a JetStream handle (for
 // the requests the gateway sends itself: the dispatcher's no_wait pull and
-// the accumulator's leader-only message read) and the stream advisories.
-// It is the one place that spells JetStream's subjects.
+// the accumulator's leader-only message read). It is the one place that
+// spells JetStream's subjects.
 package jsapi
 
 import (
@@ -28,13 +28,6 @@ func Prefix(js jetstream.JetStream) string {
 	}
 	return jetstream.DefaultAPIPrefix
 }
-
-// The stream advisories, each followed by the stream's name. They are
-// published in the account whatever the domain.
-const (
-	AdvisoryStreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED."
-	AdvisoryStreamDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED."
-)
 
 // New returns a JetStream handle on nc for the account's own JetStream, a
 // domain's (domain != ""), or one imported under apiPrefix; at most one of

@@ -1,0 +1,716 @@
+// lmq-gateway web console: a single-page application with hash routes.
+// No framework and no build step. Everything shown comes from the gateway's
+// HTTP API and the console API under /ui/api/; text from the server is only
+// ever put into the page as text (never as HTML).
+'use strict';
+
+const POLL_MS = 2000;
+const AUTH_KEY = 'lmq-console-auth';
+const $ = (sel, root) => (root || document).querySelector(sel);
+
+// h builds an element: h('td', {class: 'x', onclick: f}, 'text', child...).
+function h(tag, attrs, ...kids) {
+  const el = tag === 'svg' || tag === 'path' || tag === 'line' || tag === 'text' || tag === 'polyline'
+    ? document.createElementNS('http://www.w3.org/2000/svg', tag)
+    : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const kid of kids.flat()) {
+    if (kid === undefined || kid === null || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+// ---- API access ---------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+function authHeader() {
+  return sessionStorage.getItem(AUTH_KEY) || '';
+}
+
+// api calls the gateway; it throws APIError with the server's error text.
+async function api(method, path, body, headers) {
+  const hdr = Object.assign({}, headers || {});
+  const auth = authHeader();
+  if (auth) hdr['Authorization'] = auth;
+  if (body !== undefined && typeof body !== 'string' && !(body instanceof Blob)) {
+    body = JSON.stringify(body);
+    hdr['Content-Type'] = hdr['Content-Type'] || 'application/json';
+  }
+  let resp;
+  try {
+    resp = await fetch(path, { method, body, headers: hdr, cache: 'no-store', credentials: 'same-origin' });
+  } catch (e) {
+    throw new APIError(0, 'the gateway does not answer: ' + e.message);
+  }
+  if (resp.status === 401) {
+    showLogin('The gateway asks for credentials.');
+    throw new APIError(401, 'missing or wrong credentials');
+  }
+  const text = await resp.text();
+  if (!resp.ok) {
+    let msg = text.trim();
+    try { msg = JSON.parse(text).error || msg; } catch (e) { /* plain text */ }
+    throw new APIError(resp.status, msg || resp.statusText);
+  }
+  const ct = resp.headers.get('Content-Type') || '';
+  if (ct.startsWith('application/json') && text) return JSON.parse(text);
+  return { status: resp.status, text, headers: resp.headers };
+}
+
+const q = encodeURIComponent;
+
+// ---- login --------------------------------------------------------------
+
+function showLogin(why) {
+  const box = $('#login');
+  if (!box.hidden) return;
+  box.hidden = false;
+  $('#login-error').textContent = authHeader() ? 'Those credentials were refused.' : (why || '');
+  $('#login-token').focus();
+}
+
+function setupLogin() {
+  $('#login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const tok = $('#login-token').value.trim();
+    const user = $('#login-user').value;
+    const pass = $('#login-pass').value;
+    let auth = '';
+    if (tok) auth = 'Bearer ' + tok;
+    else if (user) auth = 'Basic ' + btoa(unescape(encodeURIComponent(user + ':' + pass)));
+    if (!auth) { $('#login-error').textContent = 'Enter a token, or a user and password.'; return; }
+    sessionStorage.setItem(AUTH_KEY, auth);
+    $('#login').hidden = true;
+    $('#signout').hidden = false;
+    route();
+  });
+  $('#signout').hidden = !authHeader();
+  $('#signout').addEventListener('click', () => {
+    sessionStorage.removeItem(AUTH_KEY);
+    $('#signout').hidden = true;
+    showLogin('Signed out.');
+  });
+}
+
+// ---- formatting ---------------------------------------------------------
+
+function fmtInt(n) { return n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'); }
+function fmtRate(r) { return r ? (r >= 10 ? r.toFixed(0) : r.toFixed(1)) + '/s' : '0'; }
+function fmtBytes(b) {
+  if (b === null || b === undefined || b < 0) return '?';
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+  return (i ? b.toFixed(1) : b) + ' ' + u[i];
+}
+function fmtAge(s) {
+  if (s === null || s === undefined) return '–';
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+  if (s < 3600) return (s / 60).toFixed(0) + ' min';
+  if (s < 86400) return (s / 3600).toFixed(1) + ' h';
+  return (s / 86400).toFixed(1) + ' d';
+}
+function b64bytes(s) {
+  const bin = atob(s || '');
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+// renderBody shows a body by its content type: JSON pretty-printed, text as
+// text, anything else (or text that is not UTF-8) as a hex dump.
+function renderBody(bytes, ctype) {
+  const ct = (ctype || '').toLowerCase();
+  const texty = ct.startsWith('text/') || ct.includes('json') || ct.includes('xml') ||
+    ct.includes('javascript') || ct.includes('x-www-form-urlencoded') || ct.includes('yaml');
+  if (texty) {
+    let text = null;
+    try { text = new TextDecoder('utf-8', { fatal: true }).decode(bytes); } catch (e) { text = null; }
+    if (text !== null) {
+      if (ct.includes('json')) {
+        try { return h('pre', { 'data-kind': 'json' }, JSON.stringify(JSON.parse(text), null, 2)); } catch (e) { /* cut or invalid */ }
+      }
+      return h('pre', { 'data-kind': 'text' }, text);
+    }
+  }
+  return h('pre', { 'data-kind': 'hex' }, hexdump(bytes));
+}
+
+function hexdump(bytes) {
+  const lines = [];
+  const n = Math.min(bytes.length, 4096);
+  for (let off = 0; off < n; off += 16) {
+    const chunk = bytes.slice(off, Math.min(off + 16, n));
+    const hex = Array.from(chunk, (b) => b.toString(16).padStart(2, '0')).join(' ');
+    const asc = Array.from(chunk, (b) => (b >= 32 && b < 127 ? String.fromCharCode(b) : '.')).join('');
+    lines.push(off.toString(16).padStart(6, '0') + '  ' + hex.padEnd(48) + ' ' + asc);
+  }
+  if (bytes.length > n) lines.push('… ' + (bytes.length - n) + ' more bytes');
+  return lines.join('\n') || '(empty)';
+}
+
+// ---- routing and polling ------------------------------------------------
+
+let current = null; // the page shown: {refresh(), stop()}
+let timer = null;
+
+function route() {
+  if (current && current.stop) current.stop();
+  clearTimeout(timer);
+  current = null;
+  const hash = location.hash || '#/queues';
+  const main = $('#main');
+  main.replaceChildren();
+  let page = 'queues';
+  if (hash.startsWith('#/queue/')) {
+    page = 'queues';
+    let name = hash.slice('#/queue/'.length);
+    try { name = decodeURIComponent(name); } catch (e) { /* shown as typed */ }
+    current = queuePage(main, name);
+  } else if (hash.startsWith('#/defaults')) {
+    page = 'defaults';
+    current = defaultsPage(main);
+  } else if (hash.startsWith('#/cluster')) {
+    page = 'cluster';
+    current = clusterPage(main);
+  } else {
+    current = queuesPage(main);
+  }
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.dataset.nav === page) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  poll(current);
+}
+
+// poll refreshes the page now and every POLL_MS while it is shown (and the
+// tab is visible), one request at a time.
+async function poll(page) {
+  if (page !== current) return;
+  if (!document.hidden && $('#login').hidden) {
+    try {
+      await page.refresh();
+      setStatus('');
+    } catch (e) {
+      if (e.status !== 401) setStatus(e.message);
+    }
+  }
+  if (page === current && page.live !== false) timer = setTimeout(() => poll(page), POLL_MS);
+}
+
+function setStatus(msg) { $('#status').textContent = msg; }
+
+// ---- Queues page --------------------------------------------------------
+
+const COLUMNS = [
+  ['name', 'Queue'], ['waiting', 'Waiting'], ['in_flight', 'In flight'], ['delayed', 'Delayed'],
+  ['dead_letters', 'Dead letters'], ['push_rate', 'Push rate'], ['pull_rate', 'Pull rate'],
+  ['oldest_age', 'Oldest waiting'], ['bytes', 'Bytes'],
+];
+
+function queuesPage(main) {
+  const st = JSON.parse(sessionStorage.getItem('lmq-console-list') || '{}');
+  const state = Object.assign({ re: '', sort: 'name', desc: false, offset: 0, limit: 50 }, st);
+  const save = () => sessionStorage.setItem('lmq-console-list', JSON.stringify(state));
+  const filter = h('input', { id: 'filter', type: 'search', value: state.re, placeholder: 'RE2, e.g. ^jobs/', 'aria-describedby': 'filter-error', autocomplete: 'off', spellcheck: 'false' });
+  const filterErr = h('p', { id: 'filter-error', class: 'error', role: 'alert' });
+  const limit = h('select', { id: 'limit' }, [25, 50, 100, 250, 500].map((n) => h('option', { value: n, selected: n === state.limit }, n)));
+  const summary = h('span', { id: 'summary', class: 'muted' });
+  const prev = h('button', { type: 'button', class: 'secondary', id: 'prev' }, '← Previous');
+  const next = h('button', { type: 'button', class: 'secondary', id: 'next' }, 'Next →');
+  const headRow = h('tr');
+  const tbody = h('tbody');
+  const table = h('table', { id: 'queues' }, h('caption', { class: 'muted caption' }, 'Rates are this gateway\'s pushes and pulls over the last interval; sizes come from JetStream.'), h('thead', {}, headRow), tbody);
+  main.append(
+    h('h1', {}, 'Queues'),
+    h('div', { class: 'row' },
+      h('div', { class: 'field grow' }, h('label', { for: 'filter' }, 'Filter by regular expression'), filter),
+      h('div', { class: 'field' }, h('label', { for: 'limit' }, 'Rows per page'), limit)),
+    filterErr,
+    h('div', { class: 'pager' }, prev, next, summary),
+    h('div', { class: 'table-wrap' }, table));
+
+  function drawHead() {
+    headRow.replaceChildren(...COLUMNS.map(([key, label]) => {
+      const sortable = key !== 'oldest_age';
+      const sorted = state.sort === key;
+      const th = h('th', { scope: 'col', 'aria-sort': sorted ? (state.desc ? 'descending' : 'ascending') : (sortable ? 'none' : null) },
+        sortable ? h('button', { type: 'button', class: 'th-btn', 'data-sort': key, onclick: () => {
+          if (state.sort === key) state.desc = !state.desc; else { state.sort = key; state.desc = key !== 'name'; }
+          state.offset = 0; save(); drawHead(); page.refresh().catch((e) => setStatus(e.message));
+        } }, label + (sorted ? (state.desc ? ' ▼' : ' ▲') : '')) : label);
+      return th;
+    }));
+  }
+  drawHead();
+
+  let debounce = null;
+  filter.addEventListener('input', () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => { state.re = filter.value; state.offset = 0; save(); page.refresh().catch((e) => setStatus(e.message)); }, 300);
+  });
+  limit.addEventListener('change', () => { state.limit = Number(limit.value); state.offset = 0; save(); page.refresh().catch((e) => setStatus(e.message)); });
+  prev.addEventListener('click', () => { state.offset = Math.max(0, state.offset - state.limit); save(); page.refresh().catch((e) => setStatus(e.message)); });
+  next.addEventListener('click', () => { state.offset += state.limit; save(); page.refresh().catch((e) => setStatus(e.message)); });
+
+  let seq = 0;
+  const page = {
+    async refresh() {
+      const my = ++seq;
+      const params = new URLSearchParams({ sort: state.sort, desc: state.desc ? '1' : '0', offset: state.offset, limit: state.limit });
+      if (state.re) params.set('re', state.re);
+      let data;
+      try {
+        data = await api('GET', 'api/queues?' + params);
+      } catch (e) {
+        if (my !== seq) return;
+        if (e.status === 400) {
+          filterErr.textContent = e.message;
+          filter.setAttribute('aria-invalid', 'true');
+          return;
+        }
+        throw e;
+      }
+      if (my !== seq) return; // a newer request was sent meanwhile
+      filterErr.textContent = '';
+      filter.removeAttribute('aria-invalid');
+      if (data.offset >= data.matched && data.matched > 0) { state.offset = Math.max(0, data.matched - state.limit); save(); return page.refresh(); }
+      const first = data.matched ? data.offset + 1 : 0;
+      const last = data.offset + data.rows.length;
+      summary.textContent = `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(data.matched)}` + (state.re ? ` matching (${fmtInt(data.total)} queues)` : ' queues');
+      prev.disabled = data.offset === 0;
+      next.disabled = last >= data.matched;
+      tbody.replaceChildren(...data.rows.map((r) => h('tr', { 'data-queue': r.name },
+        h('th', { scope: 'row', class: 'left', class: 'plain' }, h('a', { href: '#/queue/' + q(r.name) }, r.name)),
+        h('td', { 'data-col': 'waiting' }, fmtInt(r.waiting)),
+        h('td', { 'data-col': 'in_flight' }, fmtInt(r.in_flight)),
+        h('td', { 'data-col': 'delayed' }, fmtInt(r.delayed)),
+        h('td', { 'data-col': 'dead_letters' }, fmtInt(r.dead_letters)),
+        h('td', { 'data-col': 'push_rate' }, fmtRate(r.push_rate)),
+        h('td', { 'data-col': 'pull_rate' }, fmtRate(r.pull_rate)),
+        h('td', { 'data-col': 'oldest_age' }, fmtAge(r.oldest_age)),
+        h('td', { 'data-col': 'bytes' }, fmtBytes(r.bytes)))));
+      // For measurements (e2e TestConsoleManyQueues): when the first rows showed.
+      if (!performance.getEntriesByName('lmq-queues-rendered').length) performance.mark('lmq-queues-rendered');
+      if (!data.rows.length) tbody.append(h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'left muted' }, data.total ? 'No queue matches.' : 'No queues yet: a push, pull or property update creates one.')));
+    },
+  };
+  return page;
+}
+
+// ---- Queue page ---------------------------------------------------------
+
+const PROP_KEYS = [
+  ['accum', 'Accumulation window (s)', 'number'], ['retry', 'Retries', 'number'],
+  ['timeout', 'Timeout (s)', 'number'], ['ttl', 'Time to live (s)', 'number'],
+  ['dead_letter', 'Keep dead letters', 'bool'],
+];
+
+function queuePage(main, name) {
+  const qp = q(name);
+  const stat = (key, label) => h('div', { class: 'stat' }, h('div', { class: 'v', 'data-stat': key }, '–'), h('div', { class: 'k' }, label));
+  const chart = h('div', { id: 'chart' });
+  const propsBody = h('tbody');
+  const origin = h('p', { id: 'origin', class: 'muted' });
+  const propErr = h('p', { id: 'props-error', class: 'error', role: 'alert' });
+  const propOk = h('p', { class: 'ok', role: 'status' });
+  const inputs = {};
+  const form = h('form', { id: 'props-form' },
+    h('div', { class: 'row' }, PROP_KEYS.map(([key, label, kind]) => {
+      const id = 'prop-' + key;
+      inputs[key] = kind === 'bool'
+        ? h('select', { id, name: key }, h('option', { value: '' }, '(unchanged)'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
+        : h('input', { id, name: key, inputmode: 'decimal', size: 8, autocomplete: 'off', 'aria-describedby': 'props-error' });
+      return h('div', { class: 'field' }, h('label', { for: id }, label), inputs[key]);
+    })),
+    h('div', { class: 'row' },
+      h('button', { type: 'submit', id: 'props-save' }, 'Save properties'),
+      h('button', { type: 'button', class: 'secondary', id: 'props-reset', onclick: resetProps }, 'Reset to defaults')),
+    propErr, propOk);
+  form.addEventListener('submit', saveProps);
+
+  const peekList = h('div', { id: 'peek' });
+  const pushBody = h('textarea', { id: 'push-body', 'aria-describedby': 'push-result' }, '{"hello": "world"}');
+  const pushType = h('input', { id: 'push-type', value: 'application/json', autocomplete: 'off' });
+  const pushResult = h('p', { id: 'push-result', role: 'status' });
+  const deadInfo = h('div', { id: 'dead' });
+  const deadErr = h('p', { class: 'error', role: 'alert' });
+  const deadList = h('div', { id: 'dead-list' });
+  const respawnN = h('input', { id: 'respawn-n', value: '1', inputmode: 'numeric', size: 4 });
+  const delArea = h('span', { class: 'confirm' });
+
+  main.append(
+    h('p', {}, h('a', { href: '#/queues' }, '← Queues')),
+    h('h1', {}, name),
+    h('div', { class: 'stats' }, stat('waiting', 'waiting'), stat('in_flight', 'in flight'), stat('delayed', 'delayed'),
+      stat('dead_letters', 'dead letters'), stat('accumulating', 'accumulating parts'), stat('bytes', 'stored')),
+    h('h2', {}, 'Rates'), h('div', { class: 'legend' }, h('span', { class: 'push' }, '━ pushes/s'), h('span', { class: 'pull' }, '╍ pulls/s'), h('span', { class: 'muted', id: 'chart-span' })), chart,
+    h('div', { class: 'grid2' },
+      h('section', { 'aria-labelledby': 'props-title' }, h('h2', { id: 'props-title' }, 'Properties'),
+        h('div', { class: 'table-wrap' }, h('table', { id: 'props' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Property'), h('th', { scope: 'col', class: 'left' }, 'Effective value'), h('th', { scope: 'col', class: 'left' }, 'From'))), propsBody)),
+        origin, h('h2', {}, 'Edit'), form),
+      h('section', { 'aria-labelledby': 'push-title' }, h('h2', { id: 'push-title' }, 'Push a test message'),
+        h('div', { class: 'field' }, h('label', { for: 'push-type' }, 'Content type'), pushType),
+        h('div', { class: 'field' }, h('label', { for: 'push-body' }, 'Body'), pushBody),
+        h('button', { type: 'button', id: 'push', onclick: push }, 'Push'), pushResult,
+        h('h2', {}, 'Delete'),
+        h('p', { class: 'muted' }, 'Deletes the queue with all its messages and dead letters.'), delArea)),
+    h('section', { 'aria-labelledby': 'dead-title' }, h('h2', { id: 'dead-title' }, 'Dead letters'), deadInfo,
+      h('div', { class: 'row' },
+        h('button', { type: 'button', class: 'secondary', id: 'dead-head', onclick: showHead }, 'Inspect oldest'),
+        h('div', { class: 'field' }, h('label', { for: 'respawn-n' }, 'How many'), respawnN),
+        h('button', { type: 'button', id: 'respawn', onclick: respawn }, 'Respawn'),
+        h('button', { type: 'button', class: 'danger', id: 'dead-delete', onclick: () => confirmThen(deadDelArea, 'Delete all dead letters?', deleteDead) }, 'Delete all…')),
+      deadErr, h('span', { class: 'confirm', id: 'dead-confirm' }), h('div', { id: 'dead-head-view' }), deadList),
+    h('section', { 'aria-labelledby': 'peek-title' }, h('h2', { id: 'peek-title' }, 'Next waiting messages'),
+      h('p', { class: 'muted' }, 'A look without taking them: nothing is delivered or changed.'),
+      h('button', { type: 'button', class: 'secondary', id: 'peek-refresh', onclick: () => peek().catch((e) => setStatus(e.message)) }, 'Refresh'), peekList));
+  const deadDelArea = $('#dead-confirm', main);
+  resetDelete();
+
+  function resetDelete() {
+    delArea.replaceChildren(h('button', { type: 'button', class: 'danger', id: 'queue-delete', onclick: () => confirmThen(delArea, `Delete queue "${name}" and all its messages?`, deleteQueue, resetDelete) }, 'Delete queue…'));
+  }
+
+  let info = null;
+  let editing = false; // inputs keep what the user types until saved
+  for (const el of Object.values(inputs)) el.addEventListener('input', () => { editing = true; });
+
+  async function load() {
+    try {
+      info = await api('GET', 'api/queue?name=' + qp);
+    } catch (e) {
+      if (e.status === 404) {
+        main.replaceChildren(h('p', {}, h('a', { href: '#/queues' }, '← Queues')), h('h1', {}, name), h('p', { class: 'muted', id: 'gone' }, 'This queue does not exist (any more).'));
+        page.live = false;
+        return;
+      }
+      throw e;
+    }
+    for (const k of ['waiting', 'in_flight', 'delayed', 'dead_letters', 'accumulating']) $(`[data-stat="${k}"]`, main).textContent = fmtInt(info[k]);
+    $('[data-stat="bytes"]', main).textContent = fmtBytes(info.bytes);
+    drawChart(chart, info);
+    const from = { own: 'this queue', default: info.default ? `default entry ${info.default.index}` : 'default list', system: 'system default' };
+    propsBody.replaceChildren(...Object.keys(info.props).sort().map((k) => h('tr', { 'data-prop': k },
+      h('th', { scope: 'row', class: 'plain' }, k),
+      h('td', { class: 'left', 'data-col': 'value' }, JSON.stringify(info.props[k])),
+      h('td', { class: 'left' }, from[info.sources[k]] || info.sources[k]))));
+    origin.textContent = info.default
+      ? `Default entry ${info.default.index} applies: ${JSON.stringify(info.default.regexp)} → ${JSON.stringify(info.default.props)}`
+      : 'No default-list entry matches this name.';
+    if (!editing) {
+      for (const [key, , kind] of PROP_KEYS) {
+        const v = info.props[key];
+        inputs[key].value = kind === 'bool' ? '' : (v === undefined ? '' : String(v));
+      }
+    }
+    deadInfo.replaceChildren(h('p', {}, `${fmtInt(info.dead_letters)} dead letter(s)` + (info.props.dead_letter ? '' : ' — this queue does not keep dead letters (property dead_letter).')));
+  }
+
+  async function saveProps(ev) {
+    ev.preventDefault();
+    propErr.textContent = ''; propOk.textContent = '';
+    for (const el of Object.values(inputs)) el.removeAttribute('aria-invalid');
+    const patch = {};
+    for (const [key, , kind] of PROP_KEYS) {
+      const raw = inputs[key].value.trim();
+      const cur = info ? info.props[key] : undefined;
+      if (kind === 'bool') { if (raw !== '') patch[key] = raw === 'true'; continue; }
+      if (raw === '' || raw === String(cur)) continue;
+      const n = Number(raw);
+      patch[key] = Number.isNaN(n) ? raw : n; // the API says what is wrong
+    }
+    try {
+      await api('PATCH', '/props/' + qp, patch);
+    } catch (e) {
+      propErr.textContent = e.message;
+      for (const key of Object.keys(patch)) if (e.message.includes(key)) inputs[key].setAttribute('aria-invalid', 'true');
+      return;
+    }
+    editing = false;
+    propOk.textContent = Object.keys(patch).length ? 'Saved.' : 'Nothing changed.';
+    await load();
+  }
+
+  async function resetProps() {
+    propErr.textContent = ''; propOk.textContent = '';
+    try { await api('DELETE', '/props/' + qp); } catch (e) { propErr.textContent = e.message; return; }
+    editing = false;
+    propOk.textContent = 'Reset to the defaults.';
+    await load();
+  }
+
+  async function push() {
+    pushResult.className = '';
+    try {
+      const r = await api('POST', '/messages/' + qp, pushBody.value, { 'Content-Type': pushType.value || 'application/octet-stream' });
+      pushResult.className = 'ok';
+      pushResult.textContent = 'Pushed (accumulation: ' + (r.accum || 'no') + ').';
+      await Promise.all([load(), peek()]);
+    } catch (e) {
+      pushResult.className = 'error';
+      pushResult.textContent = e.message;
+    }
+  }
+
+  async function deleteQueue() {
+    try { await api('DELETE', '/queues/' + qp); } catch (e) { setStatus(e.message); resetDelete(); return; }
+    location.hash = '#/queues';
+  }
+
+  async function showHead() {
+    deadErr.textContent = '';
+    const view = $('#dead-head-view', main);
+    const hdr = {};
+    const auth = authHeader();
+    if (auth) hdr.Authorization = auth;
+    const resp = await fetch('/queues/' + qp + '/dead/head', { headers: hdr, cache: 'no-store' });
+    if (resp.status === 204) { view.replaceChildren(h('p', { class: 'muted' }, 'No dead letters.')); return; }
+    if (!resp.ok) { deadErr.textContent = (await resp.text()).trim(); return; }
+    const bytes = new Uint8Array(await resp.arrayBuffer());
+    const ct = resp.headers.get('content-type') || '';
+    view.replaceChildren(h('div', { class: 'msg' },
+      h('div', { class: 'meta' }, h('span', {}, 'content-type: ' + ct), h('span', {}, 'deliveries: ' + resp.headers.get('x-lmq-deliveries')), h('span', {}, 'died: ' + resp.headers.get('x-lmq-dead-at')), h('span', {}, fmtBytes(bytes.length))),
+      renderBody(bytes, ct)));
+  }
+
+  async function respawn() {
+    deadErr.textContent = '';
+    try {
+      const r = await api('POST', '/queues/' + qp + '/dead/respawn?n=' + q(respawnN.value.trim()));
+      setStatus(`Respawned ${r.respawned}.`);
+      $('#dead-head-view', main).replaceChildren();
+      await Promise.all([load(), peek()]);
+      await peekDead();
+    } catch (e) { deadErr.textContent = e.message; }
+  }
+
+  async function deleteDead() {
+    deadErr.textContent = '';
+    try {
+      const r = await api('DELETE', '/queues/' + qp + '/dead');
+      setStatus(`Deleted ${r.deleted} dead letter(s).`);
+      $('#dead-head-view', main).replaceChildren();
+      await load();
+      await peekDead();
+    } catch (e) { deadErr.textContent = e.message; }
+  }
+
+  let peekSeq = 0;
+  async function peek() {
+    const my = ++peekSeq;
+    let data;
+    try { data = await api('GET', 'api/peek?n=10&name=' + qp); } catch (e) {
+      if (e.status === 404) { peekList.replaceChildren(); return; }
+      throw e;
+    }
+    if (my !== peekSeq) return;
+    if (!data.messages.length) { peekList.replaceChildren(h('p', { class: 'muted' }, 'No message is waiting.')); return; }
+    peekList.replaceChildren(...data.messages.map(renderMessage));
+  }
+
+  let deadSeq = 0;
+  let deadShown = -1; // the dead-letter count the list was read at
+  async function peekDead() {
+    const my = ++deadSeq;
+    if (!info || !info.dead_letters) { deadList.replaceChildren(); deadShown = 0; return; }
+    let data;
+    try { data = await api('GET', 'api/peek?dead=1&n=10&name=' + qp); } catch (e) {
+      if (e.status === 404) { deadList.replaceChildren(); return; }
+      throw e;
+    }
+    if (my !== deadSeq) return;
+    deadShown = info.dead_letters;
+    deadList.replaceChildren(h('h3', {}, info.dead_letters > data.messages.length ? `The oldest ${data.messages.length}` : 'All of them'),
+      ...data.messages.map(renderMessage));
+  }
+
+  let n = 0;
+  const page = {
+    async refresh() {
+      await load();
+      if (page.live === false) return;
+      if (n++ % 5 === 0) await peek(); // the peeks are heavier: every 10 s, or on demand
+      if (info && info.dead_letters !== deadShown) await peekDead();
+    },
+  };
+  return page;
+}
+
+// renderMessage shows one peeked message or dead letter.
+function renderMessage(m) {
+  const meta = h('div', { class: 'meta' },
+    h('span', {}, '#' + m.seq), h('span', {}, m.compound ? `compound, ${m.part_count} part(s)` : m.content_type),
+    h('span', {}, m.object ? `stored in the object store, ${fmtBytes(m.size)}` : fmtBytes(m.size)),
+    m.age !== undefined && h('span', {}, m.died_at ? 'pushed ' + fmtAge(m.age) + ' ago' : 'waiting ' + fmtAge(m.age)),
+    m.retry !== undefined && h('span', {}, 'retry ' + m.retry),
+    m.delivered ? h('span', {}, 'delivered ' + m.delivered + '×') : null,
+    m.expires && h('span', {}, 'expires ' + m.expires),
+    m.died_at && h('span', {}, 'died ' + m.died_at),
+    m.truncated && h('span', { class: 'warn' }, 'cut to the first 64 KiB'));
+  const hdrs = m.headers ? h('div', { class: 'meta' }, Object.entries(m.headers).map(([k, v]) => h('span', {}, k + ': ' + v))) : null;
+  let body;
+  if (m.object) body = null;
+  else if (m.compound && m.parts) {
+    body = m.parts.map((p, i) => h('div', { class: 'msg' }, h('div', { class: 'meta' }, h('span', {}, `part ${i + 1}`), h('span', {}, p.content_type)),
+      p.headers ? h('div', { class: 'meta' }, Object.entries(p.headers).map(([k, v]) => h('span', {}, k + ': ' + v))) : null,
+      renderBody(b64bytes(p.body), p.content_type)));
+  } else {
+    body = [m.parts_error ? h('p', { class: 'warn' }, 'Parts do not decode: ' + m.parts_error) : null, renderBody(b64bytes(m.body), m.content_type)];
+  }
+  return h('article', { class: 'msg', 'data-seq': m.seq }, meta, hdrs, body);
+}
+
+// confirmThen replaces area by a question with Yes and Cancel buttons.
+function confirmThen(area, question, yes, restore) {
+  const prior = Array.from(area.childNodes);
+  const back = () => { if (restore) restore(); else area.replaceChildren(...prior); };
+  const no = h('button', { type: 'button', class: 'secondary', onclick: back }, 'Cancel');
+  area.replaceChildren(h('span', { role: 'alert' }, question),
+    h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', onclick: async () => { await yes(); back(); } }, 'Yes, delete'), no);
+  no.focus();
+}
+
+// drawChart draws the push and pull rates as an inline SVG line chart.
+function drawChart(box, info) {
+  // Drawn at the box's own size, so that text is not stretched.
+  const W = Math.max(box.clientWidth || 600, 200), H = 160, L = 44, B = 18;
+  const n = Math.max(info.push.length, 2);
+  const maxV = Math.max(1, ...info.push, ...info.pull);
+  const x = (i) => L + (W - L - 4) * (i / (n - 1));
+  const y = (v) => (H - B) - (H - B - 6) * (v / maxV);
+  const line = (vals, cls) => h('polyline', { class: cls, points: vals.map((v, i) => `${x(i + n - vals.length).toFixed(1)},${y(v).toFixed(1)}`).join(' ') });
+  const span = (n - 1) * info.interval;
+  const spanText = span >= 60 ? `−${Math.round(span / 60)} min` : `−${Math.round(span)} s`;
+  const svg = h('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
+    'aria-label': `Rates over the last ${spanText.slice(1)}; now ${fmtRate(info.push.at(-1) || 0)} pushes and ${fmtRate(info.pull.at(-1) || 0)} pulls` },
+  [0, 0.5, 1].map((f) => h('line', { class: 'gridline', x1: L, x2: W, y1: y(maxV * f), y2: y(maxV * f) })),
+  h('text', { x: 2, y: y(maxV) + 10 }, fmtRate(maxV)), h('text', { x: 2, y: H - B }, '0'),
+  h('text', { x: L, y: H - 2 }, spanText), h('text', { x: W - 30, y: H - 2 }, 'now'),
+  info.push.length > 1 && line(info.push, 'push'), info.pull.length > 1 && line(info.pull, 'pull'));
+  box.replaceChildren(svg);
+  $('#chart-span').textContent = info.push.length > 1 ? '' : '(collecting: a point every ' + info.interval + ' s)';
+}
+
+// ---- Default properties page --------------------------------------------
+
+function defaultsPage(main) {
+  const rows = h('div', { id: 'defaults' });
+  const err = h('p', { id: 'defaults-error', class: 'error', role: 'alert' });
+  const ok = h('p', { class: 'ok', role: 'status' });
+  const testName = h('input', { id: 'test-name', autocomplete: 'off', spellcheck: 'false', placeholder: 'a queue name' });
+  const testOut = h('div', { id: 'test-result', role: 'status' });
+  let list = [];
+
+  main.append(h('h1', {}, 'Default properties'),
+    h('p', { class: 'muted' }, 'A queue gets the properties of the first entry whose regular expression (RE2, unanchored) matches its name, under its own properties. Changes apply when saved.'),
+    rows,
+    h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'secondary', id: 'defaults-add', onclick: () => { sync(); list.push(['', '{}']); draw(); rows.querySelector('.defaults-row:last-child input').focus(); } }, 'Add entry'),
+      h('button', { type: 'button', id: 'defaults-save', onclick: save }, 'Save list'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => load() }, 'Discard changes')),
+    err, ok,
+    h('section', { class: 'card', 'aria-labelledby': 'tester-title' }, h('h2', { id: 'tester-title' }, 'Which entry matches this name?'),
+      h('p', { class: 'muted' }, 'Tests the list as edited above, saved or not.'),
+      h('form', { class: 'row', onsubmit: (ev) => { ev.preventDefault(); test(); } },
+        h('div', { class: 'field grow' }, h('label', { for: 'test-name' }, 'Queue name'), testName),
+        h('button', { type: 'submit', id: 'test' }, 'Test')), testOut));
+
+  function sync() {
+    list = Array.from(rows.querySelectorAll('.defaults-row')).map((r) => [r.querySelector('.re').value, r.querySelector('.props input').value]);
+  }
+  function parsed() {
+    sync();
+    return list.map(([re, props], i) => {
+      try { return [re, JSON.parse(props)]; } catch (e) { throw new Error(`entry ${i + 1}: the properties are not JSON: ${e.message}`); }
+    });
+  }
+  function move(i, d) { sync(); const j = i + d; if (j < 0 || j >= list.length) return; [list[i], list[j]] = [list[j], list[i]]; draw(); rows.children[j].querySelector('input').focus(); }
+  function draw() {
+    rows.replaceChildren(...list.map(([re, props], i) => h('div', { class: 'defaults-row', 'data-index': i + 1 },
+      h('span', { class: 'muted' }, (i + 1) + '.'),
+      h('div', { class: 'field' }, h('label', { for: `re-${i}` }, 'Regular expression'), h('input', { id: `re-${i}`, class: 're', value: re, spellcheck: 'false' })),
+      h('div', { class: 'field props' }, h('label', { for: `props-${i}` }, 'Properties (JSON)'), h('input', { id: `props-${i}`, value: props, spellcheck: 'false' })),
+      h('div', { class: 'btns' },
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Move entry ${i + 1} up`, disabled: i === 0, onclick: () => move(i, -1) }, '↑'),
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Move entry ${i + 1} down`, disabled: i === list.length - 1, onclick: () => move(i, 1) }, '↓'),
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Remove entry ${i + 1}`, onclick: () => { sync(); list.splice(i, 1); draw(); } }, '✕')))));
+    if (!list.length) rows.append(h('p', { class: 'muted' }, 'The list is empty: every queue starts from the system defaults {"accum":0,"retry":2,"timeout":30}.'));
+  }
+  async function load() {
+    err.textContent = ''; ok.textContent = '';
+    const data = await api('GET', '/props');
+    list = data.map(([re, props]) => [re, JSON.stringify(props)]);
+    draw();
+  }
+  async function save() {
+    err.textContent = ''; ok.textContent = '';
+    let body;
+    try { body = parsed(); } catch (e) { err.textContent = e.message; return; }
+    try { await api('PUT', '/props', body); } catch (e) { err.textContent = e.message; return; }
+    ok.textContent = 'Saved.';
+  }
+  async function test() {
+    testOut.replaceChildren();
+    let body;
+    try { body = { name: testName.value, list: parsed() }; } catch (e) { testOut.append(h('p', { class: 'error' }, e.message)); return; }
+    try {
+      const r = await api('POST', 'api/match', body);
+      testOut.append(r.match
+        ? h('p', {}, `Entry ${r.match.index} (${JSON.stringify(r.match.regexp)}) matches.`)
+        : h('p', {}, 'No entry matches: the system defaults apply.'),
+      h('p', {}, 'A new queue of this name would have: ', h('code', {}, JSON.stringify(r.effective))));
+      for (const row of rows.querySelectorAll('.defaults-row')) row.classList.toggle('matched', !!r.match && Number(row.dataset.index) === r.match.index);
+    } catch (e) { testOut.append(h('p', { class: 'error' }, e.message)); }
+  }
+  const page = { live: false, refresh: load };
+  return page;
+}
+
+// ---- Cluster page -------------------------------------------------------
+
+function clusterPage(main) {
+  const gw = h('dl', { id: 'gateway-info', class: 'facts' });
+  const nodes = h('div', { id: 'nodes' });
+  const streams = h('tbody');
+  main.append(h('h1', {}, 'Cluster'),
+    h('section', { class: 'card', 'aria-labelledby': 'gw-title' }, h('h2', { id: 'gw-title' }, 'This gateway'), gw),
+    h('section', { 'aria-labelledby': 'nodes-title' }, h('h2', { id: 'nodes-title' }, 'NATS servers'), nodes),
+    h('section', { 'aria-labelledby': 'streams-title' }, h('h2', { id: 'streams-title' }, 'Streams holding queues'),
+      h('div', { class: 'table-wrap' }, h('table', { id: 'streams' },
+        h('thead', {}, h('tr', {}, ['Stream', 'Queues', 'Messages', 'Leader', 'Replicas', 'Health'].map((t, i) => h('th', { scope: 'col', class: i >= 3 ? 'left' : null }, t)))), streams))));
+  const page = {
+    async refresh() {
+      const c = await api('GET', 'api/cluster');
+      gw.replaceChildren(...[['Id', c.gateway.id], ['Version', c.gateway.version || '?'], ['Authentication', c.gateway.auth], ['Queues', fmtInt(c.queues)]]
+        .flatMap(([k, v]) => [h('dt', { class: 'muted' }, k), h('dd', {}, v)]));
+      const active = new Set(c.active_nodes);
+      nodes.replaceChildren(c.all_nodes.length
+        ? h('ul', {}, c.all_nodes.map((n) => h('li', {}, n + ' ', h('span', { class: 'badge ' + (active.has(n) ? 'ok' : 'bad') }, active.has(n) ? 'up' : 'down'))))
+        : h('p', { class: 'muted' }, 'No cluster: a single server.'));
+      streams.replaceChildren(...c.streams.map((s) => h('tr', {},
+        h('th', { scope: 'row', class: 'plain' }, s.name), h('td', {}, fmtInt(s.queues)), h('td', {}, fmtInt(s.messages)),
+        h('td', { class: 'left' }, s.leader || '(single server)'),
+        h('td', { class: 'left' }, s.replicas.map((r) => r.name + (r.current ? '' : ' (lagging)')).join(', ') || '–'),
+        h('td', { class: 'left' }, h('span', { class: 'badge ' + (s.healthy ? 'ok' : 'bad') }, s.healthy ? 'healthy' : 'degraded')))));
+      if (!c.streams.length) streams.append(h('tr', {}, h('td', { colspan: 6, class: 'left muted' }, 'No queues yet.')));
+    },
+  };
+  return page;
+}
+
+// ---- start --------------------------------------------------------------
+
+setupLogin();
+window.addEventListener('hashchange', route);
+document.addEventListener('visibilitychange', () => { if (!document.hidden && current) { clearTimeout(timer); poll(current); } });
+route();

@@ -1,0 +1,206 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Read-only views of a queue for the web console (package console): looking
+// at messages must never take, delay or change them.
+
+// Bounds of Peek. A peek answers a person looking at a page, so it shows
+// the head of a queue and the head of each message, not everything.
+const (
+	// MaxPeek bounds the messages one Peek returns.
+	MaxPeek = 50
+	// MaxPeekBody bounds the body bytes Peek returns per message (all parts
+	// of a compound message together).
+	MaxPeekBody = 64 << 10
+	// MaxPeekParts bounds the parts Peek returns per compound message.
+	MaxPeekParts = 100
+)
+
+// Peeked is one waiting message as Peek sees it. Everything in it was read
+// back from JetStream, where anyone allowed to publish on a queue subject
+// may have stored anything: values that do not parse are left zero.
+type Peeked struct {
+	// Seq is the message's stream sequence.
+	Seq uint64
+	// ContentType as given at push ("" when none was given).
+	ContentType string
+	// Kept are the headers a preserve-header hook kept.
+	Kept []Header
+	// PushedAt is the push time; zero when unknown.
+	PushedAt time.Time
+	// Expires is when the message expires (ttl); zero for never.
+	Expires time.Time
+	// DiedAt is when a dead letter died; zero for other messages (or when
+	// unknown).
+	DiedAt time.Time
+	// Retry is the retry property at push; -1 when unknown.
+	Retry int
+	// Delivered counts the deliveries earlier copies used.
+	Delivered int
+	// Size is the body's size in bytes (of the Object Store object for a
+	// large body; -1 when that object does not answer).
+	Size int64
+	// Object is true when the body is in the Object Store: Body is then
+	// empty (it is not loaded to be looked at).
+	Object bool
+	// Body is the body's first MaxPeekBody bytes (a normal message).
+	Body []byte
+	// Truncated is true when Body or Parts were cut.
+	Truncated bool
+	// Compound is true for an accumulated message; Parts are its parts
+	// (at most MaxPeekParts, bodies cut to share MaxPeekBody), PartCount
+	// their number. PartsError says why the parts could not be decoded
+	// (Body then holds the raw bytes).
+	Compound   bool
+	Parts      []Message
+	PartCount  int
+	PartsError string
+}
+
+// Peek returns up to n (at most MaxPeek) of the queue's next waiting
+// messages, in the order pulls would get them, without taking them: it reads
+// the queue's subject from just after the last message its consumer handed
+// out (from the start when the queue has no consumer), by direct "next by
+// subject" reads. Messages handed out and not yet answered are not shown, so
+// a message whose delivery timed out in place may be missing until it is
+// handed out again. ErrNotFound when the queue does not exist.
+func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
+	n = min(max(n, 0), MaxPeek)
+	st, err := g.queueStream(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	from := uint64(1)
+	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
+		if ci := c.CachedInfo(); ci != nil {
+			from = ci.Delivered.Stream + 1
+		}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, jsErr("peek", err)
+	}
+	return g.peekSubject(ctx, st, mapping.QueueSubject(queue), from, n)
+}
+
+// PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
+// letters, without removing them; DiedAt and Delivered say when they died
+// and after how many deliveries. ErrNotFound when the queue does not exist.
+func (g *Gateway) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
+	n = min(max(n, 0), MaxPeek)
+	st, err := g.queueStream(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	return g.peekSubject(ctx, st, mapping.DeadSubject(queue), 1, n)
+}
+
+// peekSubject reads up to n messages of subject from stream sequence from
+// on, one direct "next by subject" read each.
+func (g *Gateway) peekSubject(ctx context.Context, st jetstream.Stream, subject string, from uint64, n int) ([]Peeked, error) {
+	out := make([]Peeked, 0, n)
+	for len(out) < n {
+		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return out, jsErr("peek", err)
+		}
+		out = append(out, g.peeked(ctx, raw))
+		from = raw.Sequence + 1
+	}
+	return out, nil
+}
+
+// peeked decodes one stored message for Peek, within its bounds.
+func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked {
+	h := raw.Header
+	if h == nil {
+		h = nats.Header{}
+	}
+	s := readStamped(h)
+	p := Peeked{
+		Seq:         raw.Sequence,
+		ContentType: h.Get(mapping.HdrContentType),
+		Retry:       s.retry,
+		Delivered:   s.delivered,
+		Size:        int64(len(raw.Data)),
+		Compound:    h.Get(mapping.HdrKind) == mapping.KindCompound,
+	}
+	if s.pushedAt > 0 {
+		p.PushedAt = time.Unix(0, s.pushedAt)
+	}
+	if s.expires > 0 {
+		p.Expires = time.Unix(0, s.expires)
+	}
+	if v := h.Get(mapping.HdrDeadAt); v != "" {
+		p.DiedAt, _ = time.Parse(time.RFC3339Nano, v) // garbage reads as unknown
+	}
+	for k, vs := range h {
+		if name, ok := cutPrefixFold(k, mapping.HdrKeepPrefix); ok {
+			for _, v := range vs {
+				p.Kept = append(p.Kept, Header{Name: lowerHeaderName(name), Value: v})
+			}
+		}
+	}
+	p.Kept = lastByName(p.Kept) // map order is random: sorted for the page
+	if ref := h.Get(mapping.HdrObject); ref != "" {
+		// A large body stays where it is: its size is enough for a look.
+		p.Object, p.Size = true, -1
+		if obj, err := g.objectStore(ctx); err == nil {
+			if info, err := obj.GetInfo(ctx, ref); err == nil && info.Size <= 1<<62 {
+				p.Size = int64(info.Size)
+			}
+		}
+		return p
+	}
+	if p.Compound {
+		parts, err := DecodeCompound(raw.Data, 0)
+		if err == nil {
+			p.PartCount = len(parts)
+			budget := MaxPeekBody
+			for i, part := range parts {
+				if i == MaxPeekParts {
+					p.Truncated = true
+					break
+				}
+				if len(part.Body) > budget {
+					part.Body, p.Truncated = part.Body[:budget], true
+				}
+				budget -= len(part.Body)
+				// Copies: the parts share memory with the whole stored body.
+				part.Body = append([]byte(nil), part.Body...)
+				p.Parts = append(p.Parts, part)
+			}
+			return p
+		}
+		p.PartsError = err.Error()
+	}
+	body := raw.Data
+	if len(body) > MaxPeekBody {
+		body, p.Truncated = body[:MaxPeekBody], true
+	}
+	p.Body = append([]byte(nil), body...)
+	return p
+}
+
+// OwnProps returns the properties set on the queue itself (without the
+// defaults), for the console's "where does this value come from".
+func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, error) {
+	if err := validName(queue); err != nil {
+		return mapping.Props{}, err
+	}
+	enc := mapping.EncodeName(queue)
+	g.props.mu.RLock()
+	defer g.props.mu.RUnlock()
+	return g.props.own[enc].Merge(mapping.Props{}), nil // a copy
+}

@@ -1,0 +1,305 @@
+package gateway
+
+// Priorities (beyond LMQ): a message of priority p ≥ 1 lives on its queue's
+// subject mapping.PrioritySubject(queue, p) in the same shard stream, and
+// each level has its own durable consumer (mapping.PriorityConsumerName),
+// made when the level is first pulled from and removed by JetStream's
+// InactiveThreshold like the queue's own. Priority 0 is the queue's plain
+// subject and consumer, so a queue that never sees a priority takes exactly
+// the path it took before priorities existed: its dispatcher's level mask
+// stays empty and every pull request goes to the plain consumer.
+//
+// Strict priority: the dispatcher still keeps one no_wait pull request per
+// queue in flight, sent to the highest level that may hold messages (the
+// mask); an empty answer clears that level and the next request goes one
+// level down, down to 0. A pull thus costs one request per level it finds
+// empty on the way, and only while levels are marked. Levels are marked by
+// local pushes and releases, by notifications (their payload carries the
+// priority), and by a look at the stream's subject counts (probeLocked)
+// when a queue's consumer is made (a restart), when a notification does not
+// say the priority (a delay coming due, an accumulation window closing), and
+// at each re-poll of a queue that ever saw priorities. Within a level LMQ's
+// order holds: a release re-publishes the copy to the tail of the message's
+// own subject.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// prioState is a dispatcher's view of its queue's priority levels, guarded by
+// queueState.mu. The zero value is a queue that never used priorities.
+type prioState struct {
+	seen    bool   // a priority was seen on the queue: re-polls probe its levels
+	mask    uint16 // bit p: level p (≥ 1) may hold messages
+	ready   uint16 // bit p: level p's consumer exists, as far as we know
+	making  bool   // a level's consumer is being made: no request meanwhile
+	probing bool   // a look at the levels' counts is under way
+	// fresh: levels marked since the request in flight was sent; its empty
+	// answer may predate their message, so it does not unmark them.
+	fresh uint16
+	// notified[p]: the last notification of a message of level p ≥ 1 (for
+	// level 0, queueState.lastNotify); unsettled: levels notified since
+	// their last request (settleLevelLocked).
+	notified  [mapping.MaxPriority + 1]time.Time
+	unsettled uint16
+	reqSub    [mapping.MaxPriority + 1]string
+}
+
+// top is the highest marked level, 0 when none is.
+func (s *prioState) top() int { return bits.Len16(s.mask) - 1 }
+
+// markLevelLocked notes that level p may hold a message.
+func (q *queueState) markLevelLocked(p int) {
+	if p > 0 {
+		q.prio.seen = true
+		q.prio.mask |= 1 << p
+		q.prio.fresh |= 1 << p
+	}
+}
+
+// levelRequestLocked returns the level the next pull request goes to and its
+// subject; ok is false when that level's consumer must be made first (it is
+// then being made, and the queue kicked again when it exists).
+func (q *queueState) levelRequestLocked() (level int, subject string, ok bool) {
+	if q.prio.making {
+		return 0, "", false
+	}
+	level = q.prio.top()
+	if level <= 0 {
+		return 0, q.reqSub, true
+	}
+	if q.prio.ready&(1<<level) == 0 {
+		q.makeLevelLocked(level)
+		return 0, "", false
+	}
+	if q.prio.reqSub[level] == "" {
+		q.prio.reqSub[level] = nextSubject(q.g.js, q.stream, mapping.PriorityConsumerName(q.name, level))
+	}
+	return level, q.prio.reqSub[level], true
+}
+
+// settleLevelLocked reports whether a request to level p ≥ 1 should wait a
+// moment for a message just notified (see kickLocked): only the first
+// request after a notification of that level does.
+func (q *queueState) settleLevelLocked(p int) bool {
+	pending := q.prio.unsettled&(1<<p) != 0
+	q.prio.unsettled &^= 1 << p
+	return pending && time.Since(q.prio.notified[p]) < recentPush
+}
+
+// makeLevelLocked makes level p's consumer in the background (no JetStream
+// request under q.mu) and kicks the queue again once it exists.
+func (q *queueState) makeLevelLocked(p int) {
+	q.prio.making = true
+	ackWait := q.ackWait
+	started := q.g.spawn(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, opTimeout)
+		defer cancel()
+		err := q.makeLevel(ctx, p, ackWait)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.prio.making = false
+		if err != nil {
+			if n, ok := q.g.noise.allow("creating priority consumer failed"); ok {
+				q.g.log.Warn("creating priority consumer failed", "queue", q.name, "priority", p, "err", err, "suppressed", n)
+			}
+			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			return
+		}
+		q.prio.ready |= 1 << p
+		q.kickLocked()
+	})
+	if !started {
+		q.prio.making = false // closing
+	}
+}
+
+// makeLevel creates (or updates) level p's consumer.
+func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
+	if _, err := q.g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
+		return err
+	}
+	ackWait = max(ackWait, backstop(q.g.props.effective(q.name).TimeoutDuration()))
+	_, err := q.g.js.CreateOrUpdateConsumer(ctx, q.stream, levelConsumerConfig(q.name, p, ackWait))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		q.g.queues.shardLost(mapping.Shard(q.name))
+	}
+	if err != nil {
+		return jsErr("create priority consumer", err)
+	}
+	return nil
+}
+
+// levelConsumerConfig is the queue's consumer config for priority p ≥ 1; its
+// metadata always names the queue (the consumer name has a "p<p>_" mark).
+func levelConsumerConfig(queue string, p int, ackWait time.Duration) jetstream.ConsumerConfig {
+	c := consumerConfig(queue, ackWait)
+	c.Durable = mapping.PriorityConsumerName(queue, p)
+	c.FilterSubject = mapping.PrioritySubject(queue, p)
+	c.Metadata = map[string]string{mapping.MetaQueueName: queue}
+	return c
+}
+
+// levelEmptyLocked handles an empty answer of a request to level p ≥ 1: the
+// level is unmarked and the next request goes one level down. It reports
+// whether it did (fetchDone stops there).
+func (q *queueState) levelEmptyLocked(fr *fetchReq) bool {
+	if fr.level <= 0 {
+		return false
+	}
+	if q.prio.fresh&(1<<fr.level) == 0 {
+		q.prio.mask &^= 1 << fr.level
+	}
+	q.kickLocked()
+	return true
+}
+
+// levelMissingLocked forgets level p's consumer, which JetStream no longer
+// has (removed when idle); the next request to the level makes it again.
+func (q *queueState) levelMissingLocked(p int) { q.prio.ready &^= 1 << p }
+
+// probeLocked looks at the queue's priority subjects' counts in the
+// background and marks the levels holding messages, then kicks the queue.
+func (q *queueState) probeLocked() {
+	if q.prio.probing || q.dead {
+		return
+	}
+	q.prio.probing = true
+	started := q.g.spawn(func(life context.Context) {
+		ctx, cancel := context.WithTimeout(life, opTimeout)
+		defer cancel()
+		mask, err := q.storedLevels(ctx)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.prio.probing = false
+		if err != nil {
+			return // the next re-poll looks again
+		}
+		if mask != 0 {
+			q.prio.seen = true
+			q.prio.mask |= mask
+			q.prio.fresh |= mask
+			if q.fetching {
+				q.dirty = true
+			}
+		}
+		q.kickLocked()
+	})
+	if !started {
+		q.prio.probing = false
+	}
+}
+
+// storedLevels returns the levels ≥ 1 holding messages (pending ones
+// included), from one stream info request filtered to the queue's priority
+// subjects.
+func (q *queueState) storedLevels(ctx context.Context) (uint16, error) {
+	st, err := q.streamHandle(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(q.name)))
+	if err != nil {
+		return 0, jsErr("look at priorities", err)
+	}
+	var mask uint16
+	for subj, n := range info.State.Subjects {
+		if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
+			mask |= 1 << p
+		}
+	}
+	return mask, nil
+}
+
+// learnLevels marks the levels holding messages right after the queue's
+// consumer was made (a first pull, also after a restart), so that the first
+// pull already sees them.
+func (q *queueState) learnLevels(ctx context.Context) {
+	mask, err := q.storedLevels(ctx)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err != nil {
+		q.prio.seen = true // the re-polls look again
+		return
+	}
+	if mask != 0 {
+		q.prio.seen = true
+		q.prio.mask |= mask
+	}
+}
+
+// notifyLevel wakes the queue's dispatcher for a new message of priority p.
+func (q *queueState) notifyLevel(p int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.markLevelLocked(p)
+	if p > 0 {
+		// The settle wait (kickLocked) is for the level notified, and only
+		// for the next request to it: a request to a level whose message
+		// was taken meanwhile must not wait for one that is not there.
+		q.prio.notified[p] = time.Now()
+		q.prio.unsettled |= 1 << p
+	} else {
+		q.lastNotify = time.Now()
+	}
+	if q.fetching {
+		q.dirty = true
+		return
+	}
+	q.kickLocked()
+}
+
+// notifyPayload is a notification's payload: this gateway's id prefix (so it
+// ignores its own) followed, for a priority p ≥ 1, by the byte p. Gateways of
+// older versions compare the whole payload with their prefix, so to them it
+// is another gateway's notification, as it should be.
+func (g *Gateway) notifyPayload(p int) []byte {
+	if p <= 0 || p > mapping.MaxPriority {
+		return g.idPfx
+	}
+	return g.prioPfx[p]
+}
+
+// parseNotifyPayload splits a notification's payload into the sender's id
+// prefix and the priority it names (0: none).
+func parseNotifyPayload(data []byte, idLen int) (id []byte, p int) {
+	if len(data) == idLen+1 && data[idLen] >= 1 && data[idLen] <= mapping.MaxPriority {
+		return data[:idLen], int(data[idLen])
+	}
+	return data, 0
+}
+
+// pushPriority is the priority of a push: the option when given, else the
+// queue's priority property.
+func pushPriority(opt *int, eff mapping.Effective) (int, error) {
+	if opt == nil {
+		return eff.Priority, nil
+	}
+	if *opt < 0 || *opt > mapping.MaxPriority {
+		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
+	}
+	return *opt, nil
+}
+
+// messagePriority is a stored message's priority, from its subject (the
+// deliverable ones) or its Lmq-Priority header (dead letters); 0 when it
+// has none or a bad one (data read back from the stream is input too).
+func messagePriority(subject string, hdr interface{ Get(string) string }) int {
+	if p, ok := mapping.SubjectPriority(subject); ok {
+		return p
+	}
+	if v := hdr.Get(mapping.HdrPriority); v != "" {
+		if p, err := mapping.ParsePriority(v); err == nil {
+			return p
+		}
+	}
+	return 0
+}

@@ -1,0 +1,426 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// prioCore starts an embedded NATS server and a gateway on it, and returns a
+// JetStream handle of a second connection for looking at the streams.
+func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
+	t.Helper()
+	ns := testnats.Start(t)
+	g, err := New(context.Background(), testnats.Connect(t, ns, "core"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g, testnats.JetStream(t, testnats.Connect(t, ns, "look"))
+}
+
+func prioCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func pushP(t *testing.T, g *Gateway, queue, body string, p int) {
+	t.Helper()
+	opts := PushOptions{}
+	if p >= 0 {
+		opts.Priority = &p
+	}
+	if _, err := g.PushWith(prioCtx(t), queue, Message{Body: []byte(body)}, opts); err != nil {
+		t.Fatalf("push %s p%d: %v", body, p, err)
+	}
+}
+
+func pullP(t *testing.T, g *Gateway, queue string) *Delivery {
+	t.Helper()
+	d, err := g.Pull(prioCtx(t), queue, 5*time.Second)
+	if err != nil || d == nil {
+		t.Fatalf("pull %s: %v %v", queue, d, err)
+	}
+	return d
+}
+
+// pullOrder pulls n messages, acking each, and returns their bodies.
+func pullOrder(t *testing.T, g *Gateway, queue string, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		d := pullP(t, g, queue)
+		if want := d.Message.Body; len(want) > 0 && want[0] == 'p' && int(want[1]-'0') != d.Priority {
+			t.Errorf("%s delivered with priority %d", want, d.Priority)
+		}
+		got = append(got, string(d.Message.Body))
+		if err := g.Reply(prioCtx(t), queue, d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := g.Pull(prioCtx(t), queue, 0); d != nil || err != nil {
+		t.Fatalf("queue not empty: %+v %v", d, err)
+	}
+	return got
+}
+
+// TestPriorityOrder: higher priorities first, push order within one, the
+// queue's property as the default of pushes without one, 0 as the default
+// of everything.
+func TestPriorityOrder(t *testing.T) {
+	t.Parallel()
+	g, _ := prioCore(t)
+	// Body "p<p>-<n>"; -1 means no option (the queue's default).
+	pushes := []struct {
+		body string
+		p    int
+	}{
+		{"p0-1", -1}, {"p3-1", 3}, {"p9-1", 9}, {"p0-2", 0}, {"p3-2", 3}, {"p1-1", 1}, {"p9-2", 9}, {"p0-3", -1},
+	}
+	for _, x := range pushes {
+		pushP(t, g, "prio", x.body, x.p)
+	}
+	got := strings.Join(pullOrder(t, g, "prio", len(pushes)), " ")
+	if want := "p9-1 p9-2 p3-1 p3-2 p1-1 p0-1 p0-2 p0-3"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+
+	// The property sets the default priority; an explicit 0 overrides it.
+	five := 5
+	if err := g.UpdateProps(prioCtx(t), "prio", mapping.Props{Priority: &five}); err != nil {
+		t.Fatal(err)
+	}
+	pushP(t, g, "prio", "p0-4", 0)
+	pushP(t, g, "prio", "p5-1", -1)
+	pushP(t, g, "prio", "p6-1", 6)
+	got = strings.Join(pullOrder(t, g, "prio", 3), " ")
+	if want := "p6-1 p5-1 p0-4"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+
+	// Out of range: ErrInvalid.
+	for _, p := range []int{-1, 10} {
+		if _, err := g.PushWith(prioCtx(t), "prio", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err == nil {
+			t.Errorf("priority %d accepted", p)
+		}
+	}
+}
+
+// TestPriorityNackAndTimeout: a nacked or timed-out message goes to the tail
+// of its own priority, ahead of lower ones and behind its equals.
+func TestPriorityNackAndTimeout(t *testing.T) {
+	t.Parallel()
+	g, _ := prioCore(t)
+	timeout := 1.0
+	if err := g.UpdateProps(prioCtx(t), "pn", mapping.Props{Timeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		body string
+		p    int
+	}{{"p0-1", 0}, {"p4-1", 4}, {"p4-2", 4}, {"p4-3", 4}, {"p2-1", 2}} {
+		pushP(t, g, "pn", x.body, x.p)
+	}
+	d := pullP(t, g, "pn") // p4-1: nacked, to the tail of priority 4
+	if string(d.Message.Body) != "p4-1" || d.Priority != 4 {
+		t.Fatalf("first %s p%d", d.Message.Body, d.Priority)
+	}
+	if err := g.Reply(prioCtx(t), "pn", d.ID, Nack); err != nil {
+		t.Fatal(err)
+	}
+	d = pullP(t, g, "pn") // p4-2: left to time out
+	if string(d.Message.Body) != "p4-2" {
+		t.Fatalf("second %s", d.Message.Body)
+	}
+	// Wait for the timeout: the message is available again (at the tail of
+	// priority 4, behind p4-3 and the nacked p4-1).
+	for {
+		qi, err := g.Queue(prioCtx(t), "pn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qi.Size == 5 && g.inFlightCount("pn") == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got := strings.Join(pullOrder(t, g, "pn", 5), " ")
+	if want := "p4-3 p4-1 p4-2 p2-1 p0-1"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+}
+
+// inFlightCount is the number of deliveries of queue this gateway has out.
+func (g *Gateway) inFlightCount(queue string) int {
+	n := 0
+	g.dels.mu.Lock()
+	for _, d := range g.dels.m {
+		if d.raw.q.name == queue {
+			n++
+		}
+	}
+	g.dels.mu.Unlock()
+	return n
+}
+
+// TestPriorityDeadLetterRespawn: a dead letter keeps its priority, and a
+// respawn brings it back to its level.
+func TestPriorityDeadLetterRespawn(t *testing.T) {
+	t.Parallel()
+	g, _ := prioCore(t)
+	retry, yes := 0, true
+	if err := g.UpdateProps(prioCtx(t), "pd", mapping.Props{Retry: &retry, DeadLetter: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	pushP(t, g, "pd", "p7-1", 7)
+	d := pullP(t, g, "pd")
+	if err := g.Reply(prioCtx(t), "pd", d.ID, Nack); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		det, err := g.QueueDetail(prioCtx(t), "pd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if det.DeadLetters == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pushP(t, g, "pd", "p0-1", 0)
+	pushP(t, g, "pd", "p6-1", 6)
+	if n, err := g.RespawnDeadLetters(prioCtx(t), "pd", 1); n != 1 || err != nil {
+		t.Fatalf("respawn %d %v", n, err)
+	}
+	got := strings.Join(pullOrder(t, g, "pd", 3), " ")
+	if want := "p7-1 p6-1 p0-1"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+}
+
+// TestPriorityUnusedOneRequestPerPull: a queue that never saw a priority
+// sends exactly one pull request per pull and has no priority consumer;
+// once priorities are used, their consumers exist, and DeleteQueue removes
+// them with the queue.
+func TestPriorityUnusedOneRequestPerPull(t *testing.T) {
+	t.Parallel()
+	g, js := prioCore(t)
+	const n = 20
+	for i := range n {
+		pushP(t, g, "plain", "m"+string(rune('a'+i)), -1)
+	}
+	pullP(t, g, "plain") // makes the consumer (and looks at the levels once)
+	before := g.fetchSeq.Load()
+	for range n - 1 {
+		d := pullP(t, g, "plain")
+		if d.Priority != 0 {
+			t.Fatalf("priority %d", d.Priority)
+		}
+	}
+	if reqs := g.fetchSeq.Load() - before; reqs != n-1 {
+		t.Fatalf("%d pull requests for %d pulls", reqs, n-1)
+	}
+	consumers := func() []string {
+		var out []string
+		st, err := js.Stream(prioCtx(t), mapping.StreamName("plain"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := st.ConsumerNames(prioCtx(t))
+		for c := range names.Name() {
+			out = append(out, c)
+		}
+		return out
+	}
+	if cs := consumers(); len(cs) != 1 || cs[0] != mapping.ConsumerName("plain") {
+		t.Fatalf("consumers %v", cs)
+	}
+	g.queues.mu.Lock()
+	q := g.queues.states["plain"]
+	g.queues.mu.Unlock()
+	if q == nil {
+		t.Fatal("no dispatcher")
+	}
+	q.mu.Lock()
+	seen := q.prio.seen
+	q.mu.Unlock()
+	if seen {
+		t.Fatal("priorities marked as seen")
+	}
+
+	// Using a priority makes its consumer; deleting the queue removes it.
+	pushP(t, g, "plain", "p2-1", 2)
+	if d := pullP(t, g, "plain"); string(d.Message.Body) != "p2-1" {
+		t.Fatalf("got %s", d.Message.Body)
+	}
+	if cs := consumers(); len(cs) != 2 {
+		t.Fatalf("consumers %v", cs)
+	}
+	if err := g.DeleteQueue(prioCtx(t), "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if cs := consumers(); len(cs) != 0 {
+		t.Fatalf("consumers after delete %v", cs)
+	}
+}
+
+// TestPriorityLearnedByOtherGateway: a second gateway on the same NATS
+// learns the priorities of messages pushed through the first, both from the
+// notification (waiting) and from the stream (a fresh start).
+func TestPriorityLearnedByOtherGateway(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	g1, err := New(context.Background(), testnats.Connect(t, ns, "g1"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g1.Close)
+	for _, x := range []struct {
+		body string
+		p    int
+	}{{"p0-1", 0}, {"p2-1", 2}, {"p8-1", 8}, {"p2-2", 2}} {
+		pushP(t, g1, "po", x.body, x.p)
+	}
+	// A fresh gateway: it learns the levels when it makes the consumer.
+	g2, err := New(context.Background(), testnats.Connect(t, ns, "g2"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g2.Close)
+	got := strings.Join(pullOrder(t, g2, "po", 4), " ")
+	if want := "p8-1 p2-1 p2-2 p0-1"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+	// A waiting pull on g2 is woken by g1's notification of a priority.
+	done := make(chan *Delivery, 1)
+	go func() {
+		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
+		done <- d
+	}()
+	for {
+		q := g2.queues.local("po")
+		q.mu.Lock()
+		w := len(q.waiters)
+		q.mu.Unlock()
+		if w > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pushP(t, g1, "po", "p3-1", 3)
+	d := <-done
+	if d == nil || string(d.Message.Body) != "p3-1" || d.Priority != 3 {
+		t.Fatalf("woken with %+v", d)
+	}
+}
+
+// TestPriorityUpgradesShard: a shard stream made by a version without
+// priorities gets their subjects on first use, and its queue then serves
+// priorities.
+func TestPriorityUpgradesShard(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	js := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
+	k := mapping.Shard("old/q")
+	cfg := shardConfig(k, 1)
+	var old []string
+	for _, s := range cfg.Subjects {
+		if !strings.HasPrefix(s, mapping.SubjectPrefix+".p.") {
+			old = append(old, s)
+		}
+	}
+	cfg.Subjects = old
+	if _, err := js.CreateStream(prioCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(context.Background(), testnats.Connect(t, ns, "core"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	pushP(t, g, "old/q", "p0-1", 0)
+	pushP(t, g, "old/q", "p4-1", 4)
+	got := strings.Join(pullOrder(t, g, "old/q", 2), " ")
+	if want := "p4-1 p0-1"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+}
+
+// BenchmarkPriorityPullAck reports what a pull+ack costs with priorities:
+// JetStream pull requests per pull (req/pull) and CPU of the process, gateway
+// and embedded NATS together (cpu-µs/op). "plain": priority 0 only (the path
+// of a queue that never used priorities); "drain": a backlog spread over
+// priorities 0..9, pulled to the end; "alternate": each pull follows a push of
+// the next priority in turn (levels keep being marked and found empty);
+// "alternate-plain": the same at priority 0, its baseline.
+func BenchmarkPriorityPullAck(b *testing.B) {
+	for _, mode := range []string{"plain", "drain", "alternate", "alternate-plain"} {
+		b.Run(mode, func(b *testing.B) {
+			ns := testnats.Start(b)
+			g, err := New(context.Background(), testnats.Connect(b, ns, "core"), Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			ctx := context.Background()
+			push := func(i int) {
+				p := i % (mapping.MaxPriority + 1)
+				if mode == "plain" || mode == "alternate-plain" {
+					p = 0
+				}
+				if _, err := g.PushWith(ctx, "bench", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pullAck := func() {
+				d, err := g.Pull(ctx, "bench", 5*time.Second)
+				if err != nil || d == nil {
+					b.Fatal(d, err)
+				}
+				if err := g.Reply(ctx, "bench", d.ID, Ack); err != nil {
+					b.Fatal(err)
+				}
+			}
+			push(0)
+			pullAck() // the consumer exists from here on
+			alternate := strings.HasPrefix(mode, "alternate")
+			if !alternate {
+				for i := range b.N {
+					push(i)
+				}
+			}
+			b.ResetTimer()
+			reqs, cpu := g.fetchSeq.Load(), time.Duration(0)
+			for i := range b.N {
+				if alternate {
+					b.StopTimer()
+					push(i)
+					b.StartTimer()
+				}
+				c0 := processCPU()
+				pullAck()
+				cpu += processCPU() - c0
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(g.fetchSeq.Load()-reqs)/float64(b.N), "req/pull")
+			b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

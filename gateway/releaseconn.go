@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+)
+
+// Deliveries bound to a connection (beyond LMQ). LMQ only gives a message
+// back early when its client left while still waiting for it (Abandon); one
+// that was handed over stays with its client until the queue's timeout, even
+// when the client's connection is gone and nobody can ever answer it. With
+// the queue property release_on_disconnect (over MessagePack-RPC) or a
+// per-pull opt-in (over HTTP, X-Lmq-Release-On-Disconnect), a front end
+// records on a Bound what it handed out over one connection, and releases
+// what is still unanswered when that connection closes: at once and, as with
+// Abandon, without counting a retry. It is opt-in because an LMQ client may
+// reconnect and then answer a delivery it got on its old connection.
+
+// ReleasesOnDisconnect reports whether deliveries of queue are bound to the
+// MessagePack-RPC connection that received them (its effective
+// release_on_disconnect property).
+func (g *Gateway) ReleasesOnDisconnect(queue string) bool {
+	return g.props.effective(queue).ReleaseOnDisconnect
+}
+
+// ReleasesOnDisconnect reports whether the delivery's queue had the property
+// release_on_disconnect when it was handed out: read with the timeout, it
+// costs the front end nothing per delivery.
+func (d *Delivery) ReleasesOnDisconnect() bool { return d.releaseOnDisconnect }
+
+// minPrune is the size from which a Bound drops the deliveries answered
+// elsewhere (on another connection, or timed out) as it grows.
+const minPrune = 64
+
+// Bound is the set of deliveries handed out over one client connection and
+// not answered on it. It holds no message bodies. A Bound is safe for
+// concurrent use; create it with NewBound and call Release when the
+// connection closes.
+type Bound struct {
+	g        *Gateway
+	mu       sync.Mutex
+	ds       map[string]*delivery
+	pruneAt  int
+	released bool
+}
+
+// NewBound returns an empty Bound of g.
+func (g *Gateway) NewBound() *Bound {
+	return &Bound{g: g, ds: make(map[string]*delivery), pruneAt: minPrune}
+}
+
+// Add binds d to the connection. A delivery added after Release (a handler
+// that finished after its connection closed) is released at once. Deliveries
+// already answered (a timeout of 0) are ignored.
+func (b *Bound) Add(ctx context.Context, d *Delivery) {
+	if d == nil || d.ref == nil || d.ref.isFinished() {
+		return
+	}
+	b.mu.Lock()
+	if b.released {
+		b.mu.Unlock()
+		b.g.giveBack(ctx, d.ref)
+		return
+	}
+	b.ds[d.ID] = d.ref
+	if len(b.ds) >= b.pruneAt {
+		// A client may answer on another connection (LMQ clients that
+		// reconnect do): forget what is no longer in flight, so that the set
+		// follows the deliveries actually held, not those ever handed out.
+		for id, x := range b.ds {
+			if x.isFinished() {
+				delete(b.ds, id)
+			}
+		}
+		b.pruneAt = max(minPrune, 2*len(b.ds))
+	}
+	b.mu.Unlock()
+}
+
+// Done forgets the delivery id: the connection's client answered it (ack or
+// nack; an ext keeps it bound).
+func (b *Bound) Done(id string) {
+	b.mu.Lock()
+	delete(b.ds, id)
+	b.mu.Unlock()
+}
+
+// Len is the number of deliveries bound (some may have been answered
+// elsewhere since).
+func (b *Bound) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.ds)
+}
+
+// Release gives back every bound delivery still unanswered, for the close of
+// the connection: each is available again at once and does not count as a
+// retry. Later Adds release at once. It returns the number given back and
+// stops early when ctx ends (the rest then return after their timeout).
+func (b *Bound) Release(ctx context.Context) int {
+	b.mu.Lock()
+	b.released = true
+	ds := b.ds
+	b.ds = nil
+	b.mu.Unlock()
+	n := 0
+	for _, d := range ds {
+		if ctx.Err() != nil {
+			break
+		}
+		if b.g.giveBack(ctx, d) {
+			n++
+		}
+	}
+	if n > 0 {
+		b.g.log.Debug("released deliveries of a closed connection", "count", n)
+	}
+	return n
+}
+
+// giveBack releases d without counting a retry, if it is still unanswered
+// and the gateway is not closing (then ReleaseAll or JetStream's backstop
+// brings it back).
+func (g *Gateway) giveBack(_ context.Context, d *delivery) bool {
+	done := false
+	g.within(func(context.Context) {
+		if g.take(d) {
+			g.release(d.raw, false)
+			done = true
+		}
+	})
+	return done
+}
+
+// isFinished reports whether d is no longer in flight.
+func (d *delivery) isFinished() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state == finished
+}

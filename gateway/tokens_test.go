@@ -1,0 +1,166 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+)
+
+func openTokens(t testing.TB, g *gateway.Gateway) *gateway.Tokens {
+	t.Helper()
+	ts, err := g.OpenTokens(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestTokensCreateAuthenticateRevoke(t *testing.T) {
+	ns, g := startCore(t, context.Background())
+	ts := openTokens(t, g)
+	ctx := ctxT(t)
+
+	tok, info, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "orders", Prefix: "orders.", Rights: []string{"pull", "push", "pull"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok, info.ID+".") || strings.Join(info.Rights, ",") != "push,pull" {
+		t.Fatalf("token %q, info %+v", tok, info)
+	}
+	got, ok := ts.Authenticate(tok)
+	if !ok || got.Name() != "orders" {
+		t.Fatalf("Authenticate(new token) = %v, %v", got, ok)
+	}
+	if !got.Allows(gateway.RightPush, "orders.a") || got.Allows(gateway.RightAdmin, "orders.a") || got.Allows(gateway.RightPush, "other") || got.Global() {
+		t.Errorf("scope or rights wrong: %+v", got.Info())
+	}
+	for _, bad := range []string{"", tok + "x", info.ID + ".", info.ID, strings.ToUpper(tok), "0123456789abcdef." + strings.SplitN(tok, ".", 2)[1]} {
+		if _, ok := ts.Authenticate(bad); ok {
+			t.Errorf("Authenticate(%q) accepted", bad)
+		}
+	}
+
+	// A second gateway on the same NATS loads it, and sees the revocation.
+	nc2 := testnats.Connect(t, ns, "second")
+	g2, err := gateway.New(ctx, nc2, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g2.Close)
+	ts2 := openTokens(t, g2)
+	if _, ok := ts2.Authenticate(tok); !ok {
+		t.Fatal("second gateway does not know the token")
+	}
+	if err := ts.RevokeToken(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts.Authenticate(tok); ok {
+		t.Error("revoked token still accepted by the gateway that revoked it")
+	}
+	for _, ok := ts2.Authenticate(tok); ok; _, ok = ts2.Authenticate(tok) {
+		if ctx.Err() != nil {
+			t.Fatal("second gateway never saw the revocation")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ts.RevokeToken(ctx, info.ID); !errors.Is(err, gateway.ErrNotFound) {
+		t.Errorf("revoking twice: %v, want ErrNotFound", err)
+	}
+	if n := len(ts.ListTokens(ctx)); n != 0 {
+		t.Errorf("%d tokens listed after the revocation", n)
+	}
+}
+
+func TestTokensRegexpScopeAndInvalidSpecs(t *testing.T) {
+	g := newCore(t)
+	ts := openTokens(t, g)
+	ctx := ctxT(t)
+	tok, _, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "ab", Regexp: `q\.(a|b)`, Rights: []string{"admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := ts.Authenticate(tok)
+	for q, want := range map[string]bool{"q.a": true, "q.b": true, "q.ab": false, "xq.a": false, "q.c": false} {
+		if tk.InScope(q) != want {
+			t.Errorf("InScope(%q) = %v", q, !want)
+		}
+	}
+	for _, spec := range []gateway.TokenSpec{
+		{Name: "x"},
+		{Name: "x", Rights: []string{"fly"}},
+		{Name: "", Rights: []string{"push"}},
+		{Name: "a*b", Rights: []string{"push"}},
+		{Name: strings.Repeat("n", 65), Rights: []string{"push"}},
+		{Name: "x", Prefix: "p", Regexp: "r", Rights: []string{"push"}},
+		{Name: "x", Regexp: "(", Rights: []string{"push"}},
+		{Name: "x", Regexp: strings.Repeat("a", gateway.MaxTokenRegexp+1), Rights: []string{"push"}},
+		{Name: "x", Regexp: `[a-z]{1000}[0-9]{1000}\w{1000}`, Rights: []string{"push"}},
+	} {
+		if _, _, err := ts.CreateToken(ctx, spec); !errors.Is(err, gateway.ErrInvalid) {
+			t.Errorf("CreateToken(%+v) = %v, want ErrInvalid", spec, err)
+		}
+	}
+}
+
+// Records in the bucket are input: a broken one is ignored, not trusted.
+func TestTokensInvalidRecordIgnored(t *testing.T) {
+	ns, g := startCore(t, context.Background())
+	ts := openTokens(t, g)
+	ctx := ctxT(t)
+	js := testnats.JetStream(t, testnats.Connect(t, ns, "writer"))
+	kv, err := js.KeyValue(ctx, gateway.TokensBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "good", Rights: []string{"push"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The valid record last: once it arrived, the others have been applied.
+	for _, kv2 := range [][2]string{
+		{"t.0123456789abcdef", "not json"},
+		{"t.1123456789abcdef", `{"id":"1123456789abcdef","name":"x","rights":["push"]}`},               // no hash
+		{"t.2123456789abcdef", `{"id":"9999999999999999","name":"x","rights":["push"],"sha256":"00"}`}, // id mismatch
+		{"t.4123456789abcdef", strings.Repeat("x", 9<<10)},
+		{"t.3123456789abcdef", `{"id":"3123456789abcdef","name":"x","rights":["push"],"sha256":"` + strings.Repeat("0", 64) + `"}`}, // valid
+	} {
+		if _, err := kv.Put(ctx, kv2[0], []byte(kv2[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait for the valid one to arrive, then check the others did not.
+	for len(ts.ListTokens(ctx)) < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("tokens: %+v", ts.ListTokens(ctx))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l := ts.ListTokens(ctx); len(l) != 2 {
+		t.Errorf("tokens: %+v", l)
+	}
+	if _, ok := ts.Authenticate(good); !ok {
+		t.Error("good token refused")
+	}
+}
+
+// BenchmarkAuthenticate is the CPU cost of checking one request's token (a
+// map lookup and a SHA-256 of the secret).
+func BenchmarkAuthenticate(b *testing.B) {
+	g := newCoreTB(b)
+	ts := openTokens(b, g)
+	tok, _, err := ts.CreateToken(context.Background(), gateway.TokenSpec{Name: "bench", Prefix: "q", Rights: []string{"push"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ts.Authenticate(tok); !ok {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -1,0 +1,326 @@
+package lmq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lmq-gateway/lmq-gateway/lmq"
+)
+
+func open(t *testing.T) *lmq.Queues {
+	t.Helper()
+	qs, err := lmq.Open(t.Context(), lmq.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := qs.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return qs
+}
+
+// waitFor polls cond until it holds; the test's own deadline bounds it.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if t.Context().Err() != nil {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProducerConsumer runs producers and consumers as goroutines of one
+// process: every message is delivered and acked exactly once.
+func TestProducerConsumer(t *testing.T) {
+	qs := open(t)
+	ctx := t.Context()
+	const producers, consumers, each = 3, 4, 100
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range each {
+				if err := qs.Push(ctx, "work", fmt.Appendf(nil, "%d-%d", p, i), nil); err != nil {
+					t.Errorf("push: %v", err)
+					return
+				}
+			}
+		})
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var cw sync.WaitGroup
+	for range consumers {
+		cw.Go(func() {
+			for {
+				d, err := qs.Pull(cctx, "work")
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("pull: %v", err)
+					}
+					return
+				}
+				if err := d.Ack(ctx); err != nil {
+					t.Errorf("ack: %v", err)
+				}
+				mu.Lock()
+				seen[string(d.Message.Body)]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "every message consumed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == producers*each
+	})
+	stop()
+	cw.Wait()
+	for body, n := range seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", body, n)
+		}
+	}
+	if n := qs.Gateway().InFlight(); n != 0 {
+		t.Errorf("%d deliveries still in flight", n)
+	}
+}
+
+// rss is the process's resident set size, for the log (Linux).
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "RSS unknown"
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return "RSS " + strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return "RSS unknown"
+}
+
+// cpu is the process's user+system CPU time so far.
+func cpu(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestIdleConsumerCPU: a consumer blocked in Pull on an empty queue costs
+// (about) no CPU: it sleeps until a message arrives instead of polling. The
+// whole process (embedded NATS included) is measured over an idle second;
+// the bound is generous, a polling consumer would exceed it many times.
+func TestIdleConsumerCPU(t *testing.T) {
+	qs := open(t)
+	ctx := t.Context()
+	got := make(chan *lmq.Delivery, 1)
+	go func() {
+		d, err := qs.Pull(ctx, "idle")
+		if err != nil {
+			t.Errorf("pull: %v", err)
+		}
+		got <- d
+	}()
+	waitFor(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	// Let the start-up's work (NATS's first housekeeping) settle.
+	time.Sleep(200 * time.Millisecond)
+
+	const idle = time.Second
+	before, start := cpu(t), time.Now()
+	time.Sleep(idle) // the idle period measured, not a wait for a condition
+	used, elapsed := cpu(t)-before, time.Since(start)
+	perSecond := time.Duration(float64(used) / elapsed.Seconds())
+	t.Logf("idle consumer: process CPU %v over %v (%v per second); %s", used, elapsed.Round(time.Millisecond), perSecond, rss())
+	if perSecond > 100*time.Millisecond {
+		t.Errorf("idle process used %v CPU per second while a pull waited; want < 100ms", perSecond)
+	}
+
+	if err := qs.Push(ctx, "idle", []byte("wake up"), nil); err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	if d == nil || string(d.Message.Body) != "wake up" {
+		t.Fatalf("got %+v", d)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPullEnds: a pull ends with its context (giving back nothing it did
+// not hand over) and with Close; the message pushed afterwards keeps all
+// its retries.
+func TestPullEnds(t *testing.T) {
+	dir := t.TempDir()
+	qs, err := lmq.Open(t.Context(), lmq.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for range 20 {
+		// Cancelled at various moments around a push: either the pull got
+		// the message, or the message is still in the queue, whole.
+		pctx, cancel := context.WithCancel(ctx)
+		res := make(chan *lmq.Delivery, 1)
+		go func() {
+			d, _ := qs.Pull(pctx, "race")
+			res <- d
+		}()
+		if err := qs.Push(ctx, "race", []byte("m"), nil); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		d := <-res
+		if d == nil {
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			d, err = qs.Pull(pctx, "race")
+			cancel()
+			if err != nil {
+				t.Fatalf("message lost: %v", err)
+			}
+		}
+		if d.RetryRemaining != 2 {
+			t.Fatalf("retry remaining %d, want 2 (a give-back counted as a retry)", d.RetryRemaining)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := qs.PullAny(ctx, regexp.MustCompile("^nothing"))
+		errc <- err
+	}()
+	waitFor(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	if err := qs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, lmq.ErrClosed) {
+		t.Fatalf("pull at Close: %v, want ErrClosed", err)
+	}
+	if _, err := qs.Pull(ctx, "race"); !errors.Is(err, lmq.ErrClosed) {
+		t.Fatalf("pull after Close: %v, want ErrClosed", err)
+	}
+	if err := qs.Push(ctx, "race", nil, nil); !errors.Is(err, lmq.ErrClosed) {
+		t.Fatalf("push after Close: %v, want ErrClosed", err)
+	}
+	// The directory is free again: the daemon or another Open can use it.
+	qs2, err := lmq.Open(ctx, lmq.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs2.Close()
+}
+
+// BenchmarkPushPullAck is the in-process round trip of one message.
+func BenchmarkPushPullAck(b *testing.B) {
+	qs, err := lmq.Open(b.Context(), lmq.Options{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer qs.Close()
+	ctx := b.Context()
+	body := make([]byte, 100)
+	for b.Loop() {
+		if err := qs.Push(ctx, "bench", body, nil); err != nil {
+			b.Fatal(err)
+		}
+		d, err := qs.Pull(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Ack(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestServeRPC: with Options.RPC the process serves MessagePack-RPC too; a
+// message pushed by an RPC client is pulled in-process, and the other way.
+func TestServeRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := lmq.Open(t.Context(), lmq.Options{DataDir: t.TempDir(), RPC: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qs.Close()
+	if qs.HTTPAddr() != nil {
+		t.Errorf("HTTP served without Options.HTTP: %v", qs.HTTPAddr())
+	}
+	conn, err := net.Dial("tcp", qs.RPCAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	enc, dec := msgpack.NewEncoder(conn), msgpack.NewDecoder(conn)
+	call := func(id int, method string, params ...any) []any {
+		t.Helper()
+		if err := enc.Encode([]any{0, id, method, params}); err != nil {
+			t.Fatal(err)
+		}
+		var resp []any
+		if err := dec.Decode(&resp); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp) != 4 || resp[2] != nil {
+			t.Fatalf("%s: %v", method, resp)
+		}
+		return resp
+	}
+	call(1, "push", "rpc", "from rpc")
+	d, err := qs.Pull(t.Context(), "rpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RPC content is stored as the MessagePack the client sent.
+	var s string
+	if err := msgpack.Unmarshal(d.Message.Body, &s); err != nil || s != "from rpc" || d.Message.ContentType != "application/x-msgpack" {
+		t.Fatalf("pulled %q (%s): %v", d.Message.Body, d.Message.ContentType, err)
+	}
+	if err := d.Ack(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := qs.Push(t.Context(), "rpc", []byte("from Go"), nil); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := call(2, "pull", "rpc", 5)[3].(map[string]any)
+	if !ok || string(asBytes(m["content"])) != "from Go" {
+		t.Fatalf("rpc pull: %v", m)
+	}
+	call(3, "done", "rpc", m["id"])
+}
+
+func asBytes(v any) []byte {
+	switch b := v.(type) {
+	case []byte:
+		return b
+	case string:
+		return []byte(b)
+	}
+	return nil
+}

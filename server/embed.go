@@ -1,0 +1,46 @@
+package server
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+// Core is the server's core, for a program that embeds the server and uses
+// the queue in-process (package lmq) besides, or instead of, the front ends.
+// It is valid from New until Shutdown returns.
+func (s *Server) Core() *gateway.Gateway { return s.core }
+
+// bindHTTP returns the listener HTTP serves: Config.HTTPListener, a new one
+// on Config.HTTPListen, or nil when HTTP is off (both unset).
+func (s *Server) bindHTTP() (net.Listener, error) {
+	if s.cfg.HTTPListener != nil {
+		return s.cfg.HTTPListener, nil
+	}
+	if s.cfg.HTTPListen == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", s.cfg.HTTPListen)
+	if err != nil {
+		return nil, fmt.Errorf("--http-listen %s: %w", s.cfg.HTTPListen, err)
+	}
+	return l, nil
+}
+
+// bindRPC returns the listener RPC serves: Config.RPCListener or a new one
+// on Config.RPCListen.
+func (s *Server) bindRPC() (net.Listener, error) {
+	if s.cfg.RPCListener != nil {
+		return s.cfg.RPCListener, nil
+	}
+	return net.Listen("tcp", s.cfg.RPCListen) // the caller names the flag
+}
+
+// httpWhere is the start line's HTTP address, "off" when HTTP is off.
+func (s *Server) httpWhere() string {
+	if s.hl == nil {
+		return "off"
+	}
+	return s.hl.Addr().String()
+}
