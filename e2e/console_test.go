@@ -73,23 +73,39 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		// On a loaded machine (the whole suite at once on 2 cores) Chromium
+		// may take longer than chromedp's default 20 s to come up.
+		chromedp.WSURLReadTimeout(90*time.Second),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, browserTimeout)
-	t.Cleanup(func() {
+	var ctx context.Context
+	for attempt := 1; ; attempt++ {
+		// A fresh profile each time: a Chromium that died may leave its lock.
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			append(opts, chromedp.UserDataDir(t.TempDir()))...)
+		tctx, cancelTab := chromedp.NewContext(actx)
+		tctx, cancelTime := context.WithTimeout(tctx, browserTimeout)
+		// Start the browser and its tab.
+		err := chromedp.Do(tctx)
+		if err == nil {
+			ctx = tctx
+			t.Cleanup(func() {
+				cancelTime()
+				cancelTab()
+				cancelAlloc()
+			})
+			break
+		}
 		cancelTime()
 		cancelTab()
 		cancelAlloc()
-	})
-	b := &browser{t: t, ctx: ctx, base: base}
-	// Start the browser and its tab, then follow the tab's console: calls
-	// of console.error, uncaught exceptions and the browser's own error
-	// log (failed loads, refused content).
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium %s: %v", exe, err)
+		if attempt == 3 {
+			t.Fatalf("start chromium %s (%d attempts): %v", exe, attempt, err)
+		}
+		t.Logf("start chromium %s: %v; trying again", exe, err)
 	}
+	b := &browser{t: t, ctx: ctx, base: base}
+	// Follow the tab's console: calls of console.error, uncaught exceptions
+	// and the browser's own error log (failed loads, refused content).
 	msgs := chromedp.Console(ctx)
 	go func() {
 		for m, err := range msgs {

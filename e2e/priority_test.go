@@ -119,6 +119,10 @@ func TestPriorityOrder(t *testing.T) {
 	if msg := rpc.MustFail("push", q, "x", map[string]any{"priority": 10}); msg == "" {
 		t.Fatal("rpc priority 10 accepted")
 	}
+	// Refused rather than ignored: with batch, and on accumulating queues.
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?batch=1&priority=3", []byte("x"), "Content-Type", "application/x-msgpack")
+	c.PatchProps("prio/acc", `{"accum":5}`)
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q("prio/acc")+"?priority=3", []byte("x"))
 	// The property: the default priority of pushes without one.
 	c.PatchProps(q, `{"priority":3}`)
 	if got := c.Props(q); got != `{"accum":0,"priority":3,"retry":2,"timeout":1}` {

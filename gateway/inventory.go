@@ -78,11 +78,17 @@ func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, e
 	enc := mapping.EncodeName(queue)
 	var info *jetstream.StreamInfo
 	counts := make(map[string]*QueueInfo)
+	var levels []int // priorities holding messages, in flight ones included
 	for _, filter := range mapping.QueueSubjects(queue) {
 		if info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter)); err != nil {
 			return QueueStatus{}, jsErr("queue info", err)
 		}
 		addCounts(counts, info.State.Subjects)
+		for subj, n := range info.State.Subjects {
+			if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
+				levels = append(levels, p)
+			}
+		}
 	}
 	s := QueueStatus{Nodes: []string{}, Current: []string{}}
 	if c := counts[enc]; c != nil {
@@ -92,6 +98,11 @@ func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, e
 	s.Bytes = shareOf(info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
 	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
 		s.InFlight = uint64(c.CachedInfo().NumAckPending)
+	}
+	for _, p := range levels {
+		if c, err := st.Consumer(ctx, mapping.PriorityConsumerName(queue, p)); err == nil {
+			s.InFlight += uint64(c.CachedInfo().NumAckPending)
+		}
 	}
 	s.Nodes, s.Current = placement(info.Cluster)
 	return s, nil

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,6 +140,20 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	d = pullP(t, g, "pn") // p4-2: left to time out
 	if string(d.Message.Body) != "p4-2" {
 		t.Fatalf("second %s", d.Message.Body)
+	}
+	// The status counts a priority's delivery in flight.
+	for {
+		s, err := g.QueueStatus(prioCtx(t), "pn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InFlight == 1 || g.inFlightCount("pn") == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g.inFlightCount("pn") == 0 {
+		t.Fatal("QueueStatus never counted the priority delivery in flight")
 	}
 	// Wait for the timeout: the message is available again (at the tail of
 	// priority 4, behind p4-3 and the nacked p4-1).
@@ -423,4 +438,65 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestPriorityPullAny: pull-any finds a queue holding only messages of a
+// priority from the shards' subject counts (a gateway that saw no
+// notification), and the queue serves its highest priority.
+func TestPriorityPullAny(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	g1, err := New(context.Background(), testnats.Connect(t, ns, "g1"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g1.Close)
+	pushP(t, g1, "pa/x", "p2-1", 2)
+	pushP(t, g1, "pa/x", "p6-1", 6)
+	g2, err := New(context.Background(), testnats.Connect(t, ns, "g2"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g2.Close)
+	re := regexp.MustCompile(`^pa/`)
+	for _, want := range []string{"p6-1", "p2-1"} {
+		d, err := g2.PullAny(prioCtx(t), re, 0)
+		if err != nil || d == nil || string(d.Message.Body) != want {
+			t.Fatalf("pull-any: %+v %v, want %s", d, err, want)
+		}
+		if err := g2.Reply(prioCtx(t), d.Queue, d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := g2.PullAny(prioCtx(t), re, 0); d != nil || err != nil {
+		t.Fatalf("pull-any after: %+v %v", d, err)
+	}
+	if qi, err := g2.Queue(prioCtx(t), "pa/x"); err != nil || qi.Size != 0 {
+		t.Fatalf("queue %+v %v", qi, err)
+	}
+}
+
+// TestPriorityDelayed: a delayed message comes due at its own priority.
+func TestPriorityDelayed(t *testing.T) {
+	t.Parallel()
+	g, _ := prioCore(t)
+	five := 5
+	if _, err := g.PushWith(prioCtx(t), "pdl", Message{Body: []byte("p5-1")}, PushOptions{Delay: 300 * time.Millisecond, Priority: &five}); err != nil {
+		t.Fatal(err)
+	}
+	pushP(t, g, "pdl", "p0-1", 0)
+	for {
+		qi, err := g.Queue(prioCtx(t), "pdl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qi.Size == 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got := strings.Join(pullOrder(t, g, "pdl", 2), " ")
+	if want := "p5-1 p0-1"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
 }

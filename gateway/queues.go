@@ -170,21 +170,23 @@ func (r *registry) register(ctx context.Context, queue string) error {
 	return nil
 }
 
-// shard returns shard k's stream, creating it on first use.
-func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
+// cachedShard is shard k's stream if this gateway has made or seen it.
+func (r *registry) cachedShard(k int) jetstream.Stream {
 	s := &r.shards[k]
 	s.mu.Lock()
-	st := s.st
-	s.mu.Unlock()
-	if st != nil {
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// shard returns shard k's stream, creating it on first use (or bringing
+// one made by an older version up to date).
+func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
+	if st := r.cachedShard(k); st != nil {
 		return st, nil
 	}
 	r.shardMu.Lock()
 	defer r.shardMu.Unlock()
-	s.mu.Lock()
-	st = s.st
-	s.mu.Unlock()
-	if st != nil {
+	if st := r.cachedShard(k); st != nil {
 		return st, nil
 	}
 	want := shardConfig(k, r.g.cfg.Replicas)
@@ -195,6 +197,7 @@ func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, jsErr("create queue stream", err)
 	}
+	s := &r.shards[k]
 	s.mu.Lock()
 	s.st = st
 	s.mu.Unlock()
@@ -204,27 +207,17 @@ func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
 // lookupShard returns shard k's stream if it exists (nil if not), without
 // creating it: another gateway may have made it since this one started.
 func (r *registry) lookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
-	s := &r.shards[k]
-	s.mu.Lock()
-	st := s.st
-	s.mu.Unlock()
-	if st != nil {
+	if st := r.cachedShard(k); st != nil {
 		return st, nil
 	}
-	st, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
+	_, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, jsErr("queue stream", err)
 	}
-	s.mu.Lock()
-	if s.st == nil {
-		s.st = st
-	}
-	st = s.st
-	s.mu.Unlock()
-	return st, nil
+	return r.shard(ctx, k)
 }
 
 // shardLost forgets shard k's stream after JetStream said it is gone (an
@@ -525,15 +518,27 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
-	ok, err := g.queues.exists(ctx, queue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
-	}
-	if err := g.queues.kv.Delete(ctx, mapping.EncodeName(queue)); err != nil {
-		return jsErr("delete queue", err)
+	// The registry itself, not this gateway's mirror of it, says whether
+	// the queue exists: a deletion through another gateway a moment ago
+	// must answer 404 here too. Deleting at the revision read makes two
+	// deletions at once answer 204 once.
+	enc := mapping.EncodeName(queue)
+	for attempt := 0; ; attempt++ {
+		e, err := g.queues.kv.Get(ctx, enc)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			g.queues.forget(queue)
+			return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+		}
+		if err != nil {
+			return jsErr("delete queue", err)
+		}
+		err = g.queues.kv.Delete(ctx, enc, jetstream.LastRevision(e.Revision()))
+		if err == nil {
+			break
+		}
+		if attempt >= 3 || !isWrongLastSequence(err) {
+			return jsErr("delete queue", err)
+		}
 	}
 	g.queues.forget(queue)
 	g.dels.dropQueue(queue)
@@ -563,6 +568,14 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	}
 	g.deleteQueueObjects(ctx, queue)
 	return nil
+}
+
+// isWrongLastSequence reports a KV write refused because the key changed
+// since it was read.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // QueueNames lists every existing queue, sorted.

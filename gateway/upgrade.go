@@ -584,6 +584,9 @@ func (mv *legacyMove) copied(ctx context.Context) (map[uint64]bool, error) {
 	done := make(map[uint64]bool)
 	prefix := mv.idPrefix()
 	for _, filter := range mapping.QueueSubjects(mv.queue) {
+		if strings.HasPrefix(filter, mapping.SubjectPrefix+".p.") {
+			continue // the old layout had no priorities
+		}
 		for seq := uint64(1); ; {
 			gctx, gcancel := context.WithTimeout(ctx, opTimeout)
 			rm, err := mv.shard.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(filter))

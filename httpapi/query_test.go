@@ -30,7 +30,8 @@ func queryProbe(t *testing.T, raw string) (status int) {
 			}
 		}
 		o, err := pushOptions(r)
-		if err == nil && (o.Delay < 0 || o.Delay > mapping.MaxDuration || o.TTL < 0 || o.TTL > mapping.MaxDuration) {
+		if err == nil && (o.Delay < 0 || o.Delay > mapping.MaxDuration || o.TTL < 0 || o.TTL > mapping.MaxDuration ||
+			o.Priority != nil && (*o.Priority < 0 || *o.Priority > mapping.MaxPriority)) {
 			t.Fatalf("query %q: push options %+v out of range", raw, o)
 		}
 		_, _ = qre(r)
@@ -79,4 +80,26 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("query %q parses but was refused with %d", raw, st)
 		}
 	})
+}
+
+func TestPushPriority(t *testing.T) {
+	for raw, want := range map[string]int{"priority=0": 0, "priority=9": 9, "priority=3&ttl=1": 3} {
+		r := httptest.NewRequest(http.MethodPost, "/messages/q?"+raw, nil)
+		o, err := pushOptions(r)
+		if err != nil || o.Priority == nil || *o.Priority != want {
+			t.Errorf("%s: %v %v", raw, o.Priority, err)
+		}
+	}
+	for _, raw := range []string{"", "priority="} {
+		r := httptest.NewRequest(http.MethodPost, "/messages/q?"+raw, nil)
+		if o, err := pushOptions(r); err != nil || o.Priority != nil {
+			t.Errorf("%q: %v %v, want the queue's default", raw, o.Priority, err)
+		}
+	}
+	for _, raw := range []string{"priority=10", "priority=-1", "priority=x", "priority=1.0", "priority=%2B1"} {
+		r := httptest.NewRequest(http.MethodPost, "/messages/q?"+raw, nil)
+		if _, err := pushOptions(r); err == nil {
+			t.Errorf("%s accepted", raw)
+		}
+	}
 }
