@@ -225,6 +225,7 @@ func (q *queueState) add(w *waiter) {
 	defer q.mu.Unlock()
 	q.regSeq++
 	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
+	q.g.queues.busy(q)
 	q.kickLocked()
 }
 
@@ -388,17 +389,16 @@ func (g *Gateway) repollLoop() {
 			return
 		case <-t.C:
 		}
-		g.queues.mu.Lock()
-		states := make([]*queueState, 0, len(g.queues.states))
-		for _, q := range g.queues.states {
-			states = append(states, q)
-		}
-		g.queues.mu.Unlock()
+		// Only the queues with waiting clients or a request out: with
+		// thousands of idle queues the loop must cost nothing.
+		states := g.queues.busyStates()
 		waiting := 0
 		for _, q := range states {
 			q.mu.Lock()
 			if len(q.waiters) > 0 {
 				waiting++
+			} else if !q.fetching {
+				g.queues.idle(q)
 			}
 			q.mu.Unlock()
 		}

@@ -30,6 +30,12 @@ type registry struct {
 	// anyCount is len(anyWait), read without the lock on every notification.
 	anyCount atomic.Int32
 
+	// active holds the queue states with waiting clients (or that had them
+	// at the last re-poll): the re-poll loop looks at these only. Its lock
+	// is taken under a queueState's, never the other way round.
+	activeMu sync.Mutex
+	active   map[*queueState]struct{}
+
 	shardMu sync.Mutex // serializes creating shard streams
 	shards  [mapping.ShardCount]shardState
 	scan    scanCache
@@ -48,6 +54,7 @@ func newRegistry(g *Gateway) *registry {
 		states:  make(map[string]*queueState),
 		byEnc:   make(map[string]*queueState),
 		anyWait: make(map[*anyWaiter]struct{}),
+		active:  make(map[*queueState]struct{}),
 	}
 }
 
@@ -321,6 +328,32 @@ func subjectsCover(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// busy marks q as having waiting clients (called under q.mu).
+func (r *registry) busy(q *queueState) {
+	r.activeMu.Lock()
+	r.active[q] = struct{}{}
+	r.activeMu.Unlock()
+}
+
+// idle unmarks q, which has no waiting client and no request out (called
+// under q.mu).
+func (r *registry) idle(q *queueState) {
+	r.activeMu.Lock()
+	delete(r.active, q)
+	r.activeMu.Unlock()
+}
+
+// busyStates returns the queue states marked busy.
+func (r *registry) busyStates() []*queueState {
+	r.activeMu.Lock()
+	defer r.activeMu.Unlock()
+	out := make([]*queueState, 0, len(r.active))
+	for q := range r.active {
+		out = append(out, q)
+	}
+	return out
 }
 
 // localByEnc finds local queue state by encoded name.
