@@ -521,10 +521,10 @@ func TestStatusClientAndPrint(t *testing.T) {
 	})
 	srv := httptest.NewServer(handler(o, nil))
 	defer srv.Close()
-	if _, err := (StatusClient{Base: srv.URL}).Fetch(t.Context()); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := (StatusClient{Base: srv.URL}).Fetch(t.Context(), false); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("without the token: %v", err)
 	}
-	doc, err := StatusClient{Base: strings.TrimPrefix(srv.URL, "http://"), Auth: Auth{BearerToken: "tok"}}.Fetch(t.Context())
+	doc, err := StatusClient{Base: strings.TrimPrefix(srv.URL, "http://"), Auth: Auth{BearerToken: "tok"}}.Fetch(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,9 +40,14 @@ func BaseURL(addr string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// Fetch returns the gateway's /stats document.
-func (c StatusClient) Fetch(ctx context.Context) (*StatsDoc, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, BaseURL(c.Base)+PathStats, nil)
+// Fetch returns the gateway's /stats document; with brief, without the
+// queues' event statistics (stats=false), all the status table needs.
+func (c StatusClient) Fetch(ctx context.Context, brief bool) (*StatsDoc, error) {
+	path := PathStats
+	if brief {
+		path += "?stats=false"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, BaseURL(c.Base)+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}

@@ -46,7 +46,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	doc, err := client.Fetch(ctx)
+	doc, err := client.Fetch(ctx, !*asJSON)
 	if err != nil {
 		return err
 	}
