@@ -83,7 +83,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.natsURL, "nats-url", "", "use these NATS servers (comma-separated nats:// URLs) instead of the embedded one")
 	fs.DurationVar(&c.natsWait, "nats-wait", 2*time.Minute, "how long the start waits for a --nats-url server to answer (unreachable, or a host name that does not resolve yet), retrying with a log line each attempt, before it fails; 0: forever")
 	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server, for NATS programs, which authenticate (see --nats-listen-auth); empty: in-process only")
-	fs.IntVar(&c.replicas, "replicas", 1, "replicas of each queue's stream, 1 to 5 (3 recommended in a cluster)")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the shard streams and buckets this gateway creates, 1 to 5 (3 recommended in a cluster)")
 	fs.Int64Var(&c.maxBody, "max-body", 256<<20, "largest request body (message) in bytes; larger ones are answered 413 (a push larger than a NATS message is streamed to the Object Store, not held in memory)")
 	fs.Int64Var(&c.maxBuffered, "max-buffered-body", 32<<20, "largest body held in memory whole: batches, push to all queues (qre), pushes to accumulating queues, properties; larger ones are answered 413")
 	fs.IntVar(&c.maxHeaderLen, "max-header-bytes", 64<<10, "largest HTTP request line and headers in bytes; larger ones are answered 431 (a stored header value: content-type, kept headers, at most 4 KiB each and 6 KiB together, also 431)")
