@@ -16,6 +16,10 @@ import (
 
 // prioCore starts an embedded NATS server and a gateway on it, and returns a
 // JetStream handle of a second connection for looking at the streams.
+// msgWait bounds a pull that must find a message: only reached when the
+// test fails, so generous for a loaded machine.
+const msgWait = 20 * time.Second
+
 func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
 	t.Helper()
 	ns := testnats.Start(t)
@@ -46,7 +50,7 @@ func pushP(t *testing.T, g *Gateway, queue, body string, p int) {
 
 func pullP(t *testing.T, g *Gateway, queue string) *Delivery {
 	t.Helper()
-	d, err := g.Pull(prioCtx(t), queue, 5*time.Second)
+	d, err := g.Pull(prioCtx(t), queue, msgWait)
 	if err != nil || d == nil {
 		t.Fatalf("pull %s: %v %v", queue, d, err)
 	}

@@ -11,6 +11,10 @@ import (
 // TestBoundRelease: the unanswered deliveries of a Bound are available
 // again at once when it is released, with their retries intact; answered
 // ones are not; a delivery added after the release goes back at once.
+// msgWait bounds a pull that must find a message: only reached when the
+// test fails, so generous for a loaded machine.
+const msgWait = 20 * time.Second
+
 func TestBoundRelease(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
@@ -29,7 +33,7 @@ func TestBoundRelease(t *testing.T) {
 	b := g.NewBound()
 	var ds []*gateway.Delivery
 	for range 3 {
-		d := mustPull(t, g, "cb", time.Second)
+		d := mustPull(t, g, "cb", msgWait)
 		b.Add(ctx, d)
 		ds = append(ds, d)
 	}
@@ -70,7 +74,7 @@ func TestBoundPrunes(t *testing.T) {
 	b := g.NewBound()
 	for range 200 {
 		mustPush(t, g, "prune", "m")
-		d := mustPull(t, g, "prune", time.Second)
+		d := mustPull(t, g, "prune", msgWait)
 		b.Add(ctx, d)
 		if err := g.Reply(ctx, "prune", d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
@@ -118,10 +122,10 @@ func TestDeliveryReleasesOnDisconnect(t *testing.T) {
 	}
 	mustPush(t, g, "on", "x")
 	mustPush(t, g, "off", "x")
-	if d := mustPull(t, g, "on", time.Second); !d.ReleasesOnDisconnect() {
+	if d := mustPull(t, g, "on", msgWait); !d.ReleasesOnDisconnect() {
 		t.Error("delivery of a queue with release_on_disconnect: not bound")
 	}
-	if d := mustPull(t, g, "off", time.Second); d.ReleasesOnDisconnect() {
+	if d := mustPull(t, g, "off", msgWait); d.ReleasesOnDisconnect() {
 		t.Error("delivery of a queue without release_on_disconnect: bound")
 	}
 }
