@@ -282,7 +282,11 @@ func awaitGateways(gws []*Gateway) error {
 				killAll(gws)
 				return fmt.Errorf("lmq-gateway %s: %w", g.HTTP, errPortTaken)
 			}
-			if ready[i] = g.ready(ctx); !ready[i] {
+			// An answer counts only from this process: another test's
+			// gateway may have drawn the same port and answer on it
+			// while this one has not bound it yet (it then fails to,
+			// and the start is retried on new ports).
+			if ready[i] = g.ready(ctx) && listensOn(p.cmd.Process.Pid, strings.TrimPrefix(g.HTTP, "http://")); !ready[i] {
 				waiting++
 			}
 		}
