@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -99,5 +100,68 @@ func TestSources(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s: %q, want %q", k, got[k], v)
 		}
+	}
+}
+
+// A sample reads only the queues with events since the previous one, and
+// keeps no history for queues idle over the whole chart; the rates and the
+// chart of a busy queue are its increments all the same, over stretches of
+// activity and idleness longer than the chart.
+func TestSamplerIdleQueues(t *testing.T) {
+	st := ops.NewStats(ops.StatsOptions{})
+	s := newSampler(st)
+	now := time.Now()
+	s.sample(now)
+	const idle = 1000
+	for i := range idle {
+		st.Pushed(fmt.Sprintf("idle%d", i), 1)
+	}
+	// The pushes per interval of "busy"; the reference is the chart as the
+	// sampler drew it when it read every queue every time.
+	pattern := func(k int) int {
+		switch {
+		case k < 10:
+			return k % 3
+		case k < 10+2*HistoryLen:
+			return 0
+		case k < 20+2*HistoryLen:
+			return 5
+		}
+		return 0
+	}
+	var want []float64
+	for k := range 4 * HistoryLen {
+		for range pattern(k) {
+			st.Pushed("busy", 1)
+		}
+		now = now.Add(SampleInterval)
+		s.sample(now)
+		if k == 0 && s.read != idle {
+			t.Fatalf("sample after the idle queues' pushes read %d queues, want %d", s.read, idle)
+		}
+		if k > 0 && s.read > 1 {
+			t.Fatalf("sample %d read %d queues, want at most the busy one", k, s.read)
+		}
+		want = append(want, float64(pattern(k))/SampleInterval.Seconds())
+		w := want[max(len(want)-HistoryLen, 0):]
+		push, _ := s.series("busy")
+		if fmt.Sprint(push) != fmt.Sprint(w) {
+			t.Fatalf("sample %d: chart %v, want %v", k, push, w)
+		}
+		if r, _ := s.rates("busy"); r != want[len(want)-1] {
+			t.Fatalf("sample %d: rate %v, want %v", k, r, want[len(want)-1])
+		}
+		if r, _ := s.rates("idle3"); k > 0 && r != 0 {
+			t.Fatalf("idle queue's rate %v", r)
+		}
+	}
+	if ps, _ := s.series("idle3"); len(ps) != HistoryLen || ps[0] != 0 || ps[HistoryLen-1] != 0 {
+		t.Errorf("idle queue's chart %v", ps)
+	}
+	s.mu.Lock()
+	tracked := len(s.q)
+	s.mu.Unlock()
+	if tracked != 0 {
+		t.Errorf("%d histories kept after %d idle samples, want none", tracked, 2*HistoryLen)
 	}
 }

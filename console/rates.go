@@ -12,6 +12,11 @@ import (
 // sampler reads the counters every SampleInterval and keeps each queue's
 // per-interval increments for the last HistoryLen intervals, which are the
 // queue list's rates and the queue page's chart.
+//
+// A sample reads only the queues that had events since the previous one (an
+// ops.Watch), and keeps a history only for queues with an increment in the
+// last HistoryLen intervals: a queue without one reads as zeros. So idle
+// queues cost the sampler nothing.
 
 const (
 	// SampleInterval is how often the counters are read.
@@ -19,29 +24,52 @@ const (
 	// HistoryLen is the number of intervals kept per queue (six minutes).
 	HistoryLen = 72
 	// MaxTracked bounds the queues whose history is kept (a queue costs
-	// 2*4*HistoryLen bytes, about 600). Queues beyond it have no rates.
+	// 2*4*HistoryLen bytes, about 600): those with events in the last
+	// HistoryLen intervals. Queues beyond it have no rates.
 	MaxTracked = 20000
 )
 
-// history is one queue's increments, a ring indexed like sampler.pos.
+// history is one queue's increments, a ring indexed like sampler.pos. The
+// slots of the samples after last are stale: they read as zero.
 type history struct {
 	push, pull         [HistoryLen]uint32
 	lastPush, lastPull uint64
-	seen               int // the sampler's tick count when last in the counters
+	last               int // the sample (sampler.ticks) that wrote the latest slot
+}
+
+// catchUp zeroes the slots of the samples after h.last up to tick, which
+// had no increments for the queue.
+func (h *history) catchUp(tick int) {
+	for t := max(h.last+1, tick-HistoryLen+1); t <= tick; t++ {
+		h.push[t%HistoryLen], h.pull[t%HistoryLen] = 0, 0
+	}
+	h.last = tick
 }
 
 type sampler struct {
 	stats *ops.Stats
+	watch *ops.Watch
 
 	mu    sync.Mutex
 	ticks int // samples taken
-	pos   int // ring slot of the latest interval
+	pos   int // ring slot of the latest interval: ticks % HistoryLen
 	at    time.Time
 	q     map[string]*history
+	// last holds the counters as last read of the queues without a history
+	// (idle over the whole chart, or not seen since the first sample): the
+	// next increment is counted from there.
+	last map[string]counts
+	read int // queues the latest sample read (tests)
 }
 
+type counts struct{ push, pull uint64 }
+
 func newSampler(stats *ops.Stats) *sampler {
-	return &sampler{stats: stats, q: map[string]*history{}}
+	s := &sampler{stats: stats, q: map[string]*history{}, last: map[string]counts{}}
+	if stats != nil {
+		s.watch = stats.Watch()
+	}
+	return s
 }
 
 func (s *sampler) run(ctx context.Context) {
@@ -58,44 +86,65 @@ func (s *sampler) run(ctx context.Context) {
 	}
 }
 
-// sample reads the counters and records their increments since the last
-// sample.
+// sample reads the counters of the queues with events since the last sample
+// and records their increments.
 func (s *sampler) sample(now time.Time) {
 	if s.stats == nil {
 		return
 	}
-	type counts struct{ push, pull uint64 }
-	cur := map[string]counts{}
-	s.stats.Each(func(q string, c ops.Counters) { cur[q] = counts{c.Pushes, c.Pulls} })
+	type read struct {
+		name string
+		a    ops.Activity
+	}
+	var cur []read // in the Watch's order: a forgotten queue before its successor
+	s.watch.Take(func(q string, a ops.Activity) { cur = append(cur, read{q, a}) })
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	first := s.ticks == 0
 	s.ticks++
-	s.pos = (s.pos + 1) % HistoryLen
+	s.pos = s.ticks % HistoryLen
 	s.at = now
-	for name, c := range cur {
-		h := s.q[name]
+	s.read = len(cur)
+	for _, c := range cur {
+		h := s.q[c.name]
+		if c.a.Forgotten {
+			// ops.Stats forgot the queue (deleted and idle).
+			delete(s.q, c.name)
+			delete(s.last, c.name)
+			continue
+		}
+		if first {
+			// Counts from before the console watched: not this interval's.
+			s.last[c.name] = counts{c.a.Pushes, c.a.Pulls}
+			continue
+		}
 		if h == nil {
 			if len(s.q) >= MaxTracked {
 				continue
 			}
-			h = &history{}
-			if first {
-				// Counts from before the console watched: not this interval's.
-				h.lastPush, h.lastPull = c.push, c.pull
+			h = &history{last: s.ticks - 1}
+			if l, ok := s.last[c.name]; ok {
+				h.lastPush, h.lastPull = l.push, l.pull
+				delete(s.last, c.name)
 			}
-			s.q[name] = h
+			s.q[c.name] = h
 		}
-		h.push[s.pos] = clampDelta(c.push, h.lastPush)
-		h.pull[s.pos] = clampDelta(c.pull, h.lastPull)
-		h.lastPush, h.lastPull = c.push, c.pull
-		h.seen = s.ticks
+		if h.last != s.ticks {
+			h.catchUp(s.ticks) // zeroes this sample's slot too
+		}
+		h.push[s.pos] += clampDelta(c.a.Pushes, h.lastPush)
+		h.pull[s.pos] += clampDelta(c.a.Pulls, h.lastPull)
+		h.lastPush, h.lastPull = c.a.Pushes, c.a.Pulls
 	}
-	for name, h := range s.q {
-		if h.seen != s.ticks {
-			// ops.Stats forgot the queue (deleted and idle).
-			delete(s.q, name)
+	if s.ticks%HistoryLen == 0 {
+		// Drop the histories that are all zeros by now; this visits the
+		// queues with events in the last two HistoryLen intervals only.
+		for name, h := range s.q {
+			if s.ticks-h.last >= HistoryLen {
+				delete(s.q, name)
+				s.last[name] = counts{h.lastPush, h.lastPull}
+			}
 		}
 	}
 }
@@ -113,7 +162,7 @@ func (s *sampler) rates(name string) (push, pull float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.q[name]
-	if h == nil || s.ticks < 2 {
+	if h == nil || s.ticks < 2 || h.last != s.ticks {
 		return 0, 0
 	}
 	sec := SampleInterval.Seconds()
@@ -133,7 +182,11 @@ func (s *sampler) series(name string) (push, pull []float64) {
 	}
 	sec := SampleInterval.Seconds()
 	for i := range n {
-		j := (s.pos - (n - 1 - i) + HistoryLen) % HistoryLen
+		t := s.ticks - (n - 1 - i) // the sample of slot i
+		if t > h.last {
+			break // no increments since h.last: zeros
+		}
+		j := t % HistoryLen
 		push[i], pull[i] = float64(h.push[j])/sec, float64(h.pull[j])/sec
 	}
 	return push, pull

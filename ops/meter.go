@@ -16,12 +16,14 @@ const TickInterval = 5 * time.Second
 // in folsom's (and Dropwizard's) meters.
 type ewma struct {
 	alpha float64
+	keep  float64 // 1-alpha: what one tick without events leaves of the rate
 	rate  float64 // events per second
 	init  bool
 }
 
 func newEWMA(window time.Duration) ewma {
-	return ewma{alpha: 1 - math.Exp(-TickInterval.Seconds()/window.Seconds())}
+	keep := math.Exp(-TickInterval.Seconds() / window.Seconds())
+	return ewma{alpha: 1 - keep, keep: keep}
 }
 
 func (e *ewma) tick(instant float64) {
@@ -34,9 +36,28 @@ func (e *ewma) tick(instant float64) {
 	e.rate += e.alpha * (instant - e.rate)
 }
 
+// idle returns the rate after k ticks without events, computed in one step
+// (k ticks of tick(0), up to rounding): a meter nobody marks is not ticked
+// at all, and catches up here when it is read or marked again.
+func (e *ewma) idle(k uint64) (rate float64, init bool) {
+	switch {
+	case k == 0:
+		return e.rate, e.init
+	case !e.init:
+		return 0, true // the first of them sets the rate to zero outright
+	}
+	return e.rate * math.Pow(e.keep, float64(k)), true
+}
+
 // meter counts events and keeps their one, five, fifteen-minute and one-day
-// moving rates. mark is lock-free (it is called on the core's hot paths); tick
-// takes the meter's lock, once per TickInterval.
+// moving rates. mark is lock-free (it is called on the core's hot paths);
+// folding takes the meter's lock, at most once per TickInterval.
+//
+// Ticks are numbered (Stats counts them). A meter is folded only at the
+// ticks after which it saw events; folded is the last tick its rates include,
+// and the ticks since then, which had no events, are applied in one step
+// (ewma.idle) when the meter is read or folded next. So an idle meter costs
+// nothing per tick.
 type meter struct {
 	count     atomic.Uint64
 	uncounted atomic.Uint64
@@ -44,6 +65,7 @@ type meter struct {
 	mu                      sync.Mutex
 	one, five, fifteen, day ewma
 	start                   time.Time
+	folded                  uint64
 }
 
 func newMeter(now time.Time) *meter {
@@ -61,13 +83,37 @@ func (m *meter) mark(n uint64) {
 	m.uncounted.Add(n)
 }
 
+// tick folds the events since the last fold as the next tick.
 func (m *meter) tick() {
+	m.mu.Lock()
+	n := m.folded + 1
+	m.mu.Unlock()
+	m.foldAt(n)
+}
+
+// foldAt folds the events since the last fold as tick n, after applying the
+// ticks between the last fold and n as ticks without events. Folds of one
+// meter must not run concurrently (Stats.Tick is serialized).
+func (m *meter) foldAt(n uint64) {
 	instant := float64(m.uncounted.Swap(0)) / TickInterval.Seconds()
 	m.mu.Lock()
-	m.one.tick(instant)
-	m.five.tick(instant)
-	m.fifteen.tick(instant)
-	m.day.tick(instant)
+	defer m.mu.Unlock()
+	if n <= m.folded {
+		return
+	}
+	idle := n - m.folded - 1
+	for _, e := range []*ewma{&m.one, &m.five, &m.fifteen, &m.day} {
+		e.rate, e.init = e.idle(idle)
+		e.tick(instant)
+	}
+	m.folded = n
+}
+
+// born sets the tick the meter's rates start after: its first fold, at n+1
+// or later, is its first tick.
+func (m *meter) born(n uint64) {
+	m.mu.Lock()
+	m.folded = n
 	m.mu.Unlock()
 }
 
@@ -90,15 +136,22 @@ type Acceleration struct {
 	OneToFifteen  float64 `json:"one_to_fifteen"`
 }
 
-func (m *meter) snapshot(now time.Time) MeterSnapshot {
+// snapshot returns the meter as of its last fold.
+func (m *meter) snapshot(now time.Time) MeterSnapshot { return m.snapshotAt(now, 0) }
+
+// snapshotAt returns the meter as of tick n: the ticks after its last fold
+// up to n had no events for it.
+func (m *meter) snapshotAt(now time.Time, n uint64) MeterSnapshot {
 	m.mu.Lock()
-	s := MeterSnapshot{
-		Count:   m.count.Load(),
-		One:     m.one.rate,
-		Five:    m.five.rate,
-		Fifteen: m.fifteen.rate,
-		Day:     m.day.rate,
+	var idle uint64
+	if n > m.folded {
+		idle = n - m.folded
 	}
+	s := MeterSnapshot{Count: m.count.Load()}
+	s.One, _ = m.one.idle(idle)
+	s.Five, _ = m.five.idle(idle)
+	s.Fifteen, _ = m.fifteen.idle(idle)
+	s.Day, _ = m.day.idle(idle)
 	start := m.start
 	m.mu.Unlock()
 	if el := now.Sub(start).Seconds(); el > 0 {
