@@ -70,30 +70,35 @@ func New(core Core, opts Options) http.Handler {
 	// "clean" a path, which would redirect names containing "//" or "..".
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	for _, base := range []string{"/messages", "/msgs"} {
-		r.Handle(base, a.handler(a.pushAll)).Methods(http.MethodPost)
-		r.Handle(base, a.handler(a.pullAny)).Methods(http.MethodGet)
-		r.Handle(base+"/{name}", a.named(a.push)).Methods(http.MethodPost)
-		r.Handle(base+"/{name}", a.named(a.pull)).Methods(http.MethodGet)
-		r.Handle(base+"/{name}/{id}", a.named(a.reply)).Methods(http.MethodPost)
+	// route is r.Handle(tpl, h) with a cheap pre-check (mayMatch) in front of
+	// the path's regular expression.
+	route := func(tpl string, h http.Handler) *mux.Route {
+		return r.NewRoute().MatcherFunc(mayMatch(tpl)).Path(tpl).Handler(h)
 	}
-	r.Handle("/queues/{name}", a.named(a.deleteQueue)).Methods(http.MethodDelete)
+	for _, base := range []string{"/messages", "/msgs"} {
+		route(base, a.handler(a.pushAll)).Methods(http.MethodPost)
+		route(base, a.handler(a.pullAny)).Methods(http.MethodGet)
+		route(base+"/{name}", a.named(a.push)).Methods(http.MethodPost)
+		route(base+"/{name}", a.named(a.pull)).Methods(http.MethodGet)
+		route(base+"/{name}/{id}", a.named(a.reply)).Methods(http.MethodPost)
+	}
+	route("/queues/{name}", a.named(a.deleteQueue)).Methods(http.MethodDelete)
 	// Beyond LMQ: endpoints LMQ did not have, so nothing an LMQ client sends
 	// reaches them (batches and push options are query parameters of LMQ's
 	// routes, which LMQ ignored).
-	r.Handle("/queues", a.handler(a.listQueues)).Methods(http.MethodGet)
-	r.Handle("/queues/{name}", a.named(a.queueDetail)).Methods(http.MethodGet)
-	r.Handle("/queues/{name}/dead", a.named(a.deadInfo)).Methods(http.MethodGet)
-	r.Handle("/queues/{name}/dead", a.named(a.deleteDead)).Methods(http.MethodDelete)
-	r.Handle("/queues/{name}/dead/head", a.named(a.deadHead)).Methods(http.MethodGet)
-	r.Handle("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
+	route("/queues", a.handler(a.listQueues)).Methods(http.MethodGet)
+	route("/queues/{name}", a.named(a.queueDetail)).Methods(http.MethodGet)
+	route("/queues/{name}/dead", a.named(a.deadInfo)).Methods(http.MethodGet)
+	route("/queues/{name}/dead", a.named(a.deleteDead)).Methods(http.MethodDelete)
+	route("/queues/{name}/dead/head", a.named(a.deadHead)).Methods(http.MethodGet)
+	route("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
 	for _, base := range []string{"/properties", "/props"} {
-		r.Handle(base, a.handler(a.getDefaults)).Methods(http.MethodGet)
-		r.Handle(base, a.handler(a.putDefaults)).Methods(http.MethodPut)
-		r.Handle(base, a.handler(a.deleteDefaults)).Methods(http.MethodDelete)
-		r.Handle(base+"/{name}", a.named(a.getProps)).Methods(http.MethodGet)
-		r.Handle(base+"/{name}", a.named(a.patchProps)).Methods(http.MethodPatch)
-		r.Handle(base+"/{name}", a.named(a.deleteProps)).Methods(http.MethodDelete)
+		route(base, a.handler(a.getDefaults)).Methods(http.MethodGet)
+		route(base, a.handler(a.putDefaults)).Methods(http.MethodPut)
+		route(base, a.handler(a.deleteDefaults)).Methods(http.MethodDelete)
+		route(base+"/{name}", a.named(a.getProps)).Methods(http.MethodGet)
+		route(base+"/{name}", a.named(a.patchProps)).Methods(http.MethodPatch)
+		route(base+"/{name}", a.named(a.deleteProps)).Methods(http.MethodDelete)
 	}
 	// Beyond LMQ: the OpenAPI description of this API, behind the same
 	// authentication as everything but health.
@@ -143,6 +148,28 @@ func rawPath(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// mayMatch is a cheap necessary condition for a request path to match the
+// route template tpl (literal text and {name} variables, which match no
+// "/"), checked before the route's regular expression so that a request
+// tries that only on the routes it may match (gorilla/mux tries the routes
+// in order, the LMQ routes before the rest). It never refuses a path the
+// expression would accept, so routing, 404 and 405 are unchanged: the router
+// matches the escaped path, which begins with the template's literal prefix
+// only if the decoded URL.Path does (the prefix holds no "%"); and when
+// RawPath is empty the escaped path is URL.Path with no "/" added or
+// removed, so the number of "/" must be the template's.
+func mayMatch(tpl string) mux.MatcherFunc {
+	prefix, _, _ := strings.Cut(tpl, "{")
+	slashes := strings.Count(tpl, "/")
+	return func(r *http.Request, _ *mux.RouteMatch) bool {
+		p := r.URL.Path
+		if !strings.HasPrefix(p, prefix) {
+			return false
+		}
+		return r.URL.RawPath != "" || strings.Count(p, "/") == slashes
+	}
 }
 
 // escapeNonASCII percent-encodes the bytes of s beyond ASCII.

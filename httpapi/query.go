@@ -27,6 +27,12 @@ type queryKey struct{}
 // read the result with query(r).
 func (a *api) strictQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" {
+			// Nothing to parse (a plain push): query(r) answers an empty
+			// query without the request copy that a context value costs.
+			next.ServeHTTP(w, r)
+			return
+		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			a.fail(w, r, fmt.Errorf("%w: malformed query string: %w", gateway.ErrInvalid, err))
@@ -38,6 +44,9 @@ func (a *api) strictQuery(next http.Handler) http.Handler {
 
 // query returns the request's query parameters as strictQuery parsed them.
 func query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil // reads as empty; callers only read
+	}
 	if q, ok := r.Context().Value(queryKey{}).(url.Values); ok {
 		return q
 	}

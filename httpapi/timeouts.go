@@ -50,10 +50,17 @@ func withTimeouts(next http.Handler, to Timeouts) http.Handler {
 		if (to.BodyIdle > 0 || to.MinRate > 0) && r.Body != nil && r.Body != http.NoBody {
 			r.Body = &timedBody{ReadCloser: r.Body, rc: rc, to: to}
 		}
-		if to.Write > 0 {
-			w = &timedWriter{ResponseWriter: w, rc: rc, to: to}
+		if to.Write <= 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
-		next.ServeHTTP(w, r)
+		tw := &timedWriter{ResponseWriter: w, rc: rc, to: to}
+		next.ServeHTTP(tw, r)
+		if tw.headerPending {
+			// A status without a body (204, …): net/http writes it now,
+			// after the handler.
+			tw.arm(0)
+		}
 	})
 }
 
@@ -133,10 +140,18 @@ func (b *timedBody) tooSlow() error {
 // answer, so that a client not reading it cannot hold the connection, while
 // the time a pull waits before answering is not counted. net/http clears the
 // deadline once the answer is complete, before the next request.
+//
+// WriteHeader writes nothing to the connection (net/http sends the status
+// line with the first bytes of the body, or after the handler returns), so
+// it does not set a deadline of its own: the first Write does, or, for an
+// answer without a body, withTimeouts after the handler. That is one deadline
+// per answer instead of two, the same bound.
 type timedWriter struct {
 	http.ResponseWriter
 	rc *http.ResponseController
 	to Timeouts
+	// headerPending: WriteHeader was called and no Write since.
+	headerPending bool
 }
 
 func (w *timedWriter) arm(size int) {
@@ -148,13 +163,29 @@ func (w *timedWriter) arm(size int) {
 }
 
 func (w *timedWriter) WriteHeader(code int) {
-	w.arm(0)
+	if code < http.StatusOK {
+		// An informational status (1xx) is written at once.
+		w.arm(0)
+	} else {
+		w.headerPending = true
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *timedWriter) Write(p []byte) (int, error) {
+	w.headerPending = false
 	w.arm(len(p))
 	return w.ResponseWriter.Write(p)
+}
+
+// FlushError sends what is buffered (http.ResponseController.Flush), under
+// a deadline when only the status is pending.
+func (w *timedWriter) FlushError() error {
+	if w.headerPending {
+		w.headerPending = false
+		w.arm(0)
+	}
+	return w.rc.Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection.

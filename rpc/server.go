@@ -260,7 +260,8 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 }
 
 // conn is one client connection: a reader goroutine (serve) that spawns a
-// goroutine per request, and a writer goroutine that serializes answers.
+// goroutine per request; each request's goroutine writes its answer through
+// the outbox, which serializes them.
 type conn struct {
 	s   *Server
 	nc  net.Conn
@@ -279,7 +280,7 @@ type conn struct {
 	// clientGone is set when reading stopped for a reason other than a drain.
 	clientGone atomic.Bool
 
-	out      chan outMsg
+	out      *outbox
 	handlers sync.WaitGroup
 	budget   *budget
 
@@ -289,21 +290,19 @@ type conn struct {
 	bound   *gateway.Bound
 }
 
-// outMsg is one encoded answer; done, when not nil, learns whether it was
-// written (a delivery that was not must be abandoned).
-type outMsg struct {
-	b    []byte
-	done chan error
-}
-
 func newConn(ctx context.Context, s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:      s,
 		nc:     nc,
 		log:    s.log.With("remote", nc.RemoteAddr().String()),
-		out:    make(chan outMsg, 64),
 		budget: newBudget(s.opt.MaxInFlight, s.opt.MaxInFlightBytes),
 	}
+	c.out = newOutbox(nc, s.opt.WriteTimeout, func(err error) {
+		if c.ctx.Err() == nil {
+			c.log.Debug("rpc write failed, closing connection", "err", err)
+			c.abort()
+		}
+	})
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.waitCtx, c.cancelWait = context.WithCancel(c.ctx)
 	c.stopDrain = context.AfterFunc(s.drainCtx, c.cancelWait)
@@ -322,12 +321,6 @@ func (c *conn) serve() {
 	// Serve's context ending closes the socket so the reader wakes up.
 	stop := context.AfterFunc(c.ctx, func() { c.nc.Close() })
 	defer stop()
-
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
 
 	err := c.readLoop()
 	if c.s.drainCtx.Err() == nil {
@@ -350,9 +343,9 @@ func (c *conn) serve() {
 	// No more requests: waiting pulls stop waiting (their clients are gone or
 	// the server is draining); the others finish and are answered.
 	c.cancelWait()
+	// Handlers write their answers themselves (outbox): once they are
+	// done, everything answered has been written.
 	c.handlers.Wait()
-	close(c.out)
-	<-writerDone
 	c.nc.Close()
 	c.cancel()
 	c.releaseBound()
@@ -401,64 +394,18 @@ func (c *conn) readLoop() error {
 	}
 }
 
-// writeLoop writes answers until c.out is closed, flushing whenever nothing
-// more is queued or someone waits to know the outcome. After a write error it
-// keeps draining c.out so that no handler blocks.
-func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	var werr error
-	var waiters []chan error
-	for m := range c.out {
-		if werr == nil {
-			c.nc.SetWriteDeadline(time.Now().Add(c.s.opt.WriteTimeout))
-			_, werr = bw.Write(m.b)
-		}
-		if m.done != nil {
-			waiters = append(waiters, m.done)
-		}
-		flushNow := len(c.out) == 0 || len(waiters) > 0
-		if werr == nil && flushNow {
-			werr = bw.Flush()
-		}
-		if werr != nil && c.ctx.Err() == nil {
-			c.log.Debug("rpc write failed, closing connection", "err", werr)
-			c.abort()
-		}
-		if flushNow || werr != nil {
-			for _, w := range waiters {
-				w <- werr
-			}
-			waiters = waiters[:0]
-		}
-	}
-	if werr == nil {
-		werr = bw.Flush()
-	}
-	for _, w := range waiters {
-		w <- werr
-	}
-}
-
-// send queues an answer and, when wait is true, returns whether it was written.
-func (c *conn) send(b []byte, wait bool) error {
-	m := outMsg{b: b}
-	if wait {
-		m.done = make(chan error, 1)
-	}
-	c.out <- m
-	if !wait {
-		return nil
-	}
-	return <-m.done
-}
+// send writes an answer (see outbox) and, when wait is true, returns whether
+// it was written.
+func (c *conn) send(b []byte, wait bool) error { return c.out.send(b, wait) }
 
 // budget is a semaphore over requests in flight and their bytes. Only the
 // reader acquires, so it needs no fairness.
 type budget struct {
-	mu    sync.Mutex
-	slots int
-	bytes int
-	wake  chan struct{} // closed and replaced on every release
+	mu      sync.Mutex
+	slots   int
+	bytes   int
+	waiting bool          // the reader waits on wake
+	wake    chan struct{} // closed and replaced by a release while waiting
 }
 
 func newBudget(slots, bytes int) *budget {
@@ -474,6 +421,7 @@ func (b *budget) acquire(ctx context.Context, n int) error {
 			b.mu.Unlock()
 			return nil
 		}
+		b.waiting = true
 		wake := b.wake
 		b.mu.Unlock()
 		select {
@@ -484,11 +432,17 @@ func (b *budget) acquire(ctx context.Context, n int) error {
 	}
 }
 
+// release returns n bytes and a slot. Only a waiting reader needs waking: a
+// channel closed (and made anew) on every release would cost an allocation
+// per request.
 func (b *budget) release(n int) {
 	b.mu.Lock()
 	b.slots++
 	b.bytes += n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	if b.waiting {
+		b.waiting = false
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
 	b.mu.Unlock()
 }

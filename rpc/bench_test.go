@@ -1,0 +1,56 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+// discardCore answers every push at once and keeps nothing: what is left of
+// a push's cost is the front end's (and the client's).
+type discardCore struct{ *fakeCore }
+
+func (discardCore) PushWith(context.Context, string, gateway.Message, gateway.PushOptions) (gateway.AccumState, error) {
+	return gateway.AccumNo, nil
+}
+
+// BenchmarkPushRoundTrip is closed-loop pushes of 256 bytes, one request in
+// flight per connection, as many connections as GOMAXPROCS×4. cpu-µs/op is
+// the process's CPU (server and client) per push.
+func BenchmarkPushRoundTrip(b *testing.B) {
+	addr, _ := startServer(b, discardCore{newFakeCore()}, Options{})
+	req := encodeRequest(b, 1, "push", "bench", strings.Repeat("x", 256))
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer nc.Close()
+		fr := newFrameReader(bufio.NewReader(nc), Limits{})
+		for pb.Next() {
+			if _, err := nc.Write(req); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := fr.ReadFrame(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+}
