@@ -356,24 +356,25 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 }
 
 func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
-	notFound := fmt.Errorf("delivery %s: %w", d.id, ErrNotFound)
+	// Made only when answered (every successful ack would pay for it).
+	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
 	q := d.raw.q
 	switch kind {
 	case Ack:
 		d.mu.Lock()
 		if d.state != active || !time.Now().Before(d.deadline) {
 			d.mu.Unlock()
-			return notFound
+			return notFound()
 		}
 		d.state = busy
 		d.mu.Unlock()
 		// The ack is bounded by its own deadline, not the client's: a client
 		// that leaves mid-ack still gets its ack applied, and one that waits
 		// gets an answer within replyTimeout even when the NATS node under
-		// this gateway died with the request in flight.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
-		defer cancel()
-		if err := g.ackRemove(actx, d.raw); err != nil {
+		// this gateway died with the request in flight. (A request with a
+		// timeout rather than a context: no context and timer made per ack.)
+		if _, err := g.nc.Request(d.raw.msg.Reply, []byte("+ACK"), replyTimeout); err != nil {
+			err = fmt.Errorf("ack: %w", err)
 			d.mu.Lock()
 			d.state = active
 			expired := !time.Now().Before(d.deadline)
@@ -389,10 +390,11 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.mu.Unlock()
 		g.dels.del(d.id)
 		g.acked.add(d.id)
-		g.dropObject(actx, d.raw.msg)
+		// deleteObject runs on its own deadline, whatever ctx does.
+		g.dropObject(ctx, d.raw.msg)
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
-			return notFound
+			return notFound()
 		}
 		g.release(d.raw, true)
 	case Ext:
@@ -405,7 +407,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.mu.Lock()
 		if d.state != active || !time.Now().Before(d.deadline) {
 			d.mu.Unlock()
-			return notFound
+			return notFound()
 		}
 		d.deadline = time.Now().Add(timeout)
 		d.timer.Reset(timeout)

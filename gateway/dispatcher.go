@@ -37,14 +37,14 @@ type raw struct {
 	prev     int // deliveries consumed by earlier copies (Lmq-Delivered)
 	retry    int
 	pushedAt int64
-	bodyGone bool // msg.Data was let go while in flight (see Gateway.body)
-	level    int  // its priority: it came from that level's subject
+	expires  int64 // Lmq-Expires (Unix ns), 0: never; read once by parseRaw
+	bodyGone bool  // msg.Data was let go while in flight (see Gateway.body)
+	level    int   // its priority: it came from that level's subject
 }
 
 // expired reports whether the message's ttl has passed.
 func (r *raw) expired(now time.Time) bool {
-	ns := readStamped(r.msg.Header).expires
-	return ns != 0 && now.UnixNano() >= ns
+	return r.expires != 0 && now.UnixNano() >= r.expires
 }
 
 // used is the number of deliveries consumed including the current one.
@@ -120,7 +120,7 @@ func (q *queueState) ensureConsumer(ctx context.Context) error {
 	if _, err := q.g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
 		return err
 	}
-	cons, err := q.g.js.CreateOrUpdateConsumer(ctx, q.stream, consumerConfig(q.name, ackWait))
+	cons, err := q.g.putConsumer(ctx, q.stream, consumerConfig(q.name, ackWait), false)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		q.g.queues.shardLost(mapping.Shard(q.name))
 	}
@@ -561,7 +561,7 @@ func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
 	}
 	r := &raw{q: q, msg: m, sseq: md.Sequence.Stream, dc: int(min(md.NumDelivered, math.MaxInt32))}
 	s := readStamped(m.Header)
-	r.prev, r.retry, r.pushedAt = s.delivered, s.retry, s.pushedAt
+	r.prev, r.retry, r.pushedAt, r.expires = s.delivered, s.retry, s.pushedAt, s.expires
 	if r.retry < 0 {
 		r.retry = g.props.effective(q.name).Retry
 	}

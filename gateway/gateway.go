@@ -30,6 +30,33 @@
 // Data of the one-stream-per-queue layout of older versions is moved into
 // the shards on first start (upgrade.go).
 //
+// Consumer storage: the queues' consumers (and their priority levels')
+// keep their state in memory (MemoryStorage), unless Config.FileConsumers
+// (--consumer-storage file). With file storage every consumer rewrites its
+// own state file after acks: with 1,000 queues in use that took half of the
+// process's CPU (BENCHMARKS.md "Many queues"), and pull+ack across them was
+// slower than the one-stream-per-queue layout; with memory storage it
+// took a third of the CPU per message (~370 instead of ~1,100–1,400 µs,
+// embedded NATS included) and ran about three times as fast. The messages are in
+// the file-backed WorkQueue stream either way, unacked ones included, so a
+// memory consumer loses no message. What a restart of the NATS server loses
+// is the consumer's state: the consumer is gone (the next pull request
+// finds no responders and consumerMissing makes it again), deliveries in
+// flight are handed out again at once, from the oldest, instead of after
+// their timeout, and their delivery counts start again, so a delivery in
+// flight at a server restart is not counted against the message's retries
+// (releases by the gateway are: Lmq-Delivered is in the message). A gateway
+// that outlived the restart still holds the first delivery: until the
+// consumer is made again its ack answers ErrUnavailable, after that the
+// message has gone to the next pull as well (at least once; both acks
+// succeed). In a cluster a memory consumer of an R3 stream is still a
+// three-node Raft group, its log in memory: it survives the loss of a node
+// and loses its state only when its nodes restart together. Nothing else
+// relies on a consumer's state surviving. JetStream does not change a
+// consumer's storage in place: a consumer found with the other storage
+// (older versions, NATS programs, a gateway with the other setting) is used
+// as it is until JetStream removes it unused (putConsumer).
+//
 // Deliveries: JetStream accepts acks for stale deliveries (it keys on the
 // stream sequence) and redelivers timed-out messages ahead of everything else,
 // while LMQ gives each delivery a fresh id, answers 404 to stale ones, and
@@ -91,6 +118,11 @@ import (
 type Config struct {
 	// Replicas of each queue's stream (1 on a single node).
 	Replicas int
+	// FileConsumers keeps the state of the queues' consumers (deliveries in
+	// flight, delivery counts) in files, as older versions did; by default
+	// it is kept in memory (see the package doc, "Consumer storage").
+	// Consumers that exist already keep the storage they have.
+	FileConsumers bool
 	// MaxMessageSize is the largest body accepted (default 256 MiB).
 	MaxMessageSize int64
 	// StoreHealth, when set, reports the NATS server's standing store
@@ -165,6 +197,7 @@ type Gateway struct {
 	bg    sync.WaitGroup
 	work  *background
 	wakes *wakeups
+	keep  *keeper // shards pushed into, for their keeper (keeper.go)
 }
 
 const (
@@ -223,6 +256,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
+	g.keep = newKeeper()
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -265,9 +299,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.bg.Add(2)
+	g.bg.Add(3)
 	go g.repollLoop()
 	go g.wakes.run()
+	go g.keeperLoop()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB

@@ -128,7 +128,7 @@ func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration
 		return err
 	}
 	ackWait = max(ackWait, backstop(q.g.props.effective(q.name).TimeoutDuration()))
-	_, err := q.g.js.CreateOrUpdateConsumer(ctx, q.stream, levelConsumerConfig(q.name, p, ackWait))
+	_, err := q.g.putConsumer(ctx, q.stream, levelConsumerConfig(q.name, p, ackWait), false)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		q.g.queues.shardLost(mapping.Shard(q.name))
 	}

@@ -20,6 +20,13 @@ const (
 // propCache mirrors the LMQ_PROPS bucket in memory. Every gateway watches the
 // bucket, so a change made through one is seen by all; the writer also updates
 // its cache at once so that a client reads its own write.
+//
+// It also keeps each used queue's resolved properties (resolved): a push and
+// a pull+ack ask for them several times, and resolving runs the default
+// list's regexps and copies the properties each time. Every change of a
+// queue's own properties or of the default list (local or followed from the
+// bucket) empties it, so it never answers with properties older than own
+// and defaults; changes are rare next to messages.
 type propCache struct {
 	kv       jetstream.KeyValue
 	log      *slog.Logger
@@ -27,12 +34,21 @@ type propCache struct {
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
 	f        *kvFollower
+
+	// resolved[queue] is mapping.Resolve(defaults, queue, own[enc]) as of
+	// generation gen; at most maxResolved entries (emptied when full).
+	resolved map[string]mapping.Effective
+	gen      uint64 // counts changes of own and defaults (under mu)
 }
+
+// maxResolved bounds the resolved-properties cache: beyond it the cache is
+// emptied and fills again with the queues in use (an entry is ~100 bytes).
+const maxResolved = 1 << 16
 
 // newPropCache loads the bucket (ctx bounds the wait) and follows it until
 // stop, or until life (the gateway's lifetime) ends.
 func newPropCache(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
-	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props)}
+	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
 	f, err := followBucket(ctx, life, kv, log, "properties", c.apply, c.replayed)
 	if err != nil {
 		return nil, err
@@ -45,6 +61,7 @@ func newPropCache(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Lo
 func (c *propCache) replayed(present map[string]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changedLocked()
 	for enc := range c.own {
 		if !present[ownKeyPrefix+enc] {
 			delete(c.own, enc)
@@ -62,6 +79,7 @@ func (c *propCache) apply(e jetstream.KeyValueEntry) {
 	deleted := e.Operation() != jetstream.KeyValuePut
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changedLocked()
 	switch {
 	case key == defaultsKey:
 		if deleted {
@@ -89,11 +107,37 @@ func (c *propCache) apply(e jetstream.KeyValueEntry) {
 	}
 }
 
+// changedLocked forgets every resolved queue: own or defaults change
+// (called under c.mu held for writing, before the change).
+func (c *propCache) changedLocked() {
+	c.gen++
+	clear(c.resolved)
+}
+
+// effective is the queue's resolved properties. The result's Hooks map is
+// shared with the cache and other callers: read it, never modify it.
 func (c *propCache) effective(queue string) mapping.Effective {
-	enc := mapping.EncodeName(queue)
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return mapping.Resolve(c.defaults, queue, c.own[enc])
+	e, ok := c.resolved[queue]
+	gen := c.gen
+	if !ok {
+		e = mapping.Resolve(c.defaults, queue, c.own[mapping.EncodeName(queue)])
+	}
+	c.mu.RUnlock()
+	if ok {
+		return e
+	}
+	c.mu.Lock()
+	// Resolved from own and defaults as of gen: kept only if nothing
+	// changed since (a change empties the cache and would not see it).
+	if c.gen == gen {
+		if len(c.resolved) >= maxResolved {
+			clear(c.resolved)
+		}
+		c.resolved[queue] = e
+	}
+	c.mu.Unlock()
+	return e
 }
 
 func (c *propCache) defaultList() mapping.DefaultList {
@@ -105,6 +149,7 @@ func (c *propCache) defaultList() mapping.DefaultList {
 func (c *propCache) setLocal(enc string, p mapping.Props, present bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.changedLocked()
 	if present {
 		c.own[enc] = p
 	} else {
@@ -205,6 +250,7 @@ func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList)
 		return jsErr("write default properties", err)
 	}
 	g.props.mu.Lock()
+	g.props.changedLocked()
 	g.props.defaults = list
 	g.props.mu.Unlock()
 	return nil

@@ -133,7 +133,10 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		return "", fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
 	}
 	now := time.Now()
-	subject := mapping.PrioritySubject(queue, prio)
+	subject := q.subject // mapping.PrioritySubject(queue, 0), already encoded
+	if prio > 0 {
+		subject = mapping.PrioritySubject(queue, prio)
+	}
 	if opts.Delay > 0 {
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
@@ -263,10 +266,13 @@ func (g *Gateway) Notify(queue string) {
 
 // notifyLevel is Notify for a message of priority p.
 func (g *Gateway) notifyLevel(queue string, p int) {
+	var enc string
 	if q := g.queues.local(queue); q != nil {
 		q.notifyLevel(p)
+		enc = q.enc
+	} else {
+		enc = mapping.EncodeName(queue)
 	}
-	enc := mapping.EncodeName(queue)
 	g.queues.notifyAny(enc)
 	_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
 }

@@ -282,11 +282,14 @@ func (r *registry) adopt(ctx context.Context) error {
 // settings that JetStream does not let us turn off again (per-message TTL,
 // schedules for delays, atomic batches); they cost nothing while unused, so
 // every shard gets them from the start.
+//
+// Each shard also takes its keeper's subject (keeper.go), which
+// upgradeShard adds to shards made before it.
 func shardConfig(k, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               mapping.ShardStream(k),
 		Description:        fmt.Sprintf("lmq queues, shard %d of %d", k, mapping.ShardCount),
-		Subjects:           mapping.ShardSubjects(k),
+		Subjects:           append(mapping.ShardSubjects(k), keeperSubject(k)),
 		Retention:          jetstream.WorkQueuePolicy,
 		Storage:            jetstream.FileStorage,
 		Replicas:           replicas,
@@ -481,6 +484,36 @@ func consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfi
 	return c
 }
 
+// putConsumer creates or updates (update: only updates) a queue's or
+// priority level's consumer c on stream, with the storage the gateway is
+// configured for (Config.FileConsumers). JetStream never changes the storage
+// of an existing consumer: it refuses the update with 10012 ("storage type
+// can not be updated"). Such a consumer, made by an older version or by a
+// gateway with the other setting, is used as it is: it may hold deliveries
+// in flight, which deleting it would hand out again at once. It gives way to
+// the configured storage when JetStream removes it unused
+// (InactiveThreshold) and the next pull makes it again.
+func (g *Gateway) putConsumer(ctx context.Context, stream string, c jetstream.ConsumerConfig, update bool) (jetstream.Consumer, error) {
+	put := g.js.CreateOrUpdateConsumer
+	if update {
+		put = g.js.UpdateConsumer
+	}
+	c.MemoryStorage = !g.cfg.FileConsumers
+	cons, err := put(ctx, stream, c)
+	var apiErr *jetstream.APIError
+	if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeConsumerCreate {
+		return cons, err
+	}
+	// 10012 is JetStream's code for every refused consumer config: only a
+	// consumer that is there with the other storage is worth a second try.
+	have, ierr := g.js.Consumer(ctx, stream, c.Durable)
+	if ierr != nil || have.CachedInfo().Config.MemoryStorage == c.MemoryStorage {
+		return nil, err
+	}
+	c.MemoryStorage = have.CachedInfo().Config.MemoryStorage
+	return put(ctx, stream, c)
+}
+
 // maxDescribedName bounds the queue name quoted in a consumer's description
 // (`nats consumer ls` prints it in one table cell).
 const maxDescribedName = 128
@@ -508,7 +541,7 @@ func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout tim
 	if want <= have || !ready {
 		return nil
 	}
-	if _, err := r.g.js.UpdateConsumer(ctx, q.stream, consumerConfig(q.name, want)); err != nil {
+	if _, err := r.g.putConsumer(ctx, q.stream, consumerConfig(q.name, want), true); err != nil {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			q.mu.Lock()
 			q.ready = false

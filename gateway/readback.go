@@ -31,21 +31,36 @@ type stamped struct {
 // cannot overflow an int.
 const maxDeliveries = mapping.MaxRetry + 1
 
+// readStamped reads the stamped values of a message's headers. An absent
+// header is not parsed at all: strconv allocates an error for "",
+// and most messages lack Lmq-Delivered and Lmq-Expires (this runs for every
+// pulled message).
 func readStamped(h nats.Header) stamped {
 	s := stamped{retry: -1}
-	if v, err := strconv.Atoi(h.Get(mapping.HdrDelivered)); err == nil && v >= 0 && v <= maxDeliveries {
-		s.delivered = v
+	if v, ok := stampedInt(h, mapping.HdrDelivered); ok && v >= 0 && v <= maxDeliveries {
+		s.delivered = int(v)
 	}
-	if v, err := strconv.Atoi(h.Get(mapping.HdrRetry)); err == nil && v >= 0 && v <= mapping.MaxRetry {
-		s.retry = v
+	if v, ok := stampedInt(h, mapping.HdrRetry); ok && v >= 0 && v <= mapping.MaxRetry {
+		s.retry = int(v)
 	}
-	if v, err := strconv.ParseInt(h.Get(mapping.HdrPushedAt), 10, 64); err == nil && v > 0 {
+	if v, ok := stampedInt(h, mapping.HdrPushedAt); ok && v > 0 {
 		s.pushedAt = v
 	}
-	if v, err := strconv.ParseInt(h.Get(mapping.HdrExpires), 10, 64); err == nil && v != 0 {
+	if v, ok := stampedInt(h, mapping.HdrExpires); ok && v != 0 {
 		s.expires = v
 	}
 	return s
+}
+
+// stampedInt is header name's first value as a decimal int64; false when
+// absent or not a number.
+func stampedInt(h nats.Header, name string) (int64, bool) {
+	v := h.Get(name)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
 }
 
 // bodyGoneForGood reports whether decodeMessage failed because the Object

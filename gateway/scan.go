@@ -16,16 +16,37 @@ import (
 // included, a WorkQueue stream keeps a message until it is acked). One look
 // serves every pull-any of this gateway for a while, and a shard is looked
 // at once at a time.
+//
+// Before looking at shards' subjects, a scan asks JetStream for the state of
+// every shard stream in one request (a stream list). A shard without
+// messages needs no look, and one whose state (first and last sequence,
+// message count) is the state its cached counts were taken at has the same
+// messages: no message was added (the last sequence would have grown) and
+// none removed (the count would have dropped). So a pull-any waiting over
+// thousands of empty queues costs one small request per re-poll, not two
+// per shard.
 type scanCache struct {
 	mu     sync.Mutex
 	shards map[int]*shardScan
+	states stateList
 }
 
 type shardScan struct {
 	at      time.Time         // when the last look started
 	counts  map[string]uint64 // encoded queue name → messages, from it
+	sig     shardSig          // the stream's state the counts were taken at
 	running chan struct{}     // closed when the running look ends; nil if none
 	since   time.Time         // when the running look started
+}
+
+// shardSig is what tells that a stream's messages changed.
+type shardSig struct{ first, last, msgs uint64 }
+
+// stateList is the last stream list: every shard stream's state.
+type stateList struct {
+	at      time.Time        // when the last list started
+	sigs    map[int]shardSig // shard → state; a missing shard has no stream
+	running chan struct{}    // closed when the running list ends; nil if none
 }
 
 // scanWorkers bounds the shard requests of one scan in flight at once.
@@ -36,15 +57,26 @@ const scanWorkers = 8
 func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Duration) (map[string]uint64, error) {
 	oldest := time.Now().Add(-maxAge)
 	counts := make(map[string]uint64)
+	if len(shards) == 0 {
+		return counts, nil
+	}
+	sigs, err := r.shardStates(ctx, oldest)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, scanWorkers)
 	var wg sync.WaitGroup
 	for _, k := range shards {
+		sig, ok := sigs[k]
+		if !ok || sig.msgs == 0 {
+			continue // no stream, or no message in it
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c, err := r.scanShard(ctx, k, oldest)
+			c, err := r.scanShard(ctx, k, oldest, sig)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -65,8 +97,70 @@ func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Durat
 	return counts, nil
 }
 
-// scanShard returns shard k's counts from a look started at oldest or later.
-func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time) (map[string]uint64, error) {
+// shardStates returns every shard stream's state from a stream list started
+// at oldest or later; one list serves every caller meanwhile.
+func (r *registry) shardStates(ctx context.Context, oldest time.Time) (map[int]shardSig, error) {
+	c := &r.scan
+	for {
+		c.mu.Lock()
+		l := &c.states
+		if l.sigs != nil && !l.at.Before(oldest) {
+			out := l.sigs
+			c.mu.Unlock()
+			return out, nil
+		}
+		if running := l.running; running != nil {
+			c.mu.Unlock()
+			select {
+			case <-running:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		done, started := make(chan struct{}), time.Now()
+		l.running = done
+		c.mu.Unlock()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		sigs, err := r.listShards(sctx)
+		cancel()
+		c.mu.Lock()
+		l.running = nil
+		if err == nil {
+			l.sigs, l.at = sigs, started
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			return nil, err
+		}
+		return sigs, nil
+	}
+}
+
+// listShards asks JetStream for the state of every shard stream, in one
+// request (paged by 256 streams: the shards and a few more fit in one).
+func (r *registry) listShards(ctx context.Context) (map[int]shardSig, error) {
+	sigs := make(map[int]shardSig, mapping.ShardCount)
+	l := r.g.js.ListStreams(ctx, jetstream.WithStreamListSubject(mapping.SubjectPrefix+".q.>"))
+	for info := range l.Info() {
+		if k, ok := mapping.ShardFromStream(info.Config.Name); ok {
+			sigs[k] = sigOf(info.State)
+		}
+	}
+	if err := l.Err(); err != nil {
+		return nil, jsErr("list queue streams", err)
+	}
+	return sigs, nil
+}
+
+func sigOf(s jetstream.StreamState) shardSig {
+	return shardSig{first: s.FirstSeq, last: s.LastSeq, msgs: s.Msgs}
+}
+
+// scanShard returns shard k's counts from a look started at oldest or later,
+// or from an older one taken at the state sig (the same messages).
+func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time, sig shardSig) (map[string]uint64, error) {
 	c := &r.scan
 	for {
 		c.mu.Lock()
@@ -78,7 +172,7 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time) (map[
 			s = &shardScan{}
 			c.shards[k] = s
 		}
-		if s.counts != nil && !s.at.Before(oldest) {
+		if s.counts != nil && (!s.at.Before(oldest) || s.sig == sig) {
 			out := s.counts
 			c.mu.Unlock()
 			return out, nil
@@ -98,12 +192,12 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time) (map[
 		// The look serves every waiter: it runs with its own deadline, not
 		// the first caller's context.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-		counts, err := r.lookAtShard(sctx, k)
+		counts, at, err := r.lookAtShard(sctx, k)
 		cancel()
 		c.mu.Lock()
 		s.running = nil
 		if err == nil {
-			s.counts, s.at = counts, started
+			s.counts, s.at, s.sig = counts, started, at
 		}
 		c.mu.Unlock()
 		close(done)
@@ -115,20 +209,22 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time) (map[
 }
 
 // lookAtShard asks shard k's stream for its queues' counts of deliverable
-// messages.
-func (r *registry) lookAtShard(ctx context.Context, k int) (map[string]uint64, error) {
-	counts := make(map[string]uint64)
+// messages; at is the stream's state at the first request (a change after
+// it shows as another state in the next list, which looks again).
+func (r *registry) lookAtShard(ctx context.Context, k int) (counts map[string]uint64, at shardSig, err error) {
+	counts = make(map[string]uint64)
 	st, err := r.lookupShard(ctx, k)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	if st == nil {
-		return counts, nil // not created yet: no messages
+		return counts, at, nil // not created yet: no messages
 	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardQueueWildcard(k)))
 	if err != nil {
-		return nil, jsErr("scan queues", err)
+		return nil, at, jsErr("scan queues", err)
 	}
+	at = sigOf(info.State)
 	for subj, n := range info.State.Subjects {
 		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
 			counts[enc] += n
@@ -139,14 +235,14 @@ func (r *registry) lookAtShard(ctx context.Context, k int) (map[string]uint64, e
 	// does not order queues by priority; each queue's pull does.
 	info, err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardPriorityWildcard(k)))
 	if err != nil {
-		return nil, jsErr("scan queues", err)
+		return nil, at, jsErr("scan queues", err)
 	}
 	for subj, n := range info.State.Subjects {
 		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
 			counts[enc] += n
 		}
 	}
-	return counts, nil
+	return counts, at, nil
 }
 
 // withMessages returns the queues matching w that hold messages, sorted,

@@ -114,6 +114,9 @@ type Config struct {
 	Embedded embedded.Options
 	// Replicas of each queue's stream and of the gateway's buckets.
 	Replicas int
+	// FileConsumers keeps the queues' consumer state in files instead of
+	// memory (gateway.Config.FileConsumers, --consumer-storage file).
+	FileConsumers bool
 
 	// DebugListen serves net/http/pprof (/debug/pprof/) on a listener of its
 	// own, never the API's ("": off, the default). It has no authentication
@@ -216,6 +219,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.core, err = retryStart(ctx, s.log, "core", func(ctx context.Context) (*gateway.Gateway, error) {
 		return gateway.New(ctx, s.nc, gateway.Config{
 			Replicas:        cfg.Replicas,
+			FileConsumers:   cfg.FileConsumers,
 			MaxMessageSize:  cfg.MaxBody,
 			MaxBufferedBody: cfg.MaxBuffered,
 			MaxWaitingPulls: cfg.MaxWaitingPulls,

@@ -93,11 +93,12 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		MaxRPCConns:         c.limits.maxRPCConns,
 		RPCMaxInflightBytes: c.limits.rpcMaxInflightBytes,
 
-		NATSURL:  c.natsURL,
-		NATSWait: c.natsWait,
-		NATS:     c.nats,
-		Embedded: c.embeddedOptions(),
-		Replicas: c.replicas,
+		NATSURL:       c.natsURL,
+		NATSWait:      c.natsWait,
+		NATS:          c.nats,
+		Embedded:      c.embeddedOptions(),
+		Replicas:      c.replicas,
+		FileConsumers: c.consumerStore == "file",
 
 		StatsDAddr:     c.statsdAddr,
 		StatsDInterval: c.statsdInterval,
