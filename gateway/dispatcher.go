@@ -378,10 +378,12 @@ func (q *queueState) shutdown() {
 
 // repollLoop polls queues with waiting clients that saw no notification for a
 // while: messages from plain NATS publishers and JetStream's own redeliveries
-// arrive without one.
+// arrive without one. While no queue has waiting clients or a request out it
+// sleeps until one has (registry.busy), so an idle gateway is not woken.
 func (g *Gateway) repollLoop() {
 	defer g.bg.Done()
-	t := time.NewTicker(250 * time.Millisecond)
+	const tick = 250 * time.Millisecond
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -392,6 +394,16 @@ func (g *Gateway) repollLoop() {
 		// Only the queues with waiting clients or a request out: with
 		// thousands of idle queues the loop must cost nothing.
 		states := g.queues.busyStates()
+		if len(states) == 0 {
+			t.Stop()
+			select {
+			case <-g.closing:
+				return
+			case <-g.queues.activeWake:
+			}
+			t.Reset(tick)
+			continue
+		}
 		waiting := 0
 		for _, q := range states {
 			q.mu.Lock()

@@ -35,6 +35,9 @@ type registry struct {
 	// is taken under a queueState's, never the other way round.
 	activeMu sync.Mutex
 	active   map[*queueState]struct{}
+	// activeWake wakes the re-poll loop, asleep while active is empty,
+	// when the first queue becomes busy.
+	activeWake chan struct{}
 
 	shardMu sync.Mutex // serializes creating shard streams
 	shards  [mapping.ShardCount]shardState
@@ -49,12 +52,13 @@ type shardState struct {
 
 func newRegistry(g *Gateway) *registry {
 	return &registry{
-		g:       g,
-		known:   make(map[string]string),
-		states:  make(map[string]*queueState),
-		byEnc:   make(map[string]*queueState),
-		anyWait: make(map[*anyWaiter]struct{}),
-		active:  make(map[*queueState]struct{}),
+		g:          g,
+		known:      make(map[string]string),
+		states:     make(map[string]*queueState),
+		byEnc:      make(map[string]*queueState),
+		anyWait:    make(map[*anyWaiter]struct{}),
+		active:     make(map[*queueState]struct{}),
+		activeWake: make(chan struct{}, 1),
 	}
 }
 
@@ -336,8 +340,15 @@ func subjectsCover(have, want []string) bool {
 // busy marks q as having waiting clients (called under q.mu).
 func (r *registry) busy(q *queueState) {
 	r.activeMu.Lock()
+	first := len(r.active) == 0
 	r.active[q] = struct{}{}
 	r.activeMu.Unlock()
+	if first {
+		select {
+		case r.activeWake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
 }
 
 // idle unmarks q, which has no waiting client and no request out (called
