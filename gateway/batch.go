@@ -86,7 +86,6 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 		return jsErr("store batch", fmt.Errorf("jetstream: %s", resp.Data))
 	}
 	stored = nil
-	g.keep.touch(mapping.Shard(queue))
 	g.obs.Pushed(queue, size)
 	g.Notify(queue)
 	return nil

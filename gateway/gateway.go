@@ -197,7 +197,6 @@ type Gateway struct {
 	bg    sync.WaitGroup
 	work  *background
 	wakes *wakeups
-	keep  *keeper // shards pushed into, for their keeper (keeper.go)
 }
 
 const (
@@ -256,7 +255,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
-	g.keep = newKeeper()
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -299,10 +297,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.bg.Add(3)
+	g.bg.Add(2)
 	go g.repollLoop()
 	go g.wakes.run()
-	go g.keeperLoop()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB

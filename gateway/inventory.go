@@ -214,20 +214,12 @@ func addCounts(into map[string]*QueueInfo, subjects map[string]uint64) {
 	}
 }
 
-// shareOf estimates the bytes of msgs messages of a stream by its average,
-// leaving out the shard's keeper (keeper.go) where there is room for one: a
-// small message that would otherwise take a share (a lone message would
-// count half its size).
+// shareOf estimates the bytes of msgs messages of a stream by its average.
 func shareOf(st jetstream.StreamState, msgs uint64) uint64 {
-	total, bytes := st.Msgs, st.Bytes
-	if total > msgs {
-		total--
-		bytes -= min(bytes, keeperBytes)
-	}
-	if total == 0 || msgs == 0 {
+	if st.Msgs == 0 || msgs == 0 {
 		return 0
 	}
-	return uint64(float64(bytes) * float64(min(msgs, total)) / float64(total))
+	return uint64(float64(st.Bytes) * float64(min(msgs, st.Msgs)) / float64(st.Msgs))
 }
 
 // placement lists a stream's servers, leader first, and those up to date.

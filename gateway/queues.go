@@ -287,13 +287,33 @@ func (r *registry) adopt(ctx context.Context) error {
 // schedules for delays, atomic batches); they cost nothing while unused, so
 // every shard gets them from the start.
 //
-// Each shard also takes its keeper's subject (keeper.go), which
-// upgradeShard adds to shards made before it.
+// Block churn (issue 19), measured and left as it is: JetStream's file
+// store deletes a message block when its last message goes
+// (fileStore.removeMsgFromBlock → removeMsgBlock, server/filestore.go in
+// nats-server 2.15); when that is the block being written it first rolls to
+// a new one (newMsgBlockForWrite: a new .blk file, hash key, write cache,
+// flush goroutine), writes a tombstone there and unlinks the old file. A
+// queue whose consumers keep up is emptied by nearly every ack, so at 2,000
+// msg/s the store made and removed a block file every ~2 messages. No
+// setting avoids it: the block size only bounds a full block, S2 compression
+// adds a recompression of each rolled block (raw test: 300 against 197
+// µs/msg), SyncInterval/SyncAlways only act on flushing. A message nobody
+// consumes in the block being written avoids it (an ack then only appends a
+// tombstone). Two such keepers were built and measured: republished every
+// second by a JetStream schedule, and written (rolled up) by a gateway at
+// most once a second after pushes into the shard. In-process they cut CPU
+// per pull+ack by 25-50%, but through the binary at a steady 2,000 msg/s
+// (lmq-bench e2e) CPU per message did not move (519-526 against 527-537
+// µs) and p99 latency rose from 11-14 ms to 25-47 ms: each rollup removes
+// the previous keeper from an older block, and blocks emptied while a keeper
+// pins the first sequence stay on disk, tombstones and all, until the
+// store's periodic sync compacts them (numPriorTombsLocked; every 2 min).
+// Neither is used (BENCHMARKS.md "CPU per message", issue 19 closing note).
 func shardConfig(k, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               mapping.ShardStream(k),
 		Description:        fmt.Sprintf("lmq queues, shard %d of %d", k, mapping.ShardCount),
-		Subjects:           append(mapping.ShardSubjects(k), keeperSubject(k)),
+		Subjects:           mapping.ShardSubjects(k),
 		Retention:          jetstream.WorkQueuePolicy,
 		Storage:            jetstream.FileStorage,
 		Replicas:           replicas,

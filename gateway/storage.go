@@ -41,7 +41,6 @@ func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint
 	for {
 		ack, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
 		if err == nil {
-			g.keep.touch(mapping.Shard(q.name))
 			return ack.Sequence, nil
 		}
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
