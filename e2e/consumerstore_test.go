@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -82,7 +81,7 @@ func TestConsumerStorageExistingBound(t *testing.T) {
 	file := StartWithNATS(t, natsURL, "--consumer-storage", "file")
 	cm, cf := mem.Client(t), file.Client(t)
 	js := JetStreamOf(t, natsURL)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // reached only on failure
 	defer cancel()
 
 	// serve pushes three messages through one gateway and takes them through
@@ -241,37 +240,13 @@ func TestConsumerStorageRestart(t *testing.T) {
 
 	t.Run("external", func(t *testing.T) {
 		t.Parallel()
-		opts := &server.Options{
-			Host:      "127.0.0.1",
-			Port:      server.RANDOM_PORT,
-			JetStream: true,
-			StoreDir:  t.TempDir(),
-			NoLog:     true,
-			NoSigs:    true,
-		}
-		ns, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		if !ns.ReadyForConnections(startTimeout) {
-			ns.Shutdown()
-			t.Fatalf("nats-server not ready within %v", startTimeout)
-		}
-		stopped := false
-		t.Cleanup(func() {
-			if !stopped {
-				ns.Shutdown()
-				ns.WaitForShutdown()
-			}
-		})
+		ns, opts := startNATSServer(t)
 		gw := StartWithNATS(t, ns.ClientURL())
 		c := gw.Client(t)
 		js := JetStreamOf(t, ns.ClientURL())
 		inflight := fill(c)
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		stopped = true
 		RestartNATS(t, ns, opts)
 		after(t, c, js, lost, inflight.Retry())
 		// The first delivery, still held by its client, was superseded by

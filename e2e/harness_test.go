@@ -464,6 +464,14 @@ func (g *Gateway) Client(t testing.TB) *Client {
 // returns its client URL. It is shut down when t ends.
 func StartNATS(t testing.TB) string {
 	t.Helper()
+	s, _ := startNATSServer(t)
+	return s.ClientURL()
+}
+
+// startNATSServer is StartNATS returning the server and its options (for
+// RestartNATS). Shutting it down before t ends is allowed.
+func startNATSServer(t testing.TB) (*server.Server, *server.Options) {
+	t.Helper()
 	opts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      server.RANDOM_PORT,
@@ -482,10 +490,10 @@ func StartNATS(t testing.TB) string {
 		t.Fatalf("nats-server not ready within %v", startTimeout)
 	}
 	t.Cleanup(func() {
-		s.Shutdown()
+		s.Shutdown() // a no-op if the test stopped it
 		s.WaitForShutdown()
 	})
-	return s.ClientURL()
+	return s, opts
 }
 
 // freeAddr returns a loopback address with a port that was free a moment

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -310,23 +314,34 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 // a message with them nor leave it stuck, whether the push comes a while
 // after they left or right after (when the gateway's HTTP server may not yet
 // have read their FIN: the gateway must notice the closed socket anyway).
+// The abandoned polls are raw TCP connections closed by the test, so that
+// "left" means the FIN was sent (an HTTP client's cancel closes its
+// connection when it gets to it, which may be after the push).
 func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 	const q = "sem-disconnect"
 	c.PullEmpty(q, "0")
 	for round, pause := range []time.Duration{200 * time.Millisecond, 0} {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 3)
-		for range 3 {
-			go func() {
-				_, err := c.Send(ctx, http.MethodGet, "/messages/"+q, nil)
-				done <- err
-			}()
+		conns := make([]net.Conn, 3)
+		for i := range conns {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := fmt.Fprintf(conn, "GET /messages/%s HTTP/1.1\r\nHost: lmq\r\n\r\n", q); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = conn
 		}
 		time.Sleep(300 * time.Millisecond) // the polls are waiting in the gateway
-		cancel()
-		for range 3 {
-			if err := <-done; err == nil {
-				t.Fatalf("round %d: an abandoned long-poll got an answer", round)
+		for _, conn := range conns {
+			// Nothing was answered, and now the client leaves.
+			_ = conn.SetReadDeadline(time.Now())
+			if n, err := conn.Read(make([]byte, 1)); n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("round %d: an abandoned long-poll got an answer (%d bytes, %v)", round, n, err)
+			}
+			if err := conn.Close(); err != nil {
+				t.Fatal(err)
 			}
 		}
 		time.Sleep(pause)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 )
 
 // accepted runs Accept in the background and returns its results.
@@ -119,5 +121,37 @@ func TestNoLimit(t *testing.T) {
 	defer inner.Close()
 	if Listen(inner, 0) != inner {
 		t.Fatal("Listen with 0 wrapped the listener")
+	}
+}
+
+// TestPeerSeesThroughConn: the limiter's connections still let
+// internal/peer see that the client has closed the socket (the HTTP front
+// end asks before writing a delivery).
+func TestPeerSeesThroughConn(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listen(inner, 4)
+	defer l.Close()
+	client, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if peer.Closed(server) {
+		t.Fatal("open connection reported closed")
+	}
+	client.Close()
+	deadline := time.Now().Add(20 * time.Second) // reached only on failure
+	for !peer.Closed(server) {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed client is not seen through the limiter's connection")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -13,7 +13,19 @@ import (
 // Closed reports whether the peer has closed (or half-closed) c: a pending end
 // of stream with no unread data before it. It never blocks and never consumes
 // data; on connections it cannot inspect it reports false.
+//
+// Wrappers that expose the connection they wrap with NetConn (tls.Conn, the
+// HTTP server's connection limiter) are looked through: a wrapper that hid
+// the socket would make every peer look present, and a delivery be written
+// to a client that has left.
 func Closed(c net.Conn) bool {
+	for {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
