@@ -121,6 +121,10 @@ type countingConn struct {
 	once sync.Once
 }
 
+// NetConn returns the accepted connection, so that internal/peer (has the
+// client closed it?) sees the socket through the wrapper.
+func (c *countingConn) NetConn() net.Conn { return c.Conn }
+
 func (c *countingConn) Close() error {
 	c.once.Do(c.g.Dec)
 	return c.Conn.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -576,5 +577,38 @@ func TestReadyWithoutJetStream(t *testing.T) {
 	}
 	if w := get(t, handler(o, nil), "/readyz"); w.Code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz while draining: %d", w.Code)
+	}
+}
+
+// TestRPCListenerPeerClosed: the counting wrapper lets internal/peer see a
+// client that has closed its socket (the RPC front end asks before writing a
+// delivery).
+func TestRPCListenerPeerClosed(t *testing.T) {
+	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := o.Metrics().RPCListener(l)
+	defer wl.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := wl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if peer.Closed(s) {
+		t.Fatal("open connection reported closed")
+	}
+	c.Close()
+	deadline := time.Now().Add(20 * time.Second) // reached only on failure
+	for !peer.Closed(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed client is not seen through the counting wrapper")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
