@@ -396,7 +396,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound()
 		}
-		g.release(d.raw, true)
+		g.nackRelease(d.raw)
 	case Ext:
 		timeout := g.props.effective(q.name).TimeoutDuration()
 		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
@@ -421,6 +421,32 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 	}
 	g.obs.Replied(q.name, kind)
 	return nil
+}
+
+// nackRelease puts a nacked message back, waiting at most replyTimeout for
+// it: the release itself may take up to opTimeout when the stream has no
+// leader (an election), and a client's nack must be answered within the
+// bound every other request keeps. Past replyTimeout the release goes on in
+// the background; the answer is the same 204 either way, since a release
+// that fails leaves the message to come back after JetStream's backstop
+// AckWait (release logs it), which is what a nack that is not answered in
+// time amounts to as well. In the usual case the release is done before the
+// answer, so a client's next pull sees the message where LMQ puts it.
+func (g *Gateway) nackRelease(r *raw) {
+	done := make(chan struct{})
+	if !g.spawn(func(context.Context) {
+		defer close(done)
+		g.release(r, true)
+	}) {
+		g.release(r, true) // closing: no background work any more
+		return
+	}
+	t := time.NewTimer(replyTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // outcomeErr classifies a failed request to JetStream whose effect is a
