@@ -31,6 +31,19 @@ func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
 	return g, testnats.JetStream(t, testnats.Connect(t, ns, "look"))
 }
 
+// eventually polls cond until it holds; msgWait is a bound reached only on
+// failure.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(msgWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not reached within %v", msgWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func prioCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -146,31 +159,25 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 		t.Fatalf("second %s", d.Message.Body)
 	}
 	// The status counts a priority's delivery in flight.
-	for {
+	eventually(t, func() bool {
 		s, err := g.QueueStatus(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.InFlight == 1 || g.inFlightCount("pn") == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s.InFlight == 1 || g.inFlightCount("pn") == 0
+	})
 	if g.inFlightCount("pn") == 0 {
 		t.Fatal("QueueStatus never counted the priority delivery in flight")
 	}
 	// Wait for the timeout: the message is available again (at the tail of
 	// priority 4, behind p4-3 and the nacked p4-1).
-	for {
+	eventually(t, func() bool {
 		qi, err := g.Queue(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if qi.Size == 5 && g.inFlightCount("pn") == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return qi.Size == 5 && g.inFlightCount("pn") == 0
+	})
 	got := strings.Join(pullOrder(t, g, "pn", 5), " ")
 	if want := "p4-3 p4-1 p4-2 p2-1 p0-1"; got != want {
 		t.Fatalf("order %s, want %s", got, want)
@@ -204,16 +211,13 @@ func TestPriorityDeadLetterRespawn(t *testing.T) {
 	if err := g.Reply(prioCtx(t), "pd", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	eventually(t, func() bool {
 		det, err := g.QueueDetail(prioCtx(t), "pd")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if det.DeadLetters == 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return det.DeadLetters == 1
+	})
 	pushP(t, g, "pd", "p0-1", 0)
 	pushP(t, g, "pd", "p6-1", 6)
 	if n, err := g.RespawnDeadLetters(prioCtx(t), "pd", 1); n != 1 || err != nil {
@@ -324,16 +328,12 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
 		done <- d
 	}()
-	for {
+	eventually(t, func() bool {
 		q := g2.queues.local("po")
 		q.mu.Lock()
-		w := len(q.waiters)
-		q.mu.Unlock()
-		if w > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer q.mu.Unlock()
+		return len(q.waiters) > 0
+	})
 	pushP(t, g1, "po", "p3-1", 3)
 	d := <-done
 	if d == nil || string(d.Message.Body) != "p3-1" || d.Priority != 3 {
@@ -489,16 +489,13 @@ func TestPriorityDelayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushP(t, g, "pdl", "p0-1", 0)
-	for {
+	eventually(t, func() bool {
 		qi, err := g.Queue(prioCtx(t), "pdl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if qi.Size == 2 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return qi.Size == 2
+	})
 	got := strings.Join(pullOrder(t, g, "pdl", 2), " ")
 	if want := "p5-1 p0-1"; got != want {
 		t.Fatalf("order %s, want %s", got, want)

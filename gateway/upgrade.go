@@ -438,14 +438,12 @@ func (mv *legacyMove) run(ctx context.Context, stats *upgradeStats, pauseAfter i
 		var last uint64
 		keepUnknown := false
 		for len(batch) < upgradeBatch {
-			gctx, gcancel := context.WithTimeout(ctx, opTimeout)
-			rm, err := mv.old.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(mapping.SubjectPrefix+".>"))
-			gcancel()
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
-			}
+			rm, err := mv.next(ctx, seq)
 			if err != nil {
-				return moved, expired, unknown, fmt.Errorf("read message %d: %w", seq, err)
+				return moved, expired, unknown, err
+			}
+			if rm == nil {
+				break
 			}
 			seq = rm.Sequence + 1
 			m, drop := mv.translate(rm)
@@ -500,18 +498,28 @@ func (mv *legacyMove) run(ctx context.Context, stats *upgradeStats, pauseAfter i
 	}
 }
 
+// next reads the old stream's first message at or after seq; nil when there
+// is none.
+func (mv *legacyMove) next(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	rm, err := mv.old.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(mapping.SubjectPrefix+".>"))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read message %d: %w", seq, err)
+	}
+	return rm, nil
+}
+
 // rest finishes a stream that holds a message the upgrade does not know:
 // one message at a time, each original deleted by sequence.
 func (mv *legacyMove) rest(ctx context.Context, seq uint64, stats *upgradeStats, moved, expired, unknown int, done map[uint64]bool) (int, int, int, error) {
 	for {
-		gctx, gcancel := context.WithTimeout(ctx, opTimeout)
-		rm, err := mv.old.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(mapping.SubjectPrefix+".>"))
-		gcancel()
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return moved, expired, unknown, nil
-		}
-		if err != nil {
-			return moved, expired, unknown, fmt.Errorf("read message %d: %w", seq, err)
+		rm, err := mv.next(ctx, seq)
+		if err != nil || rm == nil {
+			return moved, expired, unknown, err
 		}
 		seq = rm.Sequence + 1
 		m, drop := mv.translate(rm)

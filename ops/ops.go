@@ -231,14 +231,7 @@ func (o *Ops) serveStats(w http.ResponseWriter, r *http.Request) {
 		// the bytes with thousands of queues (lmq-gateway status).
 		v = doc.brief()
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeJSONError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	_, _ = w.Write(b)
+	writeJSON(w, http.StatusOK, v)
 }
 
 // briefDoc is StatsDoc without the queues' event statistics.
