@@ -84,7 +84,8 @@
 // a retry. (Right after a push notification a request may wait up to 50 ms,
 // because JetStream acknowledges a publish before the consumer counts the
 // message.) While a queue is empty its waiters sleep until a notification on
-// lmq.n.<enc> (published by any gateway after every stored push or release) or
+// lmq.n.<enc> (published by any gateway after every stored push or release,
+// while other gateways are known to be running: peers.go) or
 // a periodic re-poll (which also catches messages published by plain NATS
 // programs and JetStream's own redeliveries). An idle long-poll therefore
 // costs no JetStream requests between re-polls. Pull-any does not bind the
@@ -197,6 +198,7 @@ type Gateway struct {
 	bg    sync.WaitGroup
 	work  *background
 	wakes *wakeups
+	peers *peers
 }
 
 const (
@@ -255,6 +257,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
+	g.peers = newPeers(g)
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -286,6 +289,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("subscribe pull replies: %w", err)
 	}
+	if err := g.peers.start(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("peers: %w", err)
+	}
 	if err := g.queues.start(ctx); err != nil {
 		g.Close()
 		return nil, err
@@ -297,9 +304,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	g.bg.Add(2)
+	g.bg.Add(3)
 	go g.repollLoop()
 	go g.wakes.run()
+	go g.peers.run()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB

@@ -111,3 +111,75 @@ func TestNotifyAcrossGateways(t *testing.T) {
 	// Two main connections (closed by their owners, the test) remain.
 	waitFor(t, func() bool { return ns.NATS().NumClients() <= clients+2 })
 }
+
+// TestNotifyOnlyWithPeers: a gateway alone publishes no notifications (its
+// own waiting clients are woken directly); once a second gateway runs it
+// does, and after that one's graceful stop it stops again. What reaches a
+// plain NATS subscriber is checked by order: everything the gateway
+// published before a flush arrives before a marker published after it.
+func TestNotifyOnlyWithPeers(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "test")
+	g, err := gateway.New(ctx, nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	obs := testnats.Connect(t, ns, "observer")
+	seen, err := obs.SubscribeSync(mapping.NotifyPrefix + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = "notify/peers"
+	marker := mapping.NotifySubject("notify/marker")
+	// notified pushes one message through g and says whether a notification
+	// of q reached the subscriber before the marker.
+	notified := func() bool {
+		t.Helper()
+		if _, err := g.Push(ctx, q, gateway.Message{Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.FlushWithContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Publish(marker, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for {
+			m, err := seen.NextMsgWithContext(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Subject == marker {
+				return got
+			}
+			got = got || m.Subject == mapping.NotifySubject(q)
+		}
+	}
+	if notified() {
+		t.Fatal("a gateway alone published a notification")
+	}
+	if p := g.Peers(); len(p) != 0 {
+		t.Fatalf("peers of a gateway alone: %v", p)
+	}
+
+	other, err := gateway.New(ctx, testnats.Connect(t, ns, "test"), gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	waitFor(t, func() bool { return len(g.Peers()) == 1 && g.Peers()[0] == other.ID() })
+	waitFor(t, func() bool { return len(other.Peers()) == 1 && other.Peers()[0] == g.ID() })
+	if !notified() {
+		t.Fatal("no notification with another gateway running")
+	}
+
+	other.Close() // says bye
+	waitFor(t, func() bool { return len(g.Peers()) == 0 })
+	if notified() {
+		t.Fatal("a notification after the other gateway stopped")
+	}
+}

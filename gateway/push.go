@@ -274,13 +274,20 @@ func (g *Gateway) notifyLevel(queue string, p int) {
 		enc = mapping.EncodeName(queue)
 	}
 	g.queues.notifyAny(enc)
-	_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
+	if g.peers.any() {
+		// Only other gateways' waiting clients need it (peers.go says why
+		// leaving it out while alone is safe).
+		_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
+	}
 }
 
 func (g *Gateway) onNotify(m *nats.Msg) {
 	id, p := parseNotifyPayload(m.Data, len(g.idPfx))
 	if bytes.Equal(id, g.idPfx) {
 		return // our own, already applied locally
+	}
+	if len(id) == len(g.idPfx) {
+		g.peers.heard(id) // a gateway that notifies is a peer (older ones send no hellos)
 	}
 	_, enc, ok := mapping.EncFromSubject(m.Subject)
 	if !ok {

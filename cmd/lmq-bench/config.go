@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
 	gwArgs := fs.String("gateway-args", "", "extra arguments for the spawned gateway, space-separated")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the spawned gateway's temp dir (data, log) after the run")
-	fs.StringVar(&cfg.profileDir, "profile", "", "save a CPU profile of the spawned gateway for each measured push/pull/mixed cell into `DIR`, named workload-target-cC-sSIZE-qQUEUES.pprof (read with go tool pprof -top FILE); the gateway is started with --debug-listen on a loopback port; needs spawn mode")
+	fs.StringVar(&cfg.profileDir, "profile", "", "save a CPU profile of the spawned gateway for each measured push/pull/mixed cell and e2e/maxrate trial into `DIR`, named workload-target-cC-sSIZE-qQUEUES[-rRATE].pprof (read with go tool pprof -top FILE); the gateway is started with --debug-listen on a loopback port; needs spawn mode")
 	fs.StringVar(&cfg.httpAddr, "http", "", "HTTP address of a running gateway (host:port)")
 	fs.StringVar(&cfg.rpcAddr, "rpc", "", "MessagePack-RPC address of a running gateway (host:port)")
 	fs.StringVar(&cfg.natsURL, "nats", "", "NATS URL for the jetstream target against a running deployment")

@@ -126,6 +126,8 @@ func (b *bench) e2eTrial(ctx context.Context, t target, qs *queueSet, conc, size
 	recs := make([]*recorder, conc*depth)
 
 	cpu0 := b.serverCPU(t)
+	profiled := b.profileFor(ctx, t.name(), fmt.Sprintf("e2e-%s-c%d-s%d-q%d-r%.0f", t.name(), conc, size, len(qs.names), rate), d)
+	defer profiled()
 	start := time.Now()
 	end := start.Add(d)
 	warm := start.Add(min(d/10, time.Second))

@@ -18,11 +18,16 @@ import (
 // Without --profile, or for a target the gateway does not serve (noop-http),
 // it does nothing. A failed profile is logged; the cell still counts.
 func (b *bench) startProfile(ctx context.Context, r cellResult) (wait func()) {
-	if b.cfg.profileDir == "" || b.gw == nil || b.gw.debugAddr == "" || r.target == tNoop {
+	base := fmt.Sprintf("%s-%s-c%d-s%d-q%d", r.workload, r.target, r.conc, r.size, r.queues)
+	return b.profileFor(ctx, r.target, base, b.cfg.duration)
+}
+
+// profileFor is startProfile for any measured span of d (e2e trials too).
+func (b *bench) profileFor(ctx context.Context, target, base string, d time.Duration) (wait func()) {
+	if b.cfg.profileDir == "" || b.gw == nil || b.gw.debugAddr == "" || target == tNoop {
 		return func() {}
 	}
-	secs := max(1, int(math.Ceil(b.cfg.duration.Seconds())))
-	base := fmt.Sprintf("%s-%s-c%d-s%d-q%d", r.workload, r.target, r.conc, r.size, r.queues)
+	secs := max(1, int(math.Ceil(d.Seconds())))
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.gw.debugAddr, secs)
 	done := make(chan struct{})
 	go func() {
