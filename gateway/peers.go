@@ -18,9 +18,9 @@ import (
 // subscription, to be read, handed to a goroutine and dropped.
 //
 // Gateways find each other by heartbeats on core NATS (nothing stored):
-//   - at start, a hello on lmq.gw.hello with a reply subject; every gateway
-//     that hears it answers there at once, so the newcomer knows the others
-//     within a round trip, and they know it;
+//   - at start (and after a reconnect), a hello on lmq.gw.hello with a
+//     reply subject; every gateway that hears it answers there at once, so
+//     the newcomer knows the others within a round trip, and they know it;
 //   - a hello every helloEvery; a gateway not heard from for peerLapse
 //     (three missed hellos: it died, or its network did) is dropped;
 //   - a bye when it stops waiting (StopWaiting, at the start of a graceful
@@ -76,12 +76,19 @@ func (p *peers) start() error {
 		return err
 	}
 	g.subs = append(g.subs, sub)
-	inbox := controlPrefix + g.id + ".hello"
-	if sub, err = g.nc.Subscribe(inbox, g.counted(p.onHello)); err != nil {
+	if sub, err = g.nc.Subscribe(controlPrefix+g.id+".hello", g.counted(p.onHello)); err != nil {
 		return err
 	}
 	g.subs = append(g.subs, sub)
-	return g.nc.PublishMsg(&nats.Msg{Subject: helloSubject, Reply: inbox, Data: p.hello})
+	return p.announce()
+}
+
+// announce sends a hello that every other gateway answers at once: at start,
+// and after a reconnect (others may have dropped this gateway meanwhile, and
+// it them).
+func (p *peers) announce() error {
+	g := p.g
+	return g.nc.PublishMsg(&nats.Msg{Subject: helloSubject, Reply: controlPrefix + g.id + ".hello", Data: p.hello})
 }
 
 // run sends the periodic hello and drops peers gone silent, until the

@@ -166,28 +166,32 @@ func (b *bench) report() string {
 			continue
 		}
 		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
-		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | notes |\n")
-		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		w("\"vs parts\" compares http with the sum-of-parts limit 1/(1/noop-http + 1/jetstream): the rate HTTP and JetStream would reach together on this client if the gateway added nothing.\n\n")
+		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | vs parts | notes |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		sortCells(rows)
 		for _, c := range rows {
 			js := index[cellKey{c.workload, c.conc, c.size, c.queues}][tJS]
-			vsJS, vsNoop := "—", "—"
+			vsJS, vsNoop, vsParts := "—", "—", "—"
 			if c.target != tJS {
 				vsJS = fmtRatio(c.rate, js.rate)
 			}
 			if c.target == tHTTP {
 				if n, ok := noopFor(c); ok {
 					vsNoop = fmtRatio(c.rate, n.rate)
+					if n.rate > 0 && js.rate > 0 {
+						vsParts = fmtRatio(c.rate, 1/(1/n.rate+1/js.rate))
+					}
 				}
 			}
 			rss := "—"
 			if c.target != tNoop && c.srvRSS > 0 {
 				rss = fmt.Sprintf("%.0f MiB", float64(c.srvRSS)/(1<<20))
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				c.target, c.conc, fmtSize(c.size), queuesCol(c.target, c.queues), fmtRate(c.rate),
 				fmtDur(c.lat.p50), fmtDur(c.lat.p99), fmtDur(c.lat.p999),
-				cpuPerMsg(c.srvCPU, c.msgs), rss, vsJS, vsNoop, cellNotes(c))
+				cpuPerMsg(c.srvCPU, c.msgs), rss, vsJS, vsNoop, vsParts, cellNotes(c))
 		}
 		w("\n")
 	}
