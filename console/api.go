@@ -522,11 +522,14 @@ func (c *Console) serveMatch(w http.ResponseWriter, r *http.Request) {
 
 // Cluster is the answer of GET /ui/api/cluster.
 type Cluster struct {
-	Gateway     GatewayInfo `json:"gateway"`
-	ActiveNodes []string    `json:"active_nodes"`
-	AllNodes    []string    `json:"all_nodes"`
-	Queues      int         `json:"queues"`
-	Streams     []Stream    `json:"streams"`
+	Gateway GatewayInfo `json:"gateway"`
+	// OtherGateways are the ids of the other gateways on the same NATS
+	// system that this one hears (their heartbeats, gateway/peers.go).
+	OtherGateways []string `json:"other_gateways"`
+	ActiveNodes   []string `json:"active_nodes"`
+	AllNodes      []string `json:"all_nodes"`
+	Queues        int      `json:"queues"`
+	Streams       []Stream `json:"streams"`
 }
 
 // GatewayInfo describes the gateway that answered.
@@ -567,11 +570,12 @@ func (c *Console) serveCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := Cluster{
-		Gateway:     GatewayInfo{ID: c.core.ID(), Version: c.opt.Version, Auth: c.inv.AuthMode()},
-		ActiveNodes: doc.ActiveNodes,
-		AllNodes:    doc.AllNodes,
-		Queues:      len(views),
-		Streams:     streamsOf(views),
+		Gateway:       GatewayInfo{ID: c.core.ID(), Version: c.opt.Version, Auth: c.inv.AuthMode()},
+		OtherGateways: c.core.Peers(),
+		ActiveNodes:   doc.ActiveNodes,
+		AllNodes:      doc.AllNodes,
+		Queues:        len(views),
+		Streams:       streamsOf(views),
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -56,6 +56,8 @@ type Core interface {
 	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
 	// ID names this gateway.
 	ID() string
+	// Peers are the ids of the other gateways it hears.
+	Peers() []string
 }
 
 // Inventory is what the console reads of the operations side; *ops.Ops

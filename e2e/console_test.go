@@ -363,6 +363,7 @@ func TestConsolePages(t *testing.T) {
 	b.open("#/cluster")
 	b.waitJS("streams", `document.querySelectorAll('#streams tbody tr').length >= 1 && document.querySelector('#streams tbody').textContent.includes('healthy')`)
 	b.waitJS("the gateway's id", `document.querySelector('#gateway-info dd') && document.querySelector('#gateway-info dd').textContent.length > 0`)
+	b.waitJS("no other gateway", `document.querySelector('#gateway-info').textContent.includes('Other gatewaysnone seen')`)
 	b.screenshot("cluster")
 	b.labelled("cluster")
 

@@ -124,6 +124,7 @@ func TestOpsEndpoints(t *testing.T) {
 			`lmq_retention_seconds_count{queue="ops/stats"} 2`,
 			`lmq_http_request_duration_seconds_count{code="200",method="POST",route="/messages/{name}"} 3`,
 			`lmq_long_polls_waiting 0`,
+			`lmq_gateway_peers 0`, // alone on its embedded NATS
 			`lmq_rpc_connections 0`,
 			`lmq_deliveries_in_flight 1`,
 			"lmq_build_info{",

@@ -26,6 +26,8 @@ type Core interface {
 	StoreFailures() uint64
 	// WaitingPulls counts the pulls (HTTP and RPC) that may wait now.
 	WaitingPulls() int
+	// Peers are the ids of the other gateways this one hears.
+	Peers() []string
 }
 
 var _ Core = (*gateway.Gateway)(nil)

@@ -48,6 +48,10 @@ func newMetrics(o *Ops) *Metrics {
 			Help: "Pulls (HTTP and RPC) waiting for a message on this gateway; --max-waiting-pulls bounds them.",
 		}, func() float64 { return float64(o.core.WaitingPulls()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lmq_gateway_peers",
+			Help: "Other gateways on the same NATS system that this one hears (heartbeats on lmq.gw.hello); while 0 it publishes no wake-up notifications.",
+		}, func() float64 { return float64(len(o.core.Peers())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_deliveries_in_flight",
 			Help: "Messages this gateway handed out and not yet answered.",
 		}, func() float64 { return float64(o.core.InFlight()) }),

@@ -67,6 +67,7 @@ func (c *fakeCore) QueueStatuses(context.Context) ([]gateway.QueueStatus, error)
 func (c *fakeCore) InFlight() int            { return 3 }
 func (c *fakeCore) Closing() <-chan struct{} { return c.closing }
 func (c *fakeCore) StoreFailures() uint64    { return 0 }
+func (c *fakeCore) Peers() []string          { return []string{"0a0b0c0d"} }
 
 // ProbeStore fails: the fake has no JetStream.
 func (c *fakeCore) ProbeStore(context.Context) error { return errors.New("no JetStream") }
@@ -285,6 +286,7 @@ func TestMetricsNames(t *testing.T) {
 		`lmq_queues 1`,
 		`lmq_deliveries_in_flight 3`,
 		`lmq_long_polls_waiting 0`,
+		`lmq_gateway_peers 1`,
 		`lmq_rpc_connections 0`,
 		`lmq_build_info{goversion="go`,
 		`version="v9"} 1`,

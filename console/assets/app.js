@@ -691,7 +691,8 @@ function clusterPage(main) {
   const page = {
     async refresh() {
       const c = await api('GET', 'api/cluster');
-      gw.replaceChildren(...[['Id', c.gateway.id], ['Version', c.gateway.version || '?'], ['Authentication', c.gateway.auth], ['Queues', fmtInt(c.queues)]]
+      const others = (c.other_gateways || []).join(', ') || 'none seen';
+      gw.replaceChildren(...[['Id', c.gateway.id], ['Version', c.gateway.version || '?'], ['Authentication', c.gateway.auth], ['Queues', fmtInt(c.queues)], ['Other gateways', others]]
         .flatMap(([k, v]) => [h('dt', { class: 'muted' }, k), h('dd', {}, v)]));
       const active = new Set(c.active_nodes);
       nodes.replaceChildren(c.all_nodes.length
