@@ -223,7 +223,7 @@ func (b *bench) report() string {
 		w("## Highest offered rate with p99 ≤ %s\n\n", fmtDur(b.cfg.maxRateP99))
 		w("Doubling from %s msgs/s until a trial fails, then %d bisection steps; %s per trial. A trial passes when p99 is within the bound, every accepted message was delivered, at least 95%% of the offered rate was delivered in the window, and nothing failed.\n\n",
 			fmtRate(b.cfg.maxRateStart), b.cfg.maxRateSteps, b.cfg.maxRateTrialD)
-		w("| target | C | size | highest sustained | vs jetstream | trials (offered: p99, pass) |\n|---|---:|---:|---:|---:|---|\n")
+		w("| target | C | size | highest sustained | vs jetstream | srv CPU µs/msg there | trials (offered: p99, pass) |\n|---|---:|---:|---:|---:|---:|---|\n")
 		var jsBest float64
 		for _, m := range b.maxRates {
 			if m.target == tJS {
@@ -232,10 +232,14 @@ func (b *bench) report() string {
 		}
 		for _, m := range b.maxRates {
 			var tr []string
+			cpu := "—"
 			for _, t := range m.trials {
 				mark := "✗"
 				if t.pass {
 					mark = "✓"
+					if t.offered == m.best {
+						cpu = cpuPerMsg(t.srvCPU, t.sent)
+					}
 				}
 				tr = append(tr, fmt.Sprintf("%s: %s %s", fmtRate(t.offered), fmtDur(t.lat.p99), mark))
 			}
@@ -247,7 +251,7 @@ func (b *bench) report() string {
 			if m.best == 0 {
 				best = "none passed"
 			}
-			w("| %s | %d | %s | %s | %s | %s |\n", m.target, m.conc, fmtSize(m.size), best, vs, strings.Join(tr, "; "))
+			w("| %s | %d | %s | %s | %s | %s | %s |\n", m.target, m.conc, fmtSize(m.size), best, vs, cpu, strings.Join(tr, "; "))
 		}
 		w("\n")
 	}
