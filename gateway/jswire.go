@@ -10,8 +10,9 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 )
 
-// The place where the core speaks JetStream's wire protocol itself;
-// everything else goes through nats.go's jetstream package.
+// Where the core speaks JetStream's wire protocol itself (here, and the
+// PubAck of a stored message in puback.go); everything else goes through
+// nats.go's jetstream package.
 //
 // The no_wait pull request: the dispatcher (dispatcher.go) keeps exactly one
 // no_wait request per queue in flight, batch-sized to its waiting clients,

@@ -39,9 +39,12 @@ func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint
 	looked := false
 	wait := 20 * time.Millisecond
 	for {
-		ack, err := g.js.PublishMsg(ctx, m, jetstream.WithRetryAttempts(0))
+		// publishOnce rather than g.js.PublishMsg (WithRetryAttempts(0)):
+		// the same request and errors, without PublishMsg's options and
+		// encoding/json's reflection, once per stored message (puback.go).
+		ack, err := g.publishOnce(ctx, m)
 		if err == nil {
-			return ack.Sequence, nil
+			return ack.seq, nil
 		}
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 			return 0, outcomeErr("store message", err)
