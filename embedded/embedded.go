@@ -177,7 +177,11 @@ func Start(opts Options) (s *Server, err error) {
 // Connect opens a client connection to the server: in-process when it does
 // not listen, else over loopback TCP to its port.
 func (s *Server) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), nats.InProcessServer(s.srv), nats.MaxReconnects(-1)}
+	// No flusher timeout: on the in-process connection (net.Pipe) nats.go
+	// would set and clear a write deadline around every write, and each
+	// set arms a timer; a write there only waits for this process's own
+	// server to read, which its shutdown ends (the pipe is closed).
+	opts := []nats.Option{nats.Name(name), nats.InProcessServer(s.srv), nats.MaxReconnects(-1), nats.FlusherTimeout(0)}
 	if s.user != "" {
 		// In-process clients pass the same authentication as remote ones.
 		opts = append(opts, nats.UserInfo(s.user, s.password))
