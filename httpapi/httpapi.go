@@ -35,6 +35,11 @@ type Options struct {
 	// Logger for errors; slog.Default() when nil.
 	Logger *slog.Logger
 	// Mount adds more routes (statistics, metrics, health) to the router.
+	// Its middleware (r.Use) also runs on push, pull and reply, which the
+	// fast path serves without mux (fastroute.go): there mux.CurrentRoute
+	// and mux.Vars are nil, the route's template is r.Pattern, and a
+	// variable is the escaped path's segment in the place of its "{name}"
+	// in the template.
 	Mount func(r *mux.Router)
 	// Middleware wraps the whole handler (access log, metrics).
 	Middleware func(http.Handler) http.Handler
@@ -53,7 +58,11 @@ type api struct {
 }
 
 // New returns the HTTP handler of the LMQ API over core.
-func New(core Core, opts Options) http.Handler {
+func New(core Core, opts Options) http.Handler { return newAPI(core, opts, true) }
+
+// newAPI is New; fast serves push, pull and reply through fastRouter
+// (fastroute.go) ahead of the router, which the tests turn off to compare.
+func newAPI(core Core, opts Options, fast bool) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 256 << 20
 	}
@@ -115,8 +124,12 @@ func New(core Core, opts Options) http.Handler {
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")
 	})
+	var routed http.Handler = r
+	if fast {
+		routed = newFastRouter(r)
+	}
 	// Every handler reads its body and writes its answer under Timeouts.
-	var h http.Handler = withTimeouts(r, opts.Timeouts)
+	var h http.Handler = withTimeouts(routed, opts.Timeouts)
 	if opts.Middleware != nil {
 		h = opts.Middleware(h)
 	}
@@ -262,7 +275,7 @@ func (a *api) named(f queueFunc) http.Handler {
 
 // queueName decodes the {name} path variable.
 func queueName(r *http.Request) (string, error) {
-	name, err := url.PathUnescape(mux.Vars(r)["name"])
+	name, err := url.PathUnescape(pathVar(r, "name"))
 	if err != nil {
 		return "", fmt.Errorf("%w: queue name: %w", gateway.ErrInvalid, err)
 	}
@@ -446,7 +459,7 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 }
 
 func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error {
-	id, err := url.PathUnescape(mux.Vars(r)["id"])
+	id, err := url.PathUnescape(pathVar(r, "id"))
 	if err != nil {
 		return fmt.Errorf("%w: message id", gateway.ErrInvalid)
 	}

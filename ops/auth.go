@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
@@ -194,7 +192,7 @@ func (o *Ops) authorize(w http.ResponseWriter, r *http.Request, tmpl string) boo
 		has := t.Rights()&right != 0 || right == 0
 		switch kind {
 		case scopeQueue:
-			name, err := url.PathUnescape(mux.Vars(r)["name"])
+			name, err := url.PathUnescape(routeVar(r, "name"))
 			if err != nil {
 				break // the handler answers 400 and does nothing
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/routevar"
 )
 
 // Auth is the optional authentication of the HTTP API (LMQ had none). When
@@ -77,8 +78,9 @@ const (
 type routeKey struct{}
 
 // routeInfo is filled in by the router's middleware (which runs after the
-// route matched) and read by the outer one (which wraps the router, and so
-// sees every request, unmatched ones too).
+// route matched, by mux or by httpapi's fast path) and read by the outer
+// one (which wraps the router, and so sees every request, unmatched ones
+// too).
 type routeInfo struct {
 	template string
 }
@@ -100,7 +102,10 @@ func (o *Ops) Mount(r *mux.Router) {
 
 func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tmpl := ""
+		// A request mux did not route reached here through httpapi's fast
+		// path (push, pull, reply), which names the route's template in
+		// r.Pattern, as net/http's ServeMux does (see routeVar).
+		tmpl := r.Pattern
 		if rt := mux.CurrentRoute(r); rt != nil {
 			tmpl, _ = rt.GetPathTemplate()
 		}
@@ -251,3 +256,7 @@ func (a Auth) mode() string {
 	}
 	return "none"
 }
+
+// routeVar is the path variable key of the route that matched r, still
+// escaped (routevar.Var: mux's, or httpapi's fast path's).
+func routeVar(r *http.Request, key string) string { return routevar.Var(r, key) }
