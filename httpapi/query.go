@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,9 +10,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
-
-// queryKey carries a request's parsed query (url.Values) in its context.
-type queryKey struct{}
 
 // strictQuery parses the query string of every routed request once, strictly,
 // and answers 400 naming the problem when it does not parse. r.URL.Query()
@@ -38,7 +34,11 @@ func (a *api) strictQuery(next http.Handler) http.Handler {
 			a.fail(w, r, fmt.Errorf("%w: malformed query string: %w", gateway.ErrInvalid, err))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), queryKey{}, q)))
+		// Kept in the request's Form, in place, where ParseForm would put
+		// a query: a context value would cost a copy of the request.
+		// Nothing here parses forms (bodies are JSON or the message).
+		r.Form = q
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -47,8 +47,8 @@ func query(r *http.Request) url.Values {
 	if r.URL.RawQuery == "" {
 		return nil // reads as empty; callers only read
 	}
-	if q, ok := r.Context().Value(queryKey{}).(url.Values); ok {
-		return q
+	if r.Form != nil {
+		return r.Form // set by strictQuery
 	}
 	// Not reached through the router (a handler called directly): nothing
 	// vouches for the query, so take only what parses strictly.
