@@ -82,14 +82,10 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal("exhausted message delivered")
 	}
 	var det gateway.QueueDetail
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, func() bool { // a bound reached only on failure (20 s)
 		det, _ = g.QueueDetail(ctx, "dead")
-		if det.DeadLetters == 3 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return det.DeadLetters == 3
+	})
 	if det.DeadLetters != 3 || det.Size != 0 {
 		t.Fatalf("detail %+v", det)
 	}

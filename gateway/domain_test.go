@@ -69,9 +69,7 @@ func exercise(t *testing.T, g *gateway.Gateway) {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second)
 		got <- d
 	}()
-	for g.WaitingPulls() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return g.WaitingPulls() > 0 })
 	mustPush(t, g, "fresh", "f")
 	if d := <-got; d == nil || d.Queue != "fresh" {
 		t.Fatalf("pull-any: %+v", d)
@@ -120,9 +118,7 @@ func TestLeafNodeDomain(t *testing.T) {
 		ServerName: "leaf",
 		LeafNode:   server.LeafNodeOpts{Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{leafURL}}}},
 	})
-	for leaf.NumLeafNodes() == 0 || hub.NumLeafNodes() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return leaf.NumLeafNodes() > 0 && hub.NumLeafNodes() > 0 })
 	nc, err := nats.Connect(leaf.ClientURL())
 	if err != nil {
 		t.Fatal(err)
