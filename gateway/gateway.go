@@ -264,7 +264,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("properties: %w", err)
 	}
 	g.kv = kv
-	if g.props, err = newPropCache(ctx, g.work.ctx, kv, g.log); err != nil {
+	if g.props, err = newPropCache(ctx, g, kv); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -348,9 +348,6 @@ func (g *Gateway) Close() {
 		g.StopWaiting()
 		for _, s := range g.subs {
 			_ = s.Unsubscribe()
-		}
-		if g.props != nil {
-			g.props.stop()
 		}
 		g.stopFollowers()
 		g.queues.stop()

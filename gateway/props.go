@@ -33,7 +33,6 @@ type propCache struct {
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
-	f        *kvFollower
 
 	// resolved[queue] is mapping.Resolve(defaults, queue, own[enc]) as of
 	// generation gen; at most maxResolved entries (emptied when full).
@@ -45,15 +44,13 @@ type propCache struct {
 // emptied and fills again with the queues in use (an entry is ~100 bytes).
 const maxResolved = 1 << 16
 
-// newPropCache loads the bucket (ctx bounds the wait) and follows it until
-// stop, or until life (the gateway's lifetime) ends.
-func newPropCache(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger) (*propCache, error) {
-	c := &propCache{kv: kv, log: log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
-	f, err := followBucket(ctx, life, kv, log, "properties", c.apply, c.replayed)
-	if err != nil {
+// newPropCache loads the bucket (ctx bounds the wait) and follows it for the
+// gateway's lifetime (Gateway.followBucket: Close stops it).
+func newPropCache(ctx context.Context, g *Gateway, kv jetstream.KeyValue) (*propCache, error) {
+	c := &propCache{kv: kv, log: g.log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
+	if _, err := g.followBucket(ctx, kv, "properties", c.apply, c.replayed); err != nil {
 		return nil, err
 	}
-	c.f = f
 	return c, nil
 }
 
@@ -71,8 +68,6 @@ func (c *propCache) replayed(present map[string]bool) {
 		c.defaults = nil
 	}
 }
-
-func (c *propCache) stop() { c.f.stop() }
 
 func (c *propCache) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
