@@ -368,3 +368,41 @@ func TestNewWithoutDeadline(t *testing.T) {
 	t.Parallel()
 	startCore(t, context.Background())
 }
+
+// TestPropsReadOwnWrites: a read right after this gateway's own write sees
+// it, although the bucket's follower (which also applies the write) lags:
+// an older value must not come back, neither of the default list nor of a
+// queue's own properties.
+func TestPropsReadOwnWrites(t *testing.T) {
+	t.Parallel()
+	g := newCore(t)
+	ctx := ctxT(t)
+	list, err := mapping.ParseDefaultList([]byte(`[[".*",{"retry":0}]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := g.SetDefaultProps(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.SetDefaultProps(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := g.DefaultProps(ctx); len(l) != 0 {
+			t.Fatalf("round %d: cleared default list reads %v", i, l)
+		}
+		retry := i % 5
+		if err := g.UpdateProps(ctx, "own", mapping.Props{Retry: &retry}); err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := g.QueueProps(ctx, "own"); e.Retry != retry {
+			t.Fatalf("round %d: retry %d after writing %d", i, e.Retry, retry)
+		}
+		if err := g.ResetProps(ctx, "own"); err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := g.QueueProps(ctx, "own"); e.Retry != 2 {
+			t.Fatalf("round %d: retry %d after a reset, want the default 2", i, e.Retry)
+		}
+	}
+}
