@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
@@ -26,6 +28,13 @@ func newCoreTB(t testing.TB) *gateway.Gateway {
 // startCore starts an embedded nats-server and a core on it (New gets ctx).
 func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Gateway) {
 	t.Helper()
+	ns, _, g := startCoreConn(t, ctx)
+	return ns, g
+}
+
+// startCoreConn is startCore that also returns the core's NATS connection.
+func startCoreConn(t testing.TB, ctx context.Context) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
+	t.Helper()
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "test")
 	g, err := gateway.New(ctx, nc, gateway.Config{})
@@ -33,7 +42,7 @@ func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Ga
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	return ns, g
+	return ns, nc, g
 }
 
 func ctxT(t testing.TB) context.Context {

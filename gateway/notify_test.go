@@ -120,13 +120,7 @@ func TestNotifyAcrossGateways(t *testing.T) {
 func TestNotifyOnlyWithPeers(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	ns, nc, g := startCoreConn(t, ctx)
 	obs := testnats.Connect(t, ns, "observer")
 	seen, err := obs.SubscribeSync(mapping.NotifyPrefix + ">")
 	if err != nil {
