@@ -241,6 +241,11 @@ type Tokens struct {
 
 	mu   sync.RWMutex
 	byID map[string]*Token
+	// revoking holds the ids this gateway revoked whose purge the bucket's
+	// follower has not applied yet: the follower lags, and a late echo of
+	// a token's creation must not bring it back after its revocation. (A
+	// token id is made once and purged once, so the purge ends it.)
+	revoking map[string]struct{}
 }
 
 // OpenTokens opens (creating it the first time, with this gateway's
@@ -257,7 +262,7 @@ func (g *Gateway) OpenTokens(ctx context.Context) (*Tokens, error) {
 	if err != nil {
 		return nil, jsErr("tokens bucket", err)
 	}
-	t := &Tokens{g: g, kv: kv, log: g.log, byID: make(map[string]*Token)}
+	t := &Tokens{g: g, kv: kv, log: g.log, byID: make(map[string]*Token), revoking: make(map[string]struct{})}
 	// A gateway must not go on accepting tokens whose revocation it no
 	// longer hears about: the follower replaces a watch that ends.
 	if _, err := g.followBucket(ctx, kv, "tokens", t.apply, t.replayed); err != nil {
@@ -275,6 +280,11 @@ func (t *Tokens) replayed(present map[string]bool) {
 			delete(t.byID, id)
 		}
 	}
+	for id := range t.revoking {
+		if !present[tokenKeyPrefix+id] {
+			delete(t.revoking, id) // purged: nothing can bring it back now
+		}
+	}
 }
 
 func (t *Tokens) apply(e jetstream.KeyValueEntry) {
@@ -283,6 +293,9 @@ func (t *Tokens) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
+		t.mu.Lock()
+		delete(t.revoking, id)
+		t.mu.Unlock()
 		t.set(id, nil)
 		return
 	}
@@ -315,12 +328,16 @@ func parseTokenRecord(id string, b []byte) (*Token, error) {
 }
 
 // set installs (tok != nil) or forgets a token; false when the cache is full.
+// A token this gateway revoked is not installed again (revoking).
 func (t *Tokens) set(id string, tok *Token) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tok == nil {
 		delete(t.byID, id)
 		return true
+	}
+	if _, revoked := t.revoking[id]; revoked {
+		return true // the creation's late echo: this gateway revoked it since
 	}
 	if _, ok := t.byID[id]; !ok && len(t.byID) >= MaxTokens {
 		return false
@@ -431,8 +448,21 @@ func (t *Tokens) RevokeToken(ctx context.Context, id string) error {
 		}
 		return jsErr("read token", err)
 	}
+	// Marked before the purge: the follower may apply the purge before
+	// Purge returns, and that is what ends the mark.
+	t.mu.Lock()
+	t.revoking[id] = struct{}{}
+	t.mu.Unlock()
 	// Purge, not Delete: nothing of the token stays in the bucket.
 	if err := t.kv.Purge(ctx, tokenKeyPrefix+id); err != nil {
+		t.mu.Lock()
+		delete(t.revoking, id)
+		t.mu.Unlock()
+		// The mark may have kept the token's creation out of the cache
+		// meanwhile; it is still valid.
+		if e, gerr := t.kv.Get(ctx, tokenKeyPrefix+id); gerr == nil {
+			t.apply(e)
+		}
 		return jsErr("revoke token", err)
 	}
 	t.set(id, nil)
