@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +27,10 @@ type kvFollower struct {
 	replayed func(present map[string]bool)
 	cancel   context.CancelFunc
 	done     chan struct{}
+
+	mu      sync.Mutex
+	applied uint64          // the revision of the last entry seen
+	marks   map[string]mark // own writes not yet echoed (ownwrites.go)
 }
 
 // followBucket replays kv (ctx bounds the wait) and follows it until stop or
@@ -33,7 +38,8 @@ type kvFollower struct {
 func followBucket(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger, what string,
 	apply func(jetstream.KeyValueEntry), replayed func(map[string]bool)) (*kvFollower, error) {
 	wctx, cancel := context.WithCancel(life)
-	f := &kvFollower{kv: kv, log: log, what: what, apply: apply, replayed: replayed, cancel: cancel, done: make(chan struct{})}
+	f := &kvFollower{kv: kv, log: log, what: what, apply: apply, replayed: replayed, cancel: cancel, done: make(chan struct{}),
+		marks: make(map[string]mark)}
 	w, err := f.replay(ctx, wctx)
 	if err != nil {
 		cancel()
@@ -66,7 +72,9 @@ func (f *kvFollower) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, er
 			} else {
 				delete(present, e.Key())
 			}
-			f.apply(e)
+			if !f.skip(e) {
+				f.apply(e)
+			}
 		case <-ctx.Done():
 			_ = w.Stop()
 			return nil, fmt.Errorf("load %s: %w", f.what, ctx.Err())
@@ -78,7 +86,7 @@ func (f *kvFollower) follow(wctx context.Context, w jetstream.KeyWatcher) {
 	defer close(f.done)
 	for {
 		for e := range w.Updates() {
-			if e != nil {
+			if e != nil && !f.skip(e) {
 				f.apply(e)
 			}
 		}

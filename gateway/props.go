@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,12 +33,8 @@ type propCache struct {
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
-	// floor[key] is the revision of this gateway's own latest write of key,
-	// already applied locally; the follower, which lags, skips older
-	// entries of key until it reaches it. Without it a read right after a
-	// write could see the previous value come back (a cleared default list
-	// returning for a moment).
-	floor map[string]uint64
+	// f follows the bucket; own writes are noted there (ownwrites.go).
+	f *kvFollower
 
 	// resolved[queue] is mapping.Resolve(defaults, queue, own[enc]) as of
 	// generation gen; at most maxResolved entries (emptied when full).
@@ -54,11 +49,12 @@ const maxResolved = 1 << 16
 // newPropCache loads the bucket (ctx bounds the wait) and follows it for the
 // gateway's lifetime (Gateway.followBucket: Close stops it).
 func newPropCache(ctx context.Context, g *Gateway, kv jetstream.KeyValue) (*propCache, error) {
-	c := &propCache{kv: kv, log: g.log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective),
-		floor: make(map[string]uint64)}
-	if _, err := g.followBucket(ctx, kv, "properties", c.apply, c.replayed); err != nil {
+	c := &propCache{kv: kv, log: g.log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
+	f, err := g.followBucket(ctx, kv, "properties", c.apply, c.replayed)
+	if err != nil {
 		return nil, err
 	}
+	c.f = f
 	return c, nil
 }
 
@@ -82,12 +78,6 @@ func (c *propCache) apply(e jetstream.KeyValueEntry) {
 	deleted := e.Operation() != jetstream.KeyValuePut
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f, ok := c.floor[key]; ok {
-		if e.Revision() < f {
-			return // older than this gateway's own write, applied already
-		}
-		delete(c.floor, key)
-	}
 	c.changedLocked()
 	switch {
 	case key == defaultsKey:
@@ -155,13 +145,12 @@ func (c *propCache) defaultList() mapping.DefaultList {
 	return c.defaults
 }
 
-// setLocal applies this gateway's own write of the queue's properties, at
-// revision rev (0: unknown), before the follower sees it.
-func (c *propCache) setLocal(enc string, p mapping.Props, present bool, rev uint64) {
+// setLocal applies this gateway's own write of the queue's properties
+// before the follower sees it.
+func (c *propCache) setLocal(enc string, p mapping.Props, present bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
-	c.raiseFloorLocked(ownKeyPrefix+enc, rev)
 	if present {
 		c.own[enc] = p
 	} else {
@@ -170,44 +159,11 @@ func (c *propCache) setLocal(enc string, p mapping.Props, present bool, rev uint
 }
 
 // setDefaultsLocal is setLocal for the default list.
-func (c *propCache) setDefaultsLocal(list mapping.DefaultList, rev uint64) {
+func (c *propCache) setDefaultsLocal(list mapping.DefaultList) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
-	c.raiseFloorLocked(defaultsKey, rev)
 	c.defaults = list
-}
-
-// holds tells whether the cache has a value of key (own properties: the
-// key's) or awaits the follower's echo of a write of it.
-func (c *propCache) holds(key string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if _, ok := c.floor[key]; ok {
-		return true
-	}
-	enc, ok := strings.CutPrefix(key, ownKeyPrefix)
-	if !ok {
-		return key == defaultsKey && c.defaults != nil
-	}
-	_, ok = c.own[enc]
-	return ok
-}
-
-func (c *propCache) raiseFloorLocked(key string, rev uint64) {
-	if rev > c.floor[key] {
-		c.floor[key] = rev
-	}
-}
-
-// purgeRevision is the revision of the purge marker just written for key
-// (KeyValue.Purge does not return it), 0 when it cannot be read.
-func (g *Gateway) purgeRevision(ctx context.Context, key string) uint64 {
-	h, err := g.kv.History(ctx, key)
-	if err != nil || len(h) == 0 {
-		return 0
-	}
-	return h[len(h)-1].Revision()
 }
 
 // QueueProps returns the queue's effective properties without creating it.
@@ -251,7 +207,8 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 			wrote, err = g.kv.Update(ctx, key, next.JSON(), rev)
 		}
 		if err == nil {
-			g.props.setLocal(enc, next, true, wrote)
+			g.props.f.wrote(key, wrote) // first: no older echo lands after the local write
+			g.props.setLocal(enc, next, true)
 			if _, err := g.queues.ensure(ctx, queue); err != nil {
 				return err
 			}
@@ -281,16 +238,13 @@ func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
 
 func (g *Gateway) dropOwnProps(ctx context.Context, queue string) error {
 	enc := mapping.EncodeName(queue)
-	if err := g.kv.Purge(ctx, ownKeyPrefix+enc); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	done := g.props.f.removing(ownKeyPrefix + enc)
+	err := g.kv.Purge(ctx, ownKeyPrefix+enc)
+	done(ctx, err == nil)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return jsErr("delete properties", err)
 	}
-	var rev uint64
-	if g.props.holds(ownKeyPrefix + enc) {
-		// Only then can the follower bring back an older value (a queue
-		// without properties of its own, most deleted ones, skips the look).
-		rev = g.purgeRevision(ctx, ownKeyPrefix+enc)
-	}
-	g.props.setLocal(enc, mapping.Props{}, false, rev)
+	g.props.setLocal(enc, mapping.Props{}, false)
 	return nil
 }
 
@@ -301,19 +255,22 @@ func (g *Gateway) DefaultProps(context.Context) (mapping.DefaultList, error) {
 
 // SetDefaultProps replaces the default-properties list (nil or empty clears it).
 func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
-	var rev uint64
 	if len(list) == 0 {
-		if err := g.kv.Purge(ctx, defaultsKey); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		done := g.props.f.removing(defaultsKey)
+		err := g.kv.Purge(ctx, defaultsKey)
+		done(ctx, err == nil)
+		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return jsErr("clear default properties", err)
 		}
-		list, rev = nil, g.purgeRevision(ctx, defaultsKey)
-	} else {
-		var err error
-		if rev, err = g.kv.Put(ctx, defaultsKey, list.JSON()); err != nil {
-			return jsErr("write default properties", err)
-		}
+		g.props.setDefaultsLocal(nil)
+		return nil
 	}
-	g.props.setDefaultsLocal(list, rev)
+	rev, err := g.kv.Put(ctx, defaultsKey, list.JSON())
+	if err != nil {
+		return jsErr("write default properties", err)
+	}
+	g.props.f.wrote(defaultsKey, rev)
+	g.props.setDefaultsLocal(list)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 type registry struct {
 	g  *Gateway
 	kv jetstream.KeyValue
+	f  *kvFollower // follows kv; own writes are noted there (ownwrites.go)
 
 	mu      sync.Mutex
 	known   map[string]string       // encoded name → queue name, every existing queue
@@ -68,7 +69,7 @@ func (r *registry) start(ctx context.Context) error {
 		return fmt.Errorf("queue registry: %w", err)
 	}
 	r.kv = kv
-	if _, err := r.g.followBucket(ctx, kv, "queue registry", r.apply, r.replayed); err != nil {
+	if r.f, err = r.g.followBucket(ctx, kv, "queue registry", r.apply, r.replayed); err != nil {
 		return err
 	}
 	return r.adopt(ctx)
@@ -174,11 +175,39 @@ func (r *registry) register(ctx context.Context, queue string) error {
 		return err
 	}
 	enc := mapping.EncodeName(queue)
-	if _, err := r.kv.Create(ctx, enc, []byte(queue)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	rev, err := r.kv.Create(ctx, enc, []byte(queue))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return jsErr("create queue", err)
+	}
+	if err == nil {
+		r.f.wrote(enc, rev)
 	}
 	r.addKnown(enc, queue)
 	return nil
+}
+
+// deleteKey deletes the queue's registry key at the revision it reads
+// (ErrNotFound when there is none), marked as this gateway's own write.
+func (r *registry) deleteKey(ctx context.Context, queue, enc string) (err error) {
+	done := r.f.removing(enc)
+	defer func() { done(ctx, err == nil) }()
+	for attempt := 0; ; attempt++ {
+		e, err := r.kv.Get(ctx, enc)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			r.forget(queue)
+			return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+		}
+		if err != nil {
+			return jsErr("delete queue", err)
+		}
+		err = r.kv.Delete(ctx, enc, jetstream.LastRevision(e.Revision()))
+		if err == nil {
+			return nil
+		}
+		if attempt >= 3 || !isWrongLastSequence(err) {
+			return jsErr("delete queue", err)
+		}
+	}
 }
 
 // cachedShard is shard k's stream if this gateway has made or seen it.
@@ -620,22 +649,8 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	// must answer 404 here too. Deleting at the revision read makes two
 	// deletions at once answer 204 once.
 	enc := mapping.EncodeName(queue)
-	for attempt := 0; ; attempt++ {
-		e, err := g.queues.kv.Get(ctx, enc)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			g.queues.forget(queue)
-			return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
-		}
-		if err != nil {
-			return jsErr("delete queue", err)
-		}
-		err = g.queues.kv.Delete(ctx, enc, jetstream.LastRevision(e.Revision()))
-		if err == nil {
-			break
-		}
-		if attempt >= 3 || !isWrongLastSequence(err) {
-			return jsErr("delete queue", err)
-		}
+	if err := g.queues.deleteKey(ctx, queue, enc); err != nil {
+		return err
 	}
 	g.queues.forget(queue)
 	g.dels.dropQueue(queue)

@@ -241,11 +241,10 @@ type Tokens struct {
 
 	mu   sync.RWMutex
 	byID map[string]*Token
-	// revoking holds the ids this gateway revoked whose purge the bucket's
-	// follower has not applied yet: the follower lags, and a late echo of
-	// a token's creation must not bring it back after its revocation. (A
-	// token id is made once and purged once, so the purge ends it.)
-	revoking map[string]struct{}
+	// f follows the bucket; own writes are noted there (ownwrites.go), so
+	// that a late echo of a token's creation cannot bring it back after
+	// this gateway revoked it.
+	f *kvFollower
 }
 
 // OpenTokens opens (creating it the first time, with this gateway's
@@ -262,12 +261,14 @@ func (g *Gateway) OpenTokens(ctx context.Context) (*Tokens, error) {
 	if err != nil {
 		return nil, jsErr("tokens bucket", err)
 	}
-	t := &Tokens{g: g, kv: kv, log: g.log, byID: make(map[string]*Token), revoking: make(map[string]struct{})}
+	t := &Tokens{g: g, kv: kv, log: g.log, byID: make(map[string]*Token)}
 	// A gateway must not go on accepting tokens whose revocation it no
 	// longer hears about: the follower replaces a watch that ends.
-	if _, err := g.followBucket(ctx, kv, "tokens", t.apply, t.replayed); err != nil {
+	f, err := g.followBucket(ctx, kv, "tokens", t.apply, t.replayed)
+	if err != nil {
 		return nil, err
 	}
+	t.f = f
 	return t, nil
 }
 
@@ -280,11 +281,6 @@ func (t *Tokens) replayed(present map[string]bool) {
 			delete(t.byID, id)
 		}
 	}
-	for id := range t.revoking {
-		if !present[tokenKeyPrefix+id] {
-			delete(t.revoking, id) // purged: nothing can bring it back now
-		}
-	}
 }
 
 func (t *Tokens) apply(e jetstream.KeyValueEntry) {
@@ -293,9 +289,6 @@ func (t *Tokens) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
-		t.mu.Lock()
-		delete(t.revoking, id)
-		t.mu.Unlock()
 		t.set(id, nil)
 		return
 	}
@@ -328,16 +321,12 @@ func parseTokenRecord(id string, b []byte) (*Token, error) {
 }
 
 // set installs (tok != nil) or forgets a token; false when the cache is full.
-// A token this gateway revoked is not installed again (revoking).
 func (t *Tokens) set(id string, tok *Token) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tok == nil {
 		delete(t.byID, id)
 		return true
-	}
-	if _, revoked := t.revoking[id]; revoked {
-		return true // the creation's late echo: this gateway revoked it since
 	}
 	if _, ok := t.byID[id]; !ok && len(t.byID) >= MaxTokens {
 		return false
@@ -392,9 +381,11 @@ func (t *Tokens) CreateToken(ctx context.Context, spec TokenSpec) (string, Token
 	if err != nil {
 		return "", TokenInfo{}, fmt.Errorf("encode token: %w", err)
 	}
-	if _, err := t.kv.Create(ctx, tokenKeyPrefix+rec.ID, b); err != nil {
+	rev, err := t.kv.Create(ctx, tokenKeyPrefix+rec.ID, b)
+	if err != nil {
 		return "", TokenInfo{}, jsErr("store token", err)
 	}
+	t.f.wrote(tokenKeyPrefix+rec.ID, rev)
 	// Seen at once by this gateway's clients; the watch brings it too.
 	t.set(rec.ID, tok)
 	return rec.ID + "." + sec, tok.info, nil
@@ -448,21 +439,11 @@ func (t *Tokens) RevokeToken(ctx context.Context, id string) error {
 		}
 		return jsErr("read token", err)
 	}
-	// Marked before the purge: the follower may apply the purge before
-	// Purge returns, and that is what ends the mark.
-	t.mu.Lock()
-	t.revoking[id] = struct{}{}
-	t.mu.Unlock()
 	// Purge, not Delete: nothing of the token stays in the bucket.
-	if err := t.kv.Purge(ctx, tokenKeyPrefix+id); err != nil {
-		t.mu.Lock()
-		delete(t.revoking, id)
-		t.mu.Unlock()
-		// The mark may have kept the token's creation out of the cache
-		// meanwhile; it is still valid.
-		if e, gerr := t.kv.Get(ctx, tokenKeyPrefix+id); gerr == nil {
-			t.apply(e)
-		}
+	done := t.f.removing(tokenKeyPrefix + id)
+	err := t.kv.Purge(ctx, tokenKeyPrefix+id)
+	done(ctx, err == nil)
+	if err != nil {
 		return jsErr("revoke token", err)
 	}
 	t.set(id, nil)
