@@ -168,12 +168,15 @@ func TestOutboxClientNotReading(t *testing.T) {
 	// so the write blocks.
 	first := make(chan error, 1)
 	go func() { first <- o.send(bytes.Repeat([]byte("z"), 16<<20), true) }()
-	for {
+	for deadline := time.Now().Add(20 * time.Second); ; { // a bound reached only on failure
 		o.mu.Lock()
 		busy := o.busy
 		o.mu.Unlock()
 		if busy {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first write never started")
 		}
 		time.Sleep(time.Millisecond)
 	}
