@@ -48,10 +48,21 @@ func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) (tim
 	r.rev, err = a.kv.Update(uctx, r.key, b, 0)
 	cancel()
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		// Another gateway won the election (its job will show up in the
-		// watch), or, in a cluster, its write was still being replicated:
-		// look again later in case that write failed.
-		return time.Now().Add(checkDelay), nil
+		// The window has a job already: another gateway won the election,
+		// or a runner stopped before it removed the pointer (this gateway
+		// before a restart). Check that job here and now: while this close
+		// runs, the scheduler drops the job's own turn (the window is busy
+		// here), and both would be put off together again and again.
+		j, rev, ok, err := a.readJob(ctx, r.key)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !ok {
+			// Gone already, or, in a cluster, its write was still being
+			// replicated: look again later in case that write failed.
+			return time.Now().Add(checkDelay), nil
+		}
+		return a.checkJob(ctx, r.key, enc, jobEntry{j: j, rev: rev})
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("create close job: %w", err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -185,5 +187,69 @@ func TestDeleteQueueWithOpenWindow(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("keys left after 20s: %q", keys)
 		}
+	}
+}
+
+// A gateway stopped between creating a window's close job and removing its
+// pointer, and the window fell due long before the restart: the restarted
+// gateway sees both, the overdue pointer first. Its election finds the job
+// and must take it over rather than wait for the job's own turn, which a
+// close of the window under way (its own) would put off again and again.
+func TestOverdueWindowWithJobAtRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ns := startServer(t, dir)
+	g := startGW(t, ns)
+	const q = "acc/overdue"
+	setAccum(t, g, q, 3600, 2)
+	push(t, g, q, "a")
+	push(t, g, q, "b")
+	g.close()
+
+	// What the stopped gateway left, written with a connection of its own:
+	// the job of a dead runner, and the pointer still there, overdue.
+	nc, err := ns.Connect("test-writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := ctxT(t, 10*time.Second)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, mapping.AccumBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := mapping.EncodeName(q)
+	e, err := kv.Get(ctx, ptrKey(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w window
+	if err := json.Unmarshal(e.Value(), &w); err != nil {
+		t.Fatal(err)
+	}
+	w.Deadline = time.Now().Add(-time.Hour).UnixNano()
+	b, _ := json.Marshal(w)
+	if _, err := kv.Update(ctx, ptrKey(enc), b, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	j := job{window: w, State: stClosing, Owner: deadOwner, Lease: time.Now().Add(time.Hour).UnixNano()}
+	if b, err = json.Marshal(j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, jobKey(enc, w.ID), b); err != nil {
+		t.Fatal(err)
+	}
+
+	g = startGW(t, ns)
+	d := pull(t, g, q, 20*time.Second)
+	if d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
+		t.Fatalf("compound: %+v", d)
+	}
+	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+		t.Fatalf("second compound: %q", bodies(d))
 	}
 }
