@@ -74,15 +74,21 @@ const (
 	PathReadyz  = "/readyz"
 )
 
-// routeKey carries a *routeInfo from the outer middleware to the router's.
-type routeKey struct{}
-
-// routeInfo is filled in by the router's middleware (which runs after the
-// route matched, by mux or by httpapi's fast path) and read by the outer
-// one (which wraps the router, and so sees every request, unmatched ones
-// too).
-type routeInfo struct {
-	template string
+// routeOf finds the recorder of the outer middleware behind w (the writer
+// the router's handlers get may wrap it, see httpapi's timedWriter): the
+// router's middleware names the route there. A writer field rather than a
+// context value, which would cost a copy of every request.
+func routeOf(w http.ResponseWriter) *recorder {
+	for {
+		switch x := w.(type) {
+		case *recorder:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // Mount adds /stats, /metrics, /healthz and /readyz to the API's router, and
@@ -109,8 +115,10 @@ func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 		if rt := mux.CurrentRoute(r); rt != nil {
 			tmpl, _ = rt.GetPathTemplate()
 		}
-		if ri, ok := r.Context().Value(routeKey{}).(*routeInfo); ok {
-			ri.template = tmpl
+		// Read by the outer middleware (which wraps the router, and so sees
+		// every request, unmatched ones too).
+		if rec := routeOf(w); rec != nil {
+			rec.template = tmpl
 		}
 		if !o.authorize(w, r, tmpl) {
 			return
@@ -124,8 +132,6 @@ func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 func (o *Ops) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &routeInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, ri))
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		var who *principal
 		if o.authEnabled() && !isHealth(r.URL.Path) {
@@ -152,7 +158,7 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 			rec.status = statusClientClosed
 		}
 		d := time.Since(start)
-		route := ri.template
+		route := rec.template
 		if route == "" {
 			route = "other" // no route matched: 404, 405 or refused before routing
 		}
@@ -197,6 +203,8 @@ func isHealth(path string) bool { return path == PathHealthz || path == PathRead
 // recorder remembers a response's status and size.
 type recorder struct {
 	http.ResponseWriter
+	// template is the matched route's, set by the router's middleware.
+	template    string
 	status      int
 	bytes       int64
 	wroteHeader bool
