@@ -352,3 +352,70 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 		t.Errorf("queue %q: messages left in its stream after every ack", q)
 	}
 }
+
+// TestConsumerStorageClusterRestart: every node of a three-node embedded
+// cluster (--replicas 3) is killed with SIGKILL at once and the cluster
+// started again. A memory consumer's state is gone from all three replicas
+// then, like a single server's after its restart: the delivery in flight is
+// handed out again at once, and every message still queued once. An ack
+// answered 204 (once the stream has removed its message, which JetStream
+// does just after the consumer's replicas agreed on the ack) stays done:
+// the message is gone from the file-backed R3 stream, not only from the
+// consumer.
+func TestConsumerStorageClusterRestart(t *testing.T) {
+	t.Parallel()
+	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
+	const q = "cluster-restart"
+	const wait = "60" // elections on a loaded machine take seconds
+	c := nodes[0].Client(t)
+	c.PatchProps(q, `{"timeout":3600,"retry":5}`)
+	for _, b := range []string{"acked-1", "acked-2", "in-flight", "waiting-1", "waiting-2"} {
+		c.Push(q, []byte(b), "")
+	}
+	for _, b := range []string{"acked-1", "acked-2"} {
+		r := c.MustPull(q, wait, b)
+		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+	}
+	inflight := c.MustPull(q, wait, "in-flight")
+	js := JetStreamOf(t, nodes[0].NATSURL)
+	// The stream removes an acked message after the ack is answered; wait
+	// for that (three messages left), so that the test is about the
+	// cluster's state, not about that moment.
+	if !pollUntil(time.Minute, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, mapping.StreamName(q))
+		if err != nil {
+			return false
+		}
+		info, err := queueInfo(ctx, st, q)
+		return err == nil && info.State.Msgs == 3
+	}) {
+		t.Fatal("the acked messages were not removed from the stream")
+	}
+
+	for _, n := range nodes {
+		n.Kill()
+	}
+	t.Log("killed every node")
+	for _, n := range nodes {
+		launchGateway(n)
+	}
+	if err := awaitGateways(nodes); err != nil {
+		t.Fatal(err)
+	}
+	c = nodes[1].Client(t)
+	c.ExpectReply(http.StatusNotFound, q, inflight.ID(), "ack")
+	for _, b := range []string{"in-flight", "waiting-1", "waiting-2"} {
+		r := c.MustPull(q, wait, b)
+		if b == "in-flight" && r.Retry() != inflight.Retry() {
+			t.Errorf("in-flight after the restart: x-lmq-retry-remaining %d, want %d", r.Retry(), inflight.Retry())
+		}
+		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
+	}
+	c.PullEmpty(q, "1")
+	js = JetStreamOf(t, nodes[1].NATSURL)
+	if !pollUntil(time.Minute, QueueEmpty(js, q)) {
+		t.Errorf("queue %q: messages left in its stream after every ack", q)
+	}
+}
