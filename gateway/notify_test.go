@@ -1,9 +1,14 @@
 package gateway_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -34,17 +39,15 @@ func TestNotifyWakesWaitingPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	looks := watchLooks(t, ns)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
 		d, _ := g.Pull(ctx, q, 15*time.Second) // far below the re-poll
 		got <- d
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
-	// Counted before its first look into the queue: a moment for that look,
-	// so that the message below is found by the notification. (Published
-	// before the look, it is found there, and the test proves less but
-	// does not fail.)
-	time.Sleep(100 * time.Millisecond)
+	// The message is published after the waiting pull found the queue
+	// empty, so that only the notification can lead to it.
+	looks.awaitEmpty(ctx)
 	js := testnats.JetStream(t, nc)
 	if _, err := js.Publish(ctx, names.Subject, []byte("plain")); err != nil {
 		t.Fatal(err)
@@ -85,16 +88,15 @@ func TestNotifyAcrossGateways(t *testing.T) {
 	if d, err := gs[1].Pull(ctx, q, 0); d != nil || err != nil { // creates the queue and its consumer
 		t.Fatalf("first pull: %+v %v", d, err)
 	}
+	looks := watchLooks(t, ns)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
 		d, _ := gs[1].Pull(ctx, q, 15*time.Second) // far below the re-poll
 		got <- d
 	}()
-	waitFor(t, func() bool { return gs[1].WaitingPulls() == 1 })
-	// A moment for the waiting pull's first look into the empty queue, so
-	// that the message is found through the notification (pushed before
-	// the look, it is found there: the test proves less but does not fail).
-	time.Sleep(100 * time.Millisecond)
+	// Pushed after the waiting pull found the queue empty: only the
+	// notification can lead to it.
+	looks.awaitEmpty(ctx)
 	if _, err := gs[0].Push(ctx, q, gateway.Message{Body: []byte("across")}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,5 +177,47 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 	waitFor(t, func() bool { return len(g.Peers()) == 0 })
 	if notified() {
 		t.Fatal("a notification after the other gateway stopped")
+	}
+}
+
+// looks sees every message of a test's NATS server (a subscription to ">",
+// which keeps their order): the pull requests the gateways send and the
+// answers JetStream gives them.
+type looks struct {
+	t   *testing.T
+	nc  *nats.Conn
+	sub *nats.Subscription
+}
+
+func watchLooks(t *testing.T, ns *embedded.Server) *looks {
+	t.Helper()
+	nc := testnats.Connect(t, ns, "observer")
+	sub, err := nc.SubscribeSync(">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the subscription is in place
+		t.Fatal(err)
+	}
+	return &looks{t: t, nc: nc, sub: sub}
+}
+
+// awaitEmpty returns once a pull request sent after watchLooks was answered
+// with a status and no message: the queue was found empty. It ends the
+// watch.
+func (l *looks) awaitEmpty(ctx context.Context) {
+	l.t.Helper()
+	defer l.nc.Close()
+	requests := make(map[string]bool) // reply subjects of pull requests
+	for {
+		m, err := l.sub.NextMsgWithContext(ctx)
+		if err != nil {
+			l.t.Fatalf("no empty answer to a pull request: %v", err)
+		}
+		if strings.HasPrefix(m.Subject, "$JS.API.CONSUMER.MSG.NEXT.") {
+			requests[m.Reply] = true
+		} else if requests[m.Subject] && m.Header.Get("Status") != "" && len(m.Data) == 0 {
+			return
+		}
 	}
 }
