@@ -969,6 +969,12 @@ func notSent(err error) bool {
 // QueueEmpty returns a check that the queue's stream holds no message (none
 // waiting, none in flight), asking NATS through js.
 func QueueEmpty(js jetstream.JetStream, queue string) func() bool {
+	return QueueHolds(js, queue, 0)
+}
+
+// QueueHolds is a condition for pollUntil: the queue's stream holds n of
+// its messages (waiting or in flight), asking NATS through js.
+func QueueHolds(js jetstream.JetStream, queue string, n uint64) func() bool {
 	return func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -977,7 +983,7 @@ func QueueEmpty(js jetstream.JetStream, queue string) func() bool {
 			return false
 		}
 		info, err := queueInfo(ctx, st, queue)
-		return err == nil && info.State.Msgs == 0
+		return err == nil && info.State.Msgs == n
 	}
 }
 

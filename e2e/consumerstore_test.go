@@ -381,16 +381,7 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 	// The stream removes an acked message after the ack is answered; wait
 	// for that (three messages left), so that the test is about the
 	// cluster's state, not about that moment.
-	if !pollUntil(time.Minute, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		st, err := js.Stream(ctx, mapping.StreamName(q))
-		if err != nil {
-			return false
-		}
-		info, err := queueInfo(ctx, st, q)
-		return err == nil && info.State.Msgs == 3
-	}) {
+	if !pollUntil(time.Minute, QueueHolds(js, q, 3)) {
 		t.Fatal("the acked messages were not removed from the stream")
 	}
 
