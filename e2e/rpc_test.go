@@ -568,6 +568,7 @@ func TestRPCDisconnectDuringPull(t *testing.T) {
 func TestRPCDisconnectRace(t *testing.T) {
 	t.Parallel()
 	gw := rpcStart(t)
+	c := gw.Client(t)
 	b := dialRPC(t, gw.RPCAddr)
 	const rounds = 20
 	lost := 0
@@ -578,7 +579,7 @@ func TestRPCDisconnectRace(t *testing.T) {
 		if _, _, err := a.Send("pull", q); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // the pull is waiting in the gateway
+		awaitWaitingPulls(t, c, 1) // the pull is waiting in the gateway
 		a.Close()
 		// Go closes the socket only once the client's reader goroutine has
 		// left its Read, and the kernel may take a moment to deliver the FIN
