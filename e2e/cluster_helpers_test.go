@@ -68,6 +68,28 @@ func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 	}
 }
 
+// restartCluster starts every node of a stopped cluster again, together (a
+// cluster's JetStream needs a majority of its nodes before any is ready). A
+// port of a node taken meanwhile by another test is waited for, as
+// Gateway.start does: the nodes keep their addresses and data.
+func restartCluster(t testing.TB, gws []*Gateway) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		for _, g := range gws {
+			launchGateway(g)
+		}
+		err := awaitGateways(gws)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			t.Fatal(err)
+		}
+		t.Logf("cluster restart %d of %d: %v; retrying", attempt, startAttempts, err)
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond) // let the other holder finish
+	}
+}
+
 // layoutCluster draws the ports of the cluster's nodes and sets their data
 // directories and arguments.
 func layoutCluster(t testing.TB, gws []*Gateway, extraArgs []string) {

@@ -389,12 +389,7 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 		n.Kill()
 	}
 	t.Log("killed every node")
-	for _, n := range nodes {
-		launchGateway(n)
-	}
-	if err := awaitGateways(nodes); err != nil {
-		t.Fatal(err)
-	}
+	restartCluster(t, nodes)
 	c = nodes[1].Client(t)
 	c.ExpectReply(http.StatusNotFound, q, inflight.ID(), "ack")
 	for _, b := range []string{"in-flight", "waiting-1", "waiting-2"} {
