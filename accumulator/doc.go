@@ -18,8 +18,9 @@
 // close job j.<enc>.<id> with expected revision 0. The one that succeeds runs
 // it; one that finds the job there checks it at once, as below (its runner
 // may be dead: a gateway that stopped between creating the job and removing
-// the pointer). The job is a small state machine (closing → publishing → published →
-// removed), written with expected revisions and renewing a 30 s lease. A
+// the pointer). The job is a small state machine (closing → publishing →
+// published → removed), written with expected revisions and renewing a 30 s
+// lease. A
 // window's close waits until every earlier window of the queue has stored
 // its compound, so compounds become available in window order. When
 // its runner dies (nobody answers on that gateway's liveness subject) or its
