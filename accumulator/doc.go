@@ -20,9 +20,8 @@
 // may be dead: a gateway that stopped between creating the job and removing
 // the pointer). The job is a small state machine (closing → publishing →
 // published → removed), written with expected revisions and renewing a 30 s
-// lease. A
-// window's close waits until every earlier window of the queue has stored
-// its compound, so compounds become available in window order. When
+// lease. A window's close waits until every earlier window of the queue has
+// stored its compound, so compounds become available in window order. When
 // its runner dies (nobody answers on that gateway's liveness subject) or its
 // lease runs out, another gateway takes it over. A restarted gateway resumes
 // jobs and overdue windows from the watch.
