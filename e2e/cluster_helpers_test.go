@@ -69,9 +69,12 @@ func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 }
 
 // restartCluster starts every node of a stopped cluster again, together (a
-// cluster's JetStream needs a majority of its nodes before any is ready). A
-// port of a node taken meanwhile by another test is waited for, as
-// Gateway.start does: the nodes keep their addresses and data.
+// cluster's JetStream needs a majority of its nodes before any is ready),
+// with their data. A node binds its HTTP and RPC ports only once JetStream
+// is ready, seconds later, and another test may draw one of them meanwhile:
+// then every node gets new HTTP and RPC ports (nothing else names them)
+// and the cluster is started again. Its NATS and cluster ports, bound at
+// once and named in the other nodes' routes, stay.
 func restartCluster(t testing.TB, gws []*Gateway) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -85,8 +88,23 @@ func restartCluster(t testing.TB, gws []*Gateway) {
 		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
 			t.Fatal(err)
 		}
-		t.Logf("cluster restart %d of %d: %v; retrying", attempt, startAttempts, err)
-		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond) // let the other holder finish
+		t.Logf("cluster restart %d of %d: %v; retrying on new HTTP and RPC ports", attempt, startAttempts, err)
+		for _, g := range gws {
+			g.redrawAPIPorts()
+		}
+	}
+}
+
+// redrawAPIPorts gives a stopped gateway new HTTP and RPC listen addresses.
+func (g *Gateway) redrawAPIPorts() {
+	g.HTTP, g.RPCAddr = "http://"+freeAddr(g.t), freeAddr(g.t)
+	for i := 0; i+1 < len(g.args); i++ {
+		switch g.args[i] {
+		case "--http-listen":
+			g.args[i+1] = strings.TrimPrefix(g.HTTP, "http://")
+		case "--rpc-listen":
+			g.args[i+1] = g.RPCAddr
+		}
 	}
 }
 
