@@ -141,9 +141,9 @@ func layoutCluster(t testing.TB, gws []*Gateway, extraArgs []string) {
 	}
 }
 
-// holdAddrs returns n distinct free loopback addresses, each held by a
-// listener until release is called. (freeAddr, drawing one at a time and
-// closing it at once, can hand out the same port twice.)
+// holdAddrs returns n distinct free loopback addresses, none handed out
+// before (see drawnAddrs), each held by a listener until release is called,
+// so that no other program binds one while the caller lays them out.
 func holdAddrs(t testing.TB, n int) ([]string, func()) {
 	t.Helper()
 	ls := make([]net.Listener, 0, n)
@@ -154,15 +154,23 @@ func holdAddrs(t testing.TB, n int) ([]string, func()) {
 		ls = nil
 	}
 	t.Cleanup(release)
-	addrs := make([]string, n)
-	for i := range n {
+	addrs := make([]string, 0, n)
+	for draws := 0; len(addrs) < n; draws++ {
+		if draws == n*maxDraws {
+			release()
+			t.Fatalf("no fresh loopback port in %d draws", draws)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			release()
 			t.Fatalf("free port: %v", err)
 		}
+		if !claimAddr(l.Addr().String()) {
+			l.Close() // handed out before (see drawnAddrs)
+			continue
+		}
 		ls = append(ls, l)
-		addrs[i] = l.Addr().String()
+		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs, release
 }

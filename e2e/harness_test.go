@@ -496,17 +496,49 @@ func startNATSServer(t testing.TB) (*server.Server, *server.Options) {
 	return s, opts
 }
 
+// drawnAddrs are the loopback addresses this test process has handed out
+// (freeAddr, holdAddrs): none is handed out twice. A gateway keeps its
+// ports across Kill and Restart, and while it is down (a cluster node for
+// seconds: it binds HTTP only once JetStream is ready) the kernel sees them
+// free and could give one to another test. (A run draws a few thousand of
+// the about 28,000 ephemeral ports.) Servers that pick their own random
+// port (nats-server's -1) are not covered.
+var drawnAddrs = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: make(map[string]bool)}
+
+// claimAddr marks addr as handed out; false if it was already.
+func claimAddr(addr string) bool {
+	drawnAddrs.Lock()
+	defer drawnAddrs.Unlock()
+	if drawnAddrs.m[addr] {
+		return false
+	}
+	drawnAddrs.m[addr] = true
+	return true
+}
+
+// maxDraws bounds the attempts at drawing a port not handed out before.
+const maxDraws = 100
+
 // freeAddr returns a loopback address with a port that was free a moment
-// ago. (The kernel does not hand out the same ephemeral port again at once,
-// so the race with other programs is negligible in tests.)
+// ago and that no other test of this process was given.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	for range maxDraws {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if claimAddr(addr) {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no fresh loopback port in %d draws", maxDraws)
+	return ""
 }
 
 // awaitMetric polls the gateway's /metrics until the sample named name
