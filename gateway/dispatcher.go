@@ -383,6 +383,8 @@ func (q *queueState) shutdown() {
 func (g *Gateway) repollLoop() {
 	defer g.bg.Done()
 	const tick = 250 * time.Millisecond
+	var sweepClock levelSweepClock
+	sweeping := make(chan struct{}, 1)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -426,13 +428,28 @@ func (g *Gateway) repollLoop() {
 			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
 				if q.prio.seen {
-					// Levels may have filled without a notification
-					// (JetStream's redeliveries, NATS programs).
+					// A look at this queue's levels alone, at once
+					// (the sweep below trusts an unchanged shard
+					// for up to levelRefresh).
 					q.probeLocked()
 				}
 				q.kickLocked()
 			}
 			q.mu.Unlock()
+		}
+		// Levels may have filled without any event (levelsweep.go): one
+		// look per shard, off this goroutine, never two at once.
+		if sweepClock.due(now, g.cfg.RepollInterval) {
+			select {
+			case sweeping <- struct{}{}:
+				if !g.spawn(func(context.Context) {
+					defer func() { <-sweeping }()
+					g.sweepLevels(states)
+				}) {
+					<-sweeping
+				}
+			default:
+			}
 		}
 	}
 }

@@ -16,9 +16,10 @@ package gateway
 // empty on the way, and only while levels are marked. Levels are marked by
 // local pushes and releases, by notifications (their payload carries the
 // priority), and by a look at the stream's subject counts (probeLocked)
-// when a queue's consumer is made (a restart), when a notification does not
-// say the priority (a delay coming due, an accumulation window closing), and
-// at each re-poll of a queue that ever saw priorities. Within a level LMQ's
+// when a queue's consumer is made (a restart) and when a notification does
+// not say the priority (a delay coming due, an accumulation window closing);
+// behind them all, a periodic sweep of the busy queues' shards
+// (levelsweep.go) finds levels that filled without any event. Within a level LMQ's
 // order holds: a release re-publishes the copy to the tail of the message's
 // own subject.
 
@@ -181,17 +182,9 @@ func (q *queueState) probeLocked() {
 		defer q.mu.Unlock()
 		q.prio.probing = false
 		if err != nil {
-			return // the next re-poll looks again
+			return // the next sweep looks again (levelsweep.go)
 		}
-		if mask != 0 {
-			q.prio.seen = true
-			q.prio.mask |= mask
-			q.prio.fresh |= mask
-			if q.fetching {
-				q.dirty = true
-			}
-		}
-		q.kickLocked()
+		q.markStoredLevelsLocked(mask)
 	})
 	if !started {
 		q.prio.probing = false

@@ -501,3 +501,33 @@ func TestPriorityDelayed(t *testing.T) {
 		t.Fatalf("order %s, want %s", got, want)
 	}
 }
+
+// TestPriorityFilledWithoutEvent: a level that fills with no event this
+// gateway sees (here a NATS program's publish; after a kill -9, a delayed
+// message whose wake-up died with the process) is found by the level
+// sweep, although the queue never saw a priority since the gateway started.
+func TestPriorityFilledWithoutEvent(t *testing.T) {
+	t.Parallel()
+	g, js := prioCore(t)
+	const q = "psweep"
+	pushP(t, g, q, "p0-1", 0)
+	if got := pullOrder(t, g, q, 1); got[0] != "p0-1" {
+		t.Fatalf("got %q", got)
+	}
+	got := make(chan *Delivery, 1)
+	go func() {
+		d, err := g.Pull(prioCtx(t), q, msgWait)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- d
+	}()
+	eventually(t, func() bool { return g.WaitingPulls() > 0 })
+	if _, err := js.Publish(prioCtx(t), mapping.PrioritySubject(q, 7), []byte("native p7")); err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	if d == nil || string(d.Message.Body) != "native p7" || d.Priority != 7 {
+		t.Fatalf("waiting pull got %+v, want the native priority-7 message", d)
+	}
+}

@@ -32,11 +32,19 @@ type scanCache struct {
 }
 
 type shardScan struct {
-	at      time.Time         // when the last look started
-	counts  map[string]uint64 // encoded queue name → messages, from it
-	sig     shardSig          // the stream's state the counts were taken at
-	running chan struct{}     // closed when the running look ends; nil if none
-	since   time.Time         // when the running look started
+	at      time.Time     // when the last look started
+	look    *shardLook    // its result
+	sig     shardSig      // the stream's state the look was taken at
+	running chan struct{} // closed when the running look ends; nil if none
+	since   time.Time     // when the running look started
+}
+
+// shardLook is what one look at a shard found, by encoded queue name: the
+// deliverable messages (pull-any) and the priority levels ≥ 1 holding some
+// (the level sweep, levelsweep.go).
+type shardLook struct {
+	counts map[string]uint64
+	levels map[string]uint16
 }
 
 // shardSig is what tells that a stream's messages changed.
@@ -56,9 +64,25 @@ const scanWorkers = 8
 // from looks started at most maxAge before the call (0: after it).
 func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Duration) (map[string]uint64, error) {
 	oldest := time.Now().Add(-maxAge)
+	looks, err := r.lookAt(ctx, shards, oldest, time.Time{})
+	if err != nil {
+		return nil, err
+	}
 	counts := make(map[string]uint64)
+	for _, l := range looks {
+		for enc, n := range l.counts {
+			counts[enc] += n
+		}
+	}
+	return counts, nil
+}
+
+// lookAt returns the looks at the given shards that hold messages, each
+// started at oldest or later, or taken at the shard's present state and
+// started at stalest or later.
+func (r *registry) lookAt(ctx context.Context, shards []int, oldest, stalest time.Time) ([]*shardLook, error) {
 	if len(shards) == 0 {
-		return counts, nil
+		return nil, nil
 	}
 	sigs, err := r.shardStates(ctx, oldest)
 	if err != nil {
@@ -66,6 +90,7 @@ func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Durat
 	}
 	var mu sync.Mutex
 	var firstErr error
+	var looks []*shardLook
 	sem := make(chan struct{}, scanWorkers)
 	var wg sync.WaitGroup
 	for _, k := range shards {
@@ -76,7 +101,7 @@ func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Durat
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c, err := r.scanShard(ctx, k, oldest, sig)
+			l, err := r.scanShard(ctx, k, oldest, stalest, sig)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -85,16 +110,14 @@ func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Durat
 				}
 				return
 			}
-			for enc, n := range c {
-				counts[enc] += n
-			}
+			looks = append(looks, l)
 		})
 	}
 	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	return counts, nil
+	return looks, nil
 }
 
 // shardStates returns every shard stream's state from a stream list started
@@ -158,9 +181,10 @@ func sigOf(s jetstream.StreamState) shardSig {
 	return shardSig{first: s.FirstSeq, last: s.LastSeq, msgs: s.Msgs}
 }
 
-// scanShard returns shard k's counts from a look started at oldest or later,
-// or from an older one taken at the state sig (the same messages).
-func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time, sig shardSig) (map[string]uint64, error) {
+// scanShard returns shard k's look started at oldest or later, or an older
+// one started at stalest or later and taken at the state sig (the same
+// messages).
+func (r *registry) scanShard(ctx context.Context, k int, oldest, stalest time.Time, sig shardSig) (*shardLook, error) {
 	c := &r.scan
 	for {
 		c.mu.Lock()
@@ -172,8 +196,8 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time, sig s
 			s = &shardScan{}
 			c.shards[k] = s
 		}
-		if s.counts != nil && (!s.at.Before(oldest) || s.sig == sig) {
-			out := s.counts
+		if s.look != nil && (!s.at.Before(oldest) || s.sig == sig && !s.at.Before(stalest)) {
+			out := s.look
 			c.mu.Unlock()
 			return out, nil
 		}
@@ -192,33 +216,34 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time, sig s
 		// The look serves every waiter: it runs with its own deadline, not
 		// the first caller's context.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-		counts, at, err := r.lookAtShard(sctx, k)
+		look, at, err := r.lookAtShard(sctx, k)
 		cancel()
 		c.mu.Lock()
 		s.running = nil
 		if err == nil {
-			s.counts, s.at, s.sig = counts, started, at
+			s.look, s.at, s.sig = look, started, at
 		}
 		c.mu.Unlock()
 		close(done)
 		if err != nil {
 			return nil, err
 		}
-		return counts, nil
+		return look, nil
 	}
 }
 
 // lookAtShard asks shard k's stream for its queues' counts of deliverable
-// messages; at is the stream's state at the first request (a change after
-// it shows as another state in the next list, which looks again).
-func (r *registry) lookAtShard(ctx context.Context, k int) (counts map[string]uint64, at shardSig, err error) {
-	counts = make(map[string]uint64)
+// messages and their priority levels; at is the stream's state at the first
+// request (a change after it shows as another state in the next list, which
+// looks again).
+func (r *registry) lookAtShard(ctx context.Context, k int) (look *shardLook, at shardSig, err error) {
+	look = &shardLook{counts: make(map[string]uint64), levels: make(map[string]uint16)}
 	st, err := r.lookupShard(ctx, k)
 	if err != nil {
 		return nil, at, err
 	}
 	if st == nil {
-		return counts, at, nil // not created yet: no messages
+		return look, at, nil // not created yet: no messages
 	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardQueueWildcard(k)))
 	if err != nil {
@@ -227,7 +252,7 @@ func (r *registry) lookAtShard(ctx context.Context, k int) (counts map[string]ui
 	at = sigOf(info.State)
 	for subj, n := range info.State.Subjects {
 		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
-			counts[enc] += n
+			look.counts[enc] += n
 		}
 	}
 	// Messages of priorities count too (a second filter: one covering both
@@ -238,11 +263,16 @@ func (r *registry) lookAtShard(ctx context.Context, k int) (counts map[string]ui
 		return nil, at, jsErr("scan queues", err)
 	}
 	for subj, n := range info.State.Subjects {
-		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
-			counts[enc] += n
+		_, enc, ok := mapping.ParseSubject(subj)
+		if !ok || n == 0 {
+			continue
+		}
+		look.counts[enc] += n
+		if p, ok := mapping.SubjectPriority(subj); ok && p > 0 {
+			look.levels[enc] |= 1 << p
 		}
 	}
-	return counts, at, nil
+	return look, at, nil
 }
 
 // withMessages returns the queues matching w that hold messages, sorted,
