@@ -27,13 +27,18 @@ import (
 // handed out: the gateway only looked at a queue's priority levels once it
 // had seen a priority since its start.
 //
-// LMQ_CRASH_ROUNDS sets the number of kill/restart rounds (default 2; the
-// closing note of issue 25 ran it with more).
+// LMQ_CRASH_ROUNDS sets the number of kill/restart rounds (default 2) and
+// LMQ_CRASH_PUSHES the pushes answered before each kill (default 1,500); the
+// closing note of issue 25 ran it with more of both.
 func TestKillMixedLoad(t *testing.T) {
 	t.Parallel()
 	rounds := 2
 	if v, err := strconv.Atoi(os.Getenv("LMQ_CRASH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
+	}
+	pushes := 1500
+	if v, err := strconv.Atoi(os.Getenv("LMQ_CRASH_PUSHES")); err == nil && v > 0 {
+		pushes = v
 	}
 	gw := Start(t)
 	c := gw.Client(t)
@@ -42,7 +47,7 @@ func TestKillMixedLoad(t *testing.T) {
 	c.PatchProps(qa, `{"accum":0.3,"timeout":2,"retry":100}`)
 	for round := range rounds {
 		led := newLedger()
-		crashLoad(t, gw, led, round, q, qa) // ends with the kill
+		crashLoad(t, gw, led, round, pushes, q, qa) // ends with the kill
 		gw.Restart()
 		stuck := crashDrain(t, gw, led, q, qa)
 		t.Logf("round %d: %d messages answered 200, %d acked before the kill (%d acks cut by it), %d to deliver after the restart, %d not delivered",
@@ -103,7 +108,7 @@ func (l *ledger) acked(bodies ...string) {
 // queue) against gw for a while, recording what was answered, and returns
 // with them still running until the kill: the kill comes in the middle of
 // their requests.
-func crashLoad(t *testing.T, gw *Gateway, led *ledger, round int, q, qa string) {
+func crashLoad(t *testing.T, gw *Gateway, led *ledger, round, pushes int, q, qa string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := gw.Client(t)
@@ -117,10 +122,10 @@ func crashLoad(t *testing.T, gw *Gateway, led *ledger, round int, q, qa string) 
 	wg.Go(func() { crashConsumer(ctx, c, led, qa) })
 	// Until enough was pushed and consumed that the kill finds messages
 	// of every kind waiting, delayed and in flight.
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		led.mu.Lock()
-		enough := led.pushed >= 1500 && led.ackedBefore >= 300
+		enough := led.pushed >= pushes && led.ackedBefore >= pushes/5
 		led.mu.Unlock()
 		if enough {
 			break
