@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -92,7 +93,8 @@ type entry struct {
 	live  bool
 }
 
-// msgGetResponse is JetStream's answer to the STREAM.MSG.GET API request.
+// msgGetResponse is JetStream's answer to a leader-only message get
+// (jsapi.MsgGetSubject).
 type msgGetResponse struct {
 	Message *struct {
 		Seq  uint64 `json:"seq"`
@@ -106,9 +108,6 @@ type msgGetResponse struct {
 	} `json:"error"`
 }
 
-// errCodeNoMessage is JetStream's "no message found".
-const errCodeNoMessage = 10037
-
 // read returns the latest entry of key from the bucket stream's leader.
 // KeyValue.Get may be answered by any replica (KV buckets allow direct gets),
 // which can be behind; the membership decisions of pushes need a read that
@@ -116,7 +115,7 @@ const errCodeNoMessage = 10037
 // which only the leader answers. While a new leader is being elected nobody
 // answers: the request is repeated with short timeouts.
 func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + mapping.AccumBucket + "." + key})
+	req, err := json.Marshal(map[string]string{"last_by_subj": jsapi.KVSubject(mapping.AccumBucket, key)})
 	if err != nil {
 		return entry{}, err
 	}
@@ -145,7 +144,7 @@ const (
 func (a *Accumulator) readOnce(ctx context.Context, key string, req []byte) (e entry, retry bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, readAttempt)
 	defer cancel()
-	msg, err := a.nc.RequestWithContext(actx, a.apiPrefix+"STREAM.MSG.GET.KV_"+mapping.AccumBucket, req)
+	msg, err := a.nc.RequestWithContext(actx, jsapi.MsgGetSubject(a.apiPrefix, jsapi.KVStream(mapping.AccumBucket)), req)
 	if err != nil {
 		retry = errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 		return entry{}, retry, fmt.Errorf("read %s: %w", key, err)
@@ -155,7 +154,7 @@ func (a *Accumulator) readOnce(ctx context.Context, key string, req []byte) (e e
 		return entry{}, false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if resp.Error != nil {
-		if resp.Error.ErrCode == errCodeNoMessage {
+		if resp.Error.ErrCode == jsapi.ErrCodeNoMessage {
 			return entry{}, false, nil
 		}
 		// 503: no leader (yet), JetStream not ready.

@@ -23,7 +23,7 @@ import (
 // requests on one subscription (pullTable), telling requests apart by their
 // reply subject and messages by their stream subject.
 
-// A pull request's body is CONSUMER.MSG.NEXT's JSON
+// A pull request's body is the JSON of JetStream's next-message request
 // (JetStream's JSApiConsumerGetNextRequest): {"batch":N,"no_wait":true}
 // plus "expires" (nanoseconds, how long the server holds the request) when
 // the request may wait a moment. encodePullRequest writes it by hand: one
@@ -34,7 +34,7 @@ import (
 // the API prefix of js (jsapi.Prefix: the default, a domain's, or an
 // explicit one).
 func nextSubject(js jetstream.JetStream, stream, consumer string) string {
-	return jsapi.Prefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+	return jsapi.MsgNextSubject(js, stream, consumer)
 }
 
 // encodePullRequest is the no_wait request for batch messages. With settle > 0

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -159,8 +159,8 @@ func (b *bodyReader) fail(err error) error {
 // from a fast client, the body then piles up in the connection and in the
 // stream's inbound queue (in this process with the embedded server), about
 // as large as the body. putObject writes the same objects (the Object Store
-// layout: chunks on $O.<bucket>.C.<nuid>, then the object's description on
-// $O.<bucket>.M.<base64url(name)> rolling up earlier ones) with at most
+// layout, jsapi.ObjectChunkSubject and ObjectMetaSubject: chunks, then the
+// object's description rolling up earlier ones) with at most
 // putWindow chunks unacknowledged, so that memory per upload stays near
 // putWindow chunks whatever the body's size.
 const (
@@ -173,11 +173,11 @@ func (g *Gateway) putObject(ctx context.Context, name string, r io.Reader) (int6
 	bucket := mapping.ObjectBucket
 	chunkSize := int(min(int64(putChunk), max(g.inlineLimit(), 1)))
 	nuid := strings.ReplaceAll(uuid.NewString(), "-", "")
-	chunkSubj := "$O." + bucket + ".C." + nuid
+	chunkSubj := jsapi.ObjectChunkSubject(bucket, nuid)
 	purge := func() {
 		pctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if st, err := g.js.Stream(pctx, "OBJ_"+bucket); err == nil {
+		if st, err := g.js.Stream(pctx, jsapi.ObjectStream(bucket)); err == nil {
 			_ = st.Purge(pctx, jetstream.WithPurgeSubject(chunkSubj))
 		}
 	}
@@ -243,7 +243,7 @@ func (g *Gateway) putObject(ctx context.Context, name string, r io.Reader) (int6
 		Chunks:     chunks,
 		Digest:     jetstream.GetObjectDigestValue(h),
 	}
-	meta := nats.NewMsg("$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+	meta := nats.NewMsg(jsapi.ObjectMetaSubject(bucket, name))
 	meta.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	var err error
 	if meta.Data, err = json.Marshal(info); err == nil {

@@ -1,11 +1,15 @@
-// Package jsapi holds the few JetStream wire names that nats.go's jetstream
-// package does not expose: the API subject prefix of a JetStream handle (for
-// the requests the gateway sends itself: the dispatcher's no_wait pull and
-// the accumulator's leader-only message read). It is the one place that
-// spells JetStream's subjects.
+// Package jsapi holds the JetStream wire names that nats.go's jetstream
+// package does not expose: the API subject prefix of a JetStream handle and
+// the API subjects of the requests the gateway sends itself (the
+// dispatcher's no_wait pull, the accumulator's leader-only message read),
+// the Key-Value and Object Store layouts the gateway writes or reads by hand
+// (flow-controlled object uploads), and the API error codes it tells apart.
+// It is the one place that spells JetStream's subjects: a test fails when
+// such a literal appears in any other non-test file.
 package jsapi
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -51,4 +55,38 @@ func New(nc *nats.Conn, domain, apiPrefix string) (jetstream.JetStream, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return js, nil
+}
+
+// MsgNextSubject is the subject of pull requests to stream's consumer
+// (JetStream's CONSUMER.MSG.NEXT), under js's API prefix.
+func MsgNextSubject(js jetstream.JetStream, stream, consumer string) string {
+	return Prefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+}
+
+// MsgGetSubject is the subject of STREAM.MSG.GET requests to stream, which
+// only the stream's leader answers (unlike direct gets), under the API
+// prefix prefix (see Prefix).
+func MsgGetSubject(prefix, stream string) string { return prefix + "STREAM.MSG.GET." + stream }
+
+// ErrCodeNoMessage is JetStream's API error code for "no message found"
+// (JSNoMessageFoundErr).
+const ErrCodeNoMessage = 10037
+
+// KVStream is the stream holding the Key-Value bucket's entries.
+func KVStream(bucket string) string { return "KV_" + bucket }
+
+// KVSubject is the stream subject of key's entries in the Key-Value bucket.
+func KVSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// ObjectStream is the stream holding the Object Store bucket's objects.
+func ObjectStream(bucket string) string { return "OBJ_" + bucket }
+
+// ObjectChunkSubject is the subject of the chunks of one object version
+// (nuid) in the Object Store bucket.
+func ObjectChunkSubject(bucket, nuid string) string { return "$O." + bucket + ".C." + nuid }
+
+// ObjectMetaSubject is the subject of the description of the object name in
+// the Object Store bucket (its latest rolls up the earlier ones).
+func ObjectMetaSubject(bucket, name string) string {
+	return "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
 }
