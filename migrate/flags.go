@@ -40,6 +40,7 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway: its embedded server's URL with credentials, \"$(cat DATA-DIR/nats-client.url)\", or the --nats-url it uses")
 	// The gateway's --nats-* connection flags, as --to-nats-*.
 	natsconn.AddFlags(fs, &o.ToNATSAuth, "to-nats-", "to-nats")
+	fs.StringVar(&o.ToNATSAuth.Domain, "to-nats-domain", "", "JetStream `DOMAIN` the target gateway keeps its queues in (its --nats-domain); empty: the account's own JetStream")
 	fs.Var(regexpFlag{&o.Queues}, "queues", "copy only queues whose name matches this regexp (unanchored; default: all)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be copied, change nothing")
 	fs.IntVar(&o.Parallel, "parallel", 4, "queues copied at once (messages of one queue are copied in order)")

@@ -53,9 +53,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
@@ -286,16 +286,16 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	// Start-up is bounded: an unreachable target must not hang the command.
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
-	m.core, err = gateway.New(sctx, nc, gateway.Config{Replicas: opts.Replicas, Logger: opts.Logger})
+	m.core, err = gateway.New(sctx, nc, gateway.Config{Replicas: opts.Replicas, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("gateway core on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
 	defer m.core.Close()
 	// The journal is the migrator's own stream, beside the queues the core
 	// stores into.
-	js, err := jetstream.New(nc)
+	js, err := jsapi.New(nc, opts.ToNATSAuth.Domain, "")
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return nil, err
 	}
 	if m.j, err = openJournal(sctx, js, opts.From, opts.Replicas); err != nil {
 		return nil, err

@@ -23,6 +23,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 )
 
 // Defaults of the connection behaviour.
@@ -285,12 +287,9 @@ func WaitJetStream(ctx context.Context, nc *nats.Conn, domain string, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	js, err := jetstream.New(nc)
-	if domain != "" {
-		js, err = jetstream.NewWithDomain(nc, domain)
-	}
+	js, err := jsapi.New(nc, domain, "")
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return err
 	}
 	start := time.Now()
 	lastLog := time.Time{}
