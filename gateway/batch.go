@@ -2,13 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -73,20 +74,39 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	}
 	last := stored[len(stored)-1]
 	last.Header.Set("Nats-Batch-Commit", "1")
-	for _, m := range stored[:len(stored)-1] {
-		if err := g.nc.PublishMsg(m); err != nil {
-			return jsErr("store batch", err)
+	if err := g.commitBatch(ctx, stored); err != nil {
+		if errors.Is(err, ErrUnknown) {
+			stored = nil // it may be stored: its bodies stay
 		}
-	}
-	resp, err := g.nc.RequestMsgWithContext(ctx, last)
-	if err != nil {
-		return jsErr("store batch", err)
-	}
-	if strings.Contains(string(resp.Data), `"error"`) || len(resp.Data) == 0 {
-		return jsErr("store batch", fmt.Errorf("jetstream: %s", resp.Data))
+		return err
 	}
 	stored = nil
 	g.obs.Pushed(queue, size)
 	g.Notify(queue)
 	return nil
+}
+
+// commitBatch publishes a batch's messages, the last one carrying the commit,
+// with publish's classification of the outcome (storage.go): the commit's
+// PubAck not coming back in time leaves the batch maybe stored (ErrUnknown,
+// which a client must not take for "retry"); no stream responding, or a
+// message before the commit failing to go out, means nothing is stored
+// (JetStream drops an uncommitted batch).
+func (g *Gateway) commitBatch(ctx context.Context, msgs []*nats.Msg) error {
+	if err := g.store.precheck("store batch"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := g.nc.PublishMsg(m); err != nil {
+			return jsErr("store batch", err)
+		}
+	}
+	_, err := g.publishOnce(ctx, msgs[len(msgs)-1])
+	g.store.note(err)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("store batch: %w: no stream took the batch", ErrUnavailable)
+	}
+	return outcomeErr("store batch", err)
 }
