@@ -147,8 +147,7 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 // its percent-encoded form.
 func rawPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.RequestURI, "/") {
-			p, _, _ := strings.Cut(r.RequestURI, "?")
+		if p, ok := targetPath(r.RequestURI); ok {
 			if enc := escapeNonASCII(p); enc != p {
 				if dec, err := url.PathUnescape(enc); err == nil && dec == r.URL.Path {
 					u := *r.URL
@@ -161,6 +160,30 @@ func rawPath(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// targetPath is the path of a request target as the client wrote it: of the
+// origin form ("/messages/q?t=1") or of the absolute form
+// ("http://host:9980/messages/q"), which go-lmq sends for a name holding
+// "/" (it puts the encoded path in URL.Opaque, and Go's client then writes
+// the whole URL). LMQ's server took the path of either. ok is false for
+// other targets ("*", an authority) and an absolute form without a path.
+func targetPath(uri string) (path string, ok bool) {
+	if !strings.HasPrefix(uri, "/") {
+		// scheme "://" authority path: the authority holds no "/", "?" or
+		// "#", so the path starts at the first "/" after "://".
+		_, rest, found := strings.Cut(uri, "://")
+		if !found {
+			return "", false
+		}
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 || rest[i] != '/' {
+			return "", false
+		}
+		uri = rest[i:]
+	}
+	path, _, _ = strings.Cut(uri, "?")
+	return path, true
 }
 
 // mayMatch is a cheap necessary condition for a request path to match the
