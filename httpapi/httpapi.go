@@ -49,6 +49,10 @@ type Options struct {
 	// X-Lmq-Release-On-Disconnect (connbound.go); the http.Server's
 	// ConnState must be its ConnState. nil: the header is refused.
 	ConnBound *ConnBound
+	// CrossOrigin refuses the state-changing requests that a browser sent
+	// from a page of another origin (crossorigin.go), on every route,
+	// Mount's included. nil: one trusting no other origin.
+	CrossOrigin *http.CrossOriginProtection
 }
 
 type api struct {
@@ -71,6 +75,9 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CrossOrigin == nil {
+		opts.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	a := &api{core: core, opts: opts, log: opts.Logger}
 	r := mux.NewRouter()
@@ -130,6 +137,9 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 	}
 	// Every handler reads its body and writes its answer under Timeouts.
 	var h http.Handler = withTimeouts(routed, opts.Timeouts)
+	// Inside Middleware, so that a refused request is logged and counted
+	// (and one without credentials is still answered 401).
+	h = crossOrigin(h, opts.CrossOrigin)
 	if opts.Middleware != nil {
 		h = opts.Middleware(h)
 	}
