@@ -482,6 +482,9 @@ func (c *Console) serveMatch(w http.ResponseWriter, r *http.Request) {
 	var name string
 	var list mapping.DefaultList
 	if r.Method == http.MethodPost {
+		if !ops.RequireJSON(w, r) {
+			return
+		}
 		var body struct {
 			Name string          `json:"name"`
 			List json.RawMessage `json:"list"`

@@ -265,6 +265,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	// The previews (peek) carry message bodies, a producer's bytes: opened
+	// directly in a browser the answer must stay JSON, never a page of the
+	// gateway's origin (as pulled bodies, httpapi's bodyHeaders).
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)

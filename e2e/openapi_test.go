@@ -196,6 +196,9 @@ func TestOpenAPI(t *testing.T) {
 	a.do(204, "GET", "/messages/oa?t=0", nil)
 	a.do(404, "POST", "/messages/oa/00000000-0000-0000-0000-000000000000?reply=ack", nil)
 	a.do(400, "POST", "/messages/oa/x?reply=maybe", nil)
+	// A browser's request for a page of another origin.
+	a.do(403, "POST", "/messages/oa", []byte("x"), "Origin", "http://evil.example", "Content-Type", "text/plain")
+	a.do(403, "DELETE", "/queues/oa", nil, "Sec-Fetch-Site", "cross-site")
 
 	// Push to all, pull any.
 	a.do(200, "POST", "/messages?qre=^oa$", []byte("all"))

@@ -35,7 +35,7 @@ func bearer(tok string) []string { return []string{"Authorization", "Bearer " + 
 // credential.
 func tokensCreate(t *testing.T, c *Client, spec string) string {
 	t.Helper()
-	r := c.Expect(http.StatusCreated, http.MethodPost, "/tokens", []byte(spec), bearer(tokensOperator)...)
+	r := c.Expect(http.StatusCreated, http.MethodPost, "/tokens", []byte(spec), append(bearer(tokensOperator), "Content-Type", "application/json")...)
 	var out struct {
 		Token string `json:"token"`
 		ID    string `json:"id"`
@@ -253,7 +253,7 @@ func TestTokens(t *testing.T) {
 			`{"name":"x","rights":["push"],"unknown":1}`,
 			`not json`,
 		} {
-			r := c.Expect(http.StatusBadRequest, http.MethodPost, "/tokens", []byte(spec), op...)
+			r := c.Expect(http.StatusBadRequest, http.MethodPost, "/tokens", []byte(spec), append(op, "Content-Type", "application/json")...)
 			if !strings.Contains(string(r.Body), `"error"`) {
 				t.Errorf("spec %s: %v", strconv.Itoa(i), r)
 			}
@@ -269,14 +269,17 @@ func TestTokensOpenAPI(t *testing.T) {
 	a := newAPIChecker(t, g)
 	op := bearer(tokensOperator)
 	a.do(401, "GET", "/tokens", nil)
-	r := a.do(201, "POST", "/tokens", []byte(`{"name":"oa","prefix":"oa.","rights":["push"]}`), op...)
+	ctJSON := append(bearer(tokensOperator), "Content-Type", "application/json")
+	r := a.do(201, "POST", "/tokens", []byte(`{"name":"oa","prefix":"oa.","rights":["push"]}`), ctJSON...)
 	var created struct {
 		Token, ID string
 	}
 	if err := json.Unmarshal(r.Body, &created); err != nil {
 		t.Fatal(err)
 	}
-	a.do(400, "POST", "/tokens", []byte(`{"name":"oa","rights":["fly"]}`), op...)
+	a.do(400, "POST", "/tokens", []byte(`{"name":"oa","rights":["fly"]}`), ctJSON...)
+	a.do(415, "POST", "/tokens", []byte(`{"name":"oa","rights":["push"]}`), append(op, "Content-Type", "text/plain")...)
+	a.do(403, "POST", "/tokens", []byte(`{"name":"oa","rights":["push"]}`), append(ctJSON, "Sec-Fetch-Site", "cross-site")...)
 	a.do(200, "GET", "/tokens", nil, op...)
 	a.do(200, "GET", "/tokens/"+created.ID, nil, op...)
 	a.do(403, "GET", "/tokens", nil, bearer(created.Token)...)

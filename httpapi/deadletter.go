@@ -33,6 +33,7 @@ func (a *api) deadHead(w http.ResponseWriter, r *http.Request, queue string) err
 		return nil
 	}
 	h := w.Header()
+	bodyHeaders(h)
 	h[hdrQueueName] = []string{queue}
 	h["x-lmq-deliveries"] = []string{strconv.Itoa(dl.Deliveries)}
 	h["x-lmq-dead-at"] = []string{dl.DiedAt.UTC().Format(time.RFC3339Nano)}

@@ -30,9 +30,23 @@ func contentTypeOf(m gateway.Message) string {
 	return m.ContentType
 }
 
+// bodyHeaders are set on every answer whose body is a message's bytes (a
+// pull, a dead letter). Those bytes are whatever a producer pushed, with the
+// content type it chose: a text/html body opened in a browser (a pull's URL
+// in a link) would otherwise render, and run its script, as a page of the
+// gateway's origin, where the console and the browser's saved credentials
+// are. nosniff keeps the browser to the stated type; "sandbox" makes even a
+// page of that type a unique opaque origin without script. Clients that are
+// not browsers ignore both.
+func bodyHeaders(h http.Header) {
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	h["Content-Security-Policy"] = []string{"sandbox"}
+}
+
 // writeDelivery writes a delivered message in LMQ's HTTP form.
 func writeDelivery(w http.ResponseWriter, d *gateway.Delivery, cf string) error {
 	h := w.Header()
+	bodyHeaders(h)
 	h[hdrQueueName] = []string{d.Queue}
 	h[hdrMessageID] = []string{d.ID}
 	h[hdrRetryRemaining] = []string{strconv.Itoa(d.RetryRemaining)}

@@ -49,6 +49,10 @@ type Options struct {
 	// X-Lmq-Release-On-Disconnect (connbound.go); the http.Server's
 	// ConnState must be its ConnState. nil: the header is refused.
 	ConnBound *ConnBound
+	// CrossOrigin refuses the state-changing requests that a browser sent
+	// from a page of another origin (crossorigin.go), on every route,
+	// Mount's included. nil: one trusting no other origin.
+	CrossOrigin *http.CrossOriginProtection
 }
 
 type api struct {
@@ -71,6 +75,9 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CrossOrigin == nil {
+		opts.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	a := &api{core: core, opts: opts, log: opts.Logger}
 	r := mux.NewRouter()
@@ -130,6 +137,9 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 	}
 	// Every handler reads its body and writes its answer under Timeouts.
 	var h http.Handler = withTimeouts(routed, opts.Timeouts)
+	// Inside Middleware, so that a refused request is logged and counted
+	// (and one without credentials is still answered 401).
+	h = crossOrigin(h, opts.CrossOrigin)
 	if opts.Middleware != nil {
 		h = opts.Middleware(h)
 	}
@@ -147,8 +157,7 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 // its percent-encoded form.
 func rawPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.RequestURI, "/") {
-			p, _, _ := strings.Cut(r.RequestURI, "?")
+		if p, ok := targetPath(r.RequestURI); ok {
 			if enc := escapeNonASCII(p); enc != p {
 				if dec, err := url.PathUnescape(enc); err == nil && dec == r.URL.Path {
 					u := *r.URL
@@ -161,6 +170,30 @@ func rawPath(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// targetPath is the path of a request target as the client wrote it: of the
+// origin form ("/messages/q?t=1") or of the absolute form
+// ("http://host:9980/messages/q"), which go-lmq sends for a name holding
+// "/" (it puts the encoded path in URL.Opaque, and Go's client then writes
+// the whole URL). LMQ's server took the path of either. ok is false for
+// other targets ("*", an authority) and an absolute form without a path.
+func targetPath(uri string) (path string, ok bool) {
+	if !strings.HasPrefix(uri, "/") {
+		// scheme "://" authority path: the authority holds no "/", "?" or
+		// "#", so the path starts at the first "/" after "://".
+		_, rest, found := strings.Cut(uri, "://")
+		if !found {
+			return "", false
+		}
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 || rest[i] != '/' {
+			return "", false
+		}
+		uri = rest[i:]
+	}
+	path, _, _ = strings.Cut(uri, "?")
+	return path, true
 }
 
 // mayMatch is a cheap necessary condition for a request path to match the

@@ -133,6 +133,9 @@ func TestPushPullReply(t *testing.T) {
 			"X-Lmq-Message-Type":    "normal",
 			"X-Lmq-Retry-Remaining": "2",
 			"Content-Length":        "5",
+			// Not a page of the gateway's origin in a browser.
+			"X-Content-Type-Options":  "nosniff",
+			"Content-Security-Policy": "sandbox",
 		} {
 			if got := a.header.Get(k); got != v {
 				t.Errorf("%s pull: %s %q, want %q", base, k, got, v)
@@ -504,6 +507,7 @@ func TestDeadLetters(t *testing.T) {
 	for k, v := range map[string]string{
 		"Content-Type": textPlain, "X-Lmq-Queue-Name": "dl", "X-Lmq-Deliveries": "3",
 		"X-Lmq-Dead-At": "2024-05-06T07:08:09.00000001Z", "X-Trace": "t",
+		"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
 	} {
 		if got := a.header.Get(k); got != v {
 			t.Errorf("head: %s %q, want %q", k, got, v)

@@ -67,3 +67,54 @@ func TestRawUTF8QueueName(t *testing.T) {
 		t.Errorf("raw slash in a name: %d, want 405 (the reply route)", status)
 	}
 }
+
+// TestAbsoluteFormTarget: a request target in absolute form
+// ("http://host/messages/extra%2Fünï", as go-lmq sends names holding "/")
+// keeps its encoded "/" next to raw UTF-8, as the origin form does.
+func TestAbsoluteFormTarget(t *testing.T) {
+	t.Parallel()
+	s := startAPI(t, Options{})
+	for _, tc := range []struct{ raw, encoded, queue string }{
+		{"extra%2Fünï", "extra%2F%C3%BCn%C3%AF", "extra/ünï"},
+		{"extra%2Fplain", "extra%2Fplain", "extra/plain"},
+		{"日本語", "%E6%97%A5%E6%9C%AC%E8%AA%9E", "日本語"},
+	} {
+		for _, base := range []string{"http://x", "http://127.0.0.1:9980", "HTTP://user@x:1"} {
+			if status, body := s.rawRequest("POST", base+"/messages/"+tc.raw, "abs"); status != 200 {
+				t.Errorf("absolute-form push to %s%s: %d %s", base, tc.raw, status, body)
+			}
+			a := s.do("GET", "/messages/"+tc.encoded+"?t=0", "")
+			a.want(t, "pull of "+tc.queue, 200, "abs")
+			if got := a.header.Get("X-Lmq-Queue-Name"); got != tc.queue {
+				t.Errorf("%s%s: queue %q, want %q", base, tc.raw, got, tc.queue)
+			}
+			s.do("POST", "/messages/"+tc.encoded, "back").want(t, "push to "+tc.queue, 200, `{"accum":"no"}`)
+			if status, body := s.rawRequest("GET", base+"/messages/"+tc.raw+"?t=0", ""); status != 200 || body != "back" {
+				t.Errorf("absolute-form pull from %s%s: %d %q", base, tc.raw, status, body)
+			}
+		}
+	}
+	s.do("GET", "/messages/extra?t=0", "").want(t, "queue extra", 204, "")
+}
+
+func TestTargetPath(t *testing.T) {
+	t.Parallel()
+	for uri, want := range map[string]string{
+		"/messages/q":                       "/messages/q",
+		"/messages/q?t=1":                   "/messages/q",
+		"http://h/messages/a%2Fü?t=1":       "/messages/a%2Fü",
+		"https://h:1/x":                     "/x",
+		"http://u@h/x?y":                    "/x",
+		"http://h/":                         "/",
+		"http://h?x=/messages/q":            "",
+		"http://h":                          "",
+		"*":                                 "",
+		"h:9980":                            "",
+		"http://h/messages/q?u=http://z/a/": "/messages/q",
+	} {
+		got, ok := targetPath(uri)
+		if got != want || ok != (want != "") {
+			t.Errorf("targetPath(%q) = %q, %v; want %q", uri, got, ok, want)
+		}
+	}
+}

@@ -41,6 +41,9 @@ func (o *Ops) mountTokens(r *mux.Router) {
 }
 
 func (o *Ops) createToken(w http.ResponseWriter, r *http.Request) {
+	if !RequireJSON(w, r) {
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenSpec+1))
 	if err != nil {
 		if r.Context().Err() == nil {

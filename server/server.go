@@ -83,6 +83,11 @@ type Config struct {
 	// Tokens turns on token authentication (--tokens): the tokens of the
 	// KV bucket gateway.TokensBucket, managed at /tokens (ops/auth.go).
 	Tokens bool
+	// AllowedOrigins are the browser origins ("https://console.example")
+	// whose state-changing requests are served although they come from a
+	// page of another origin than the gateway's; every other such request is
+	// refused (httpapi.NewCrossOriginProtection).
+	AllowedOrigins []string
 
 	// RPCListen is the MessagePack-RPC address; "" turns RPC off.
 	RPCListen string
@@ -159,6 +164,7 @@ type Server struct {
 	rpcAddr  string        // for the log: "off", host:port or tls://host:port
 	dl       *stopListener // nil when the debug listener is off
 	debug    *http.Server
+	cop      *http.CrossOriginProtection // of Config.AllowedOrigins
 
 	// mu orders Serve's start against Shutdown's: either Serve started its
 	// goroutines before Shutdown began, and Shutdown stops them, or Serve
@@ -188,6 +194,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		rpcAddr:  "off",
 		stopping: make(chan struct{}),
 		errc:     make(chan error, 2),
+	}
+	// Before anything starts: a wrong origin is a mistake in the settings.
+	if s.cop, err = httpapi.NewCrossOriginProtection(cfg.AllowedOrigins); err != nil {
+		return nil, fmt.Errorf("allowed origins: %w", err)
 	}
 	// undo stops what was started, in reverse, when New fails.
 	var undo []func()
@@ -310,6 +320,7 @@ func (s *Server) listen() error {
 		Middleware:      s.ops.Middleware,
 		Timeouts:        cfg.Timeouts,
 		ConnBound:       bound,
+		CrossOrigin:     s.cop,
 	})
 	if s.ui != nil {
 		api = s.ui.Shell(api)

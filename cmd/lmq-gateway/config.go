@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
 
@@ -49,6 +50,9 @@ type config struct {
 	authToken string
 	authBasic string
 	tokens    bool // token authentication (--tokens)
+	// allowedOrigins: comma-separated browser origins trusted besides the
+	// gateway's own (--allowed-origins).
+	allowedOrigins string
 
 	maxWaitingPulls   int
 	readHeaderTimeout time.Duration
@@ -108,6 +112,8 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.authBasic, "auth-basic", "", "require HTTP basic authentication with `USER:PASSWORD` (like --auth-token; either is accepted when both are set)")
 	fs.BoolVar(&c.tokens, "tokens", false, "require a token on every HTTP endpoint but /healthz and /readyz: tokens scoped to queues (a name prefix or a regexp) with rights push, pull, admin, made with \"lmq-gateway token create\" (POST /tokens) and kept, hashed, in the KV bucket LMQ_TOKENS that every gateway watches (at most 10000 tokens); sent as \"Authorization: Bearer TOKEN\" or ?token=TOKEN. --auth-token and --auth-basic stay valid as the operator's credential with every right (needed to create the first token). MessagePack-RPC is not covered: as with --auth-token, a --rpc-listen beyond loopback then needs --rpc-tls-client-ca or --rpc-allow-unauthenticated")
 
+	fs.StringVar(&c.allowedOrigins, "allowed-origins", "", "comma-separated browser `ORIGINS` (scheme://host[:port], e.g. https://a.example,https://b.example) whose pages may make state-changing HTTP requests (POST, PUT, PATCH, DELETE) with the browser's credentials, besides the gateway's own origin. "+
+		"Such a request from a page of any other origin (Sec-Fetch-Site cross-site or same-site, or an Origin header naming another host than the request's) is refused 403; requests without Origin and Sec-Fetch-Site (LMQ clients, SDKs, curl) are not concerned (empty: the gateway's own origin only)")
 	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "pulls (HTTP and RPC) that may wait for a message at once; more are answered 503 with Retry-After (RPC: \"unavailable\") (0: no limit)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
@@ -251,10 +257,24 @@ func (c *config) validate() error {
 	if c.consumerStore != "memory" && c.consumerStore != "file" {
 		return fmt.Errorf("--consumer-storage %q: want memory or file", c.consumerStore)
 	}
+	if _, err := httpapi.NewCrossOriginProtection(c.origins()); err != nil {
+		return fmt.Errorf("--allowed-origins: %w", err)
+	}
 	if err := c.limits.check(c); err != nil {
 		return err
 	}
 	return nil
+}
+
+// origins are the --allowed-origins.
+func (c *config) origins() []string {
+	var out []string
+	for _, o := range strings.Split(c.allowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // setting is one "name = value" line of a config file.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,58 @@ func TestSubcommands(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"status", "--http", "127.0.0.1:1", "--timeout", "2s"}, &out, &errOut); err == nil {
 		t.Error("status of nothing succeeded")
+	}
+}
+
+// TestAllowedOrigins: --allowed-origins, LMQ_ALLOWED_ORIGINS and the config
+// file's allowed-origins name the trusted browser origins; a malformed one
+// fails the start.
+func TestAllowedOrigins(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		file string
+		want []string
+	}{
+		"default":     {want: nil},
+		"flag":        {args: []string{"--allowed-origins", "https://a.example, https://b.example:8443,"}, want: []string{"https://a.example", "https://b.example:8443"}},
+		"environment": {env: map[string]string{"LMQ_ALLOWED_ORIGINS": "https://a.example"}, want: []string{"https://a.example"}},
+		"file":        {file: "allowed-origins = https://a.example,http://b.example\n", want: []string{"https://a.example", "http://b.example"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append(args, "--config", writeFile(t, tc.file))
+			}
+			c, err := parseConfig(args, env(tc.env), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.origins(); !slices.Equal(got, tc.want) {
+				t.Errorf("origins %q, want %q", got, tc.want)
+			}
+			sc, err := c.serverConfig(slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(sc.AllowedOrigins, tc.want) {
+				t.Errorf("server config: %q, want %q", sc.AllowedOrigins, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"a.example", "https://a.example/path", "https://a.example?q", "https://"} {
+		_, err := parseConfig([]string{"--allowed-origins", bad}, env(nil), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "--allowed-origins") {
+			t.Errorf("--allowed-origins %q: %v, want an error naming the flag", bad, err)
+		}
+	}
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"--allowed-origins ORIGINS", `(default ""; env LMQ_ALLOWED_ORIGINS)`, "refused 403"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
 	}
 }

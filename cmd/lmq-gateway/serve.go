@@ -84,6 +84,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		AccessLog:         c.accessLog,
 		Auth:              authOf(c),
 		Tokens:            c.tokens,
+		AllowedOrigins:    c.origins(),
 
 		RPCListen:           c.rpcListen,
 		RPCTLS:              rpcTLS,
