@@ -70,11 +70,7 @@ func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) err
 	}
 	part.msg.Header.Set(mapping.HdrWindow, window)
 	part.Window = window
-	err = g.store.precheck("store part")
-	if err == nil {
-		part.Seq, err = g.publish(ctx, q, part.msg)
-		g.store.note(err)
-	}
+	part.Seq, err = g.publish(ctx, "store part", q, part.msg)
 	return err
 }
 

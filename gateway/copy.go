@@ -88,11 +88,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	if c.Origin != "" {
 		m.Header.Set(mapping.HdrMigrated, c.Origin)
 	}
-	err = g.store.precheck("store message")
-	if err == nil {
-		seq, err = g.publish(ctx, q, m)
-		g.store.note(err)
-	}
+	seq, err = g.publish(ctx, "store message", q, m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
 			g.dropObject(ctx, m) // certainly not stored (see PushWith)

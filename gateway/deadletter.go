@@ -33,8 +33,8 @@ func (g *Gateway) bury(r *raw) error {
 	if cp.Data, err = g.body(ctx, r); err != nil {
 		return err
 	}
-	if _, err := g.publish(ctx, r.q, cp); err != nil {
-		return fmt.Errorf("store dead letter: %w", err)
+	if _, err := g.publish(ctx, "store dead letter", r.q, cp); err != nil {
+		return err
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
 		return fmt.Errorf("remove dead message: %w", err)
@@ -109,7 +109,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		m.Data = raw.Data
 		// Store the live copy first: a crash in between leaves a duplicate
 		// dead letter, never a lost message.
-		if _, err := g.publish(ctx, q, m); err != nil {
+		if _, err := g.publish(ctx, "respawn dead letter", q, m); err != nil {
 			return moved, err
 		}
 		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {

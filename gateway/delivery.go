@@ -261,7 +261,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
 	}
-	if _, err := g.publish(ctx, r.q, cp); err != nil {
+	if _, err := g.publish(ctx, "release message", r.q, cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return

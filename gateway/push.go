@@ -170,12 +170,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
 		m.Header.Set("Nats-Schedule-Target", mapping.PrioritySubject(queue, prio))
 	}
-	err = g.store.precheck("store message")
-	var seq uint64
-	if err == nil {
-		seq, err = g.publish(ctx, q, m)
-		g.store.note(err)
-	}
+	seq, err := g.publish(ctx, "store message", q, m)
 	if err == nil && !mayCreate {
 		err = g.unlessDeleted(ctx, q, seq)
 	}

@@ -16,24 +16,40 @@ import (
 )
 
 // The one way messages go into queue streams and large bodies into the Object
-// Store. Every writer (push, release, dead letters, accumulated compounds,
-// migrated messages) encodes with encodeMessage, stores with publish (one
-// retry policy, one classification of outcomes) and cleans up bodies that no
-// stored message refers to with dropObject.
+// Store. Every writer (push, release, dead letters and their respawn,
+// accumulation parts and compounds, migrated messages) encodes with
+// encodeMessage, stores with publish (the store-health check, one retry
+// policy, one classification of outcomes, the outcome recorded for
+// readiness) and cleans up bodies that no stored message refers to with
+// dropObject. Atomic batches go through commitBatch (batch.go), which keeps
+// the same check, classification and record.
 
 // storeTimeout bounds one store (publish and its PubAck) when the caller's
 // context has no earlier deadline.
 const storeTimeout = 5 * time.Second
 
 // publish stores m and returns its stream sequence, re-creating the queue's
-// shard stream once if it was deleted behind the gateways' backs.
+// shard stream once if it was deleted behind the gateways' backs. op names
+// the store in errors. While the NATS server reports a store failure (a
+// full disk) nothing is attempted (storeHealth.precheck); every outcome is
+// recorded (storeHealth.note).
 //
 // Its errors are honest about the outcome: "no responders" means no stream
 // took the message, so it is retried (a leader election, a reconnect) until
 // the deadline and then answered ErrUnavailable; a PubAck that does not come
 // back in time means the message may be stored, ErrUnknown. Retrying only
 // after "no responders" cannot store a message twice.
-func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint64, error) {
+func (g *Gateway) publish(ctx context.Context, op string, q *queueState, m *nats.Msg) (uint64, error) {
+	if err := g.store.precheck(op); err != nil {
+		return 0, err
+	}
+	seq, err := g.publishRetrying(ctx, op, q, m)
+	g.store.note(err)
+	return seq, err
+}
+
+// publishRetrying is publish after the store-health check.
+func (g *Gateway) publishRetrying(ctx context.Context, op string, q *queueState, m *nats.Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	looked := false
@@ -47,7 +63,7 @@ func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint
 			return ack.seq, nil
 		}
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
-			return 0, outcomeErr("store message", err)
+			return 0, outcomeErr(op, err)
 		}
 		// Either the shard stream is gone (an operator deleted it) or it has
 		// no leader for the moment (an election in a cluster, or this
@@ -72,9 +88,9 @@ func (g *Gateway) publish(ctx context.Context, q *queueState, m *nats.Msg) (uint
 		case <-ctx.Done():
 			t.Stop()
 			if errors.Is(ctx.Err(), context.Canceled) {
-				return 0, fmt.Errorf("store message: %w", ctx.Err())
+				return 0, fmt.Errorf("%s: %w", op, ctx.Err())
 			}
-			return 0, fmt.Errorf("store message: %w: no stream leader took the message in time", ErrUnavailable)
+			return 0, fmt.Errorf("%s: %w: no stream leader took the message in time", op, ErrUnavailable)
 		case <-t.C:
 		}
 		wait = min(2*wait, 250*time.Millisecond)
