@@ -95,6 +95,8 @@ var errClientGone = errors.New("client went away")
 type result struct {
 	b        []byte
 	delivery *gateway.Delivery
+	// admitted: the request was a pull the outbox admitted (outbox.admit).
+	admitted bool
 }
 
 // handle runs one request and queues its answer.
@@ -112,7 +114,11 @@ func (c *conn) handle(req request) {
 		resp = append(resp, res.b...)
 	}
 	if res.delivery == nil {
-		c.send(resp, false)
+		if res.admitted {
+			c.out.sendAdmitted(resp, false)
+		} else {
+			c.send(resp, false)
+		}
 		return
 	}
 	// If the client is gone, give the message back at once, without counting a
@@ -121,7 +127,9 @@ func (c *conn) handle(req request) {
 	// socket the peer closed still succeeds: ask the socket itself.
 	werr := errClientGone
 	if !c.clientGone.Load() && !peer.Closed(c.nc) {
-		werr = c.send(resp, true)
+		werr = c.out.sendAdmitted(resp, true)
+	} else {
+		c.out.unadmit()
 	}
 	if werr != nil {
 		c.log.Debug("rpc delivery not written, abandoning", "queue", res.delivery.Queue, "err", werr)
@@ -392,21 +400,29 @@ func (c *conn) pullAny(p [][]byte) (result, error) {
 // deliver runs a pull on the connection's wait context and encodes what it
 // got. A pull cut short by the client leaving or the server draining answers
 // "empty" (if anyone still listens).
+//
+// A pull takes a message only once the outbox admits it (outbox.admit):
+// while the connection's answers not yet written would pass their bound (a
+// client that does not read them), each message taken would only add to
+// them. That wait comes before, and does not count against, the pull's own.
 func (c *conn) deliver(pull func(context.Context) (*gateway.Delivery, error)) (result, error) {
+	if err := c.out.admit(c.waitCtx); err != nil {
+		return c.str("empty"), nil
+	}
 	d, err := pull(c.waitCtx)
 	if err != nil {
 		// A wait cut short by the client's end of sending (or a drain) is
 		// "empty"; any other error, e.g. an invalid name, is answered as such
 		// even when the client has half-closed since.
 		if c.waitCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			return c.str("empty"), nil
+			return result{b: c.str("empty").b, admitted: true}, nil
 		}
-		return result{}, err
+		return result{admitted: true}, err
 	}
 	if d == nil {
-		return c.str("empty"), nil
+		return result{b: c.str("empty").b, admitted: true}, nil
 	}
-	return result{b: c.appendDelivery(nil, d), delivery: d}, nil
+	return result{b: c.appendDelivery(nil, d), delivery: d, admitted: true}, nil
 }
 
 // appendDelivery encodes a delivery as LMQ did: a map with the keys in the

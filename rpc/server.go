@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -77,16 +78,47 @@ type Options struct {
 	// reached, no connection reads a new request until answered ones release
 	// their bytes; see sharedBytes for how far the peak may exceed it.
 	MaxTotalInFlightBytes int
-	// MaxConns bounds the connections open at once (0: no bound). Beyond it
-	// the server stops accepting: newcomers wait in the kernel's accept
-	// queue until a connection closes (package internal/connlimit).
+	// MaxConns bounds the connections served at once (0: no bound). At the
+	// bound, one newcomer is accepted and waits while the connection idle
+	// the longest (no request being read or served, no answer pending) is
+	// closed to make room (idle.go); with none idle, it waits until one
+	// closes. Further newcomers wait in the kernel's accept queue.
 	MaxConns int
+	// RequestTimeout bounds the time a request frame may take to arrive once
+	// its first byte has come (default 30 s; negative: no bound). A client
+	// that starts a request and stalls is disconnected, so that stalled
+	// connections cannot hold the connection slots.
+	RequestTimeout time.Duration
+	// MaxAnswerBytes bounds the answer bytes of one connection waiting to be
+	// written (default 4 MiB; negative: no bound). At the bound the server
+	// stops reading the connection's requests and its pulls stop taking
+	// messages; if the answers do not drain below it within WriteTimeout the
+	// connection is closed (its undelivered messages go back to their
+	// queues). One answer larger than the bound is still written alone.
+	// Pulls take messages only while their answers, counted at the size of
+	// the connection's recent answers (256 KiB until there are some), fit
+	// beside the pending ones: 16 at once at first with the default.
+	MaxAnswerBytes int
+	// MaxTotalAnswerBytes bounds the answer bytes waiting to be written
+	// across all connections (0: no bound); at the bound no connection reads
+	// a new request until answers are written or their connections closed.
+	MaxTotalAnswerBytes int
 }
 
 // Defaults of Options.
 const (
-	DefaultMaxInFlight  = 1024
-	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxInFlight     = 1024
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultMaxAnswerBytes  = 4 << 20
+	DefaultMaxTotalAnswers = 256 << 20
+)
+
+var (
+	// errRequestTimeout: a request's bytes stopped coming (RequestTimeout).
+	errRequestTimeout = errors.New("request did not arrive in time")
+	// errSlowReader: the client did not read its answers (MaxAnswerBytes).
+	errSlowReader = errors.New("answers not read in time")
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -103,14 +135,19 @@ type Server struct {
 	drainCtx context.Context
 	drain    context.CancelFunc
 
-	// total is the server-wide budget of request bytes (nil: none).
-	total *sharedBytes
+	// total is the server-wide budget of request bytes (nil: none);
+	// answers the server-wide count of answer bytes not yet written.
+	total   *sharedBytes
+	answers *sharedBytes
 
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	connWG    sync.WaitGroup
+	// gone is signalled (on mu) when a connection ends or the server
+	// closes: a newcomer waiting for a slot looks again (idle.go).
+	gone *sync.Cond
 }
 
 // New returns a Server answering with core.
@@ -128,17 +165,26 @@ func New(core Core, opt Options) *Server {
 	if opt.WriteTimeout <= 0 {
 		opt.WriteTimeout = DefaultWriteTimeout
 	}
+	if opt.RequestTimeout == 0 {
+		opt.RequestTimeout = DefaultRequestTimeout
+	}
+	if opt.MaxAnswerBytes == 0 {
+		opt.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
 	drainCtx, drain := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		core:      core,
 		opt:       opt,
 		log:       opt.Logger,
 		drainCtx:  drainCtx,
 		drain:     drain,
 		total:     newSharedBytes(opt.MaxTotalInFlightBytes),
+		answers:   newSharedBytes(opt.MaxTotalAnswerBytes),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
+	s.gone = sync.NewCond(&s.mu)
+	return s
 }
 
 // Serve accepts connections on l until Shutdown (then it returns
@@ -151,7 +197,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		l.Close()
 		return ErrServerClosed
 	}
-	l = connlimit.Listen(l, s.opt.MaxConns)
+	// One more than MaxConns: the newcomer that waits for an idle
+	// connection to be reclaimed (idle.go).
+	if s.opt.MaxConns > 0 {
+		l = connlimit.Listen(l, s.opt.MaxConns+1)
+	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -206,6 +256,7 @@ func (s *Server) isClosed() bool {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
+	s.gone.Broadcast()
 	for l := range s.listeners {
 		l.Close()
 	}
@@ -218,7 +269,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.drain()
 	for _, c := range conns {
 		// Wakes the reader blocked in Read; it then stops taking requests.
-		c.nc.SetReadDeadline(time.Now())
+		c.wakeReader()
 	}
 
 	done := make(chan struct{})
@@ -242,7 +293,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 	c := newConn(ctx, s, nc)
 	s.mu.Lock()
-	if s.closed {
+	if !s.makeRoomLocked(ctx) {
 		s.mu.Unlock()
 		nc.Close()
 		return
@@ -255,6 +306,7 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.gone.Broadcast()
 		s.mu.Unlock()
 	}()
 }
@@ -280,6 +332,17 @@ type conn struct {
 	// clientGone is set when reading stopped for a reason other than a drain.
 	clientGone atomic.Bool
 
+	// busy counts a request being read and the requests being served;
+	// lastUsed (unix nanoseconds) is when it last dropped to 0 (idle.go).
+	busy      atomic.Int32
+	lastUsed  atomic.Int64
+	reclaimed bool // picked to make room; s.mu
+
+	// dlMu orders the reader's deadlines with wakeReader's: once stopping,
+	// the reader's deadline stays in the past.
+	dlMu     sync.Mutex
+	stopping bool
+
 	out      *outbox
 	handlers sync.WaitGroup
 	budget   *budget
@@ -303,6 +366,8 @@ func newConn(ctx context.Context, s *Server, nc net.Conn) *conn {
 			c.abort()
 		}
 	})
+	c.out.bound(s.opt.MaxAnswerBytes, s.answers)
+	c.lastUsed.Store(time.Now().UnixNano())
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.waitCtx, c.cancelWait = context.WithCancel(c.ctx)
 	c.stopDrain = context.AfterFunc(s.drainCtx, c.cancelWait)
@@ -337,6 +402,9 @@ func (c *conn) serve() {
 		errors.Is(err, errNotRPC):
 		c.log.Warn("rpc closing connection on bad frame", "err", err)
 		c.abort()
+	case errors.Is(err, errRequestTimeout), errors.Is(err, errSlowReader):
+		c.log.Warn("rpc closing connection", "err", err)
+		c.abort()
 	default:
 		c.log.Debug("rpc connection read ended", "err", err)
 	}
@@ -352,14 +420,26 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() error {
-	fr := newFrameReader(bufio.NewReaderSize(c.nc, 64<<10), c.s.opt.Limits)
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	fr := newFrameReader(br, c.s.opt.Limits)
 	for {
 		// With the server-wide budget spent, stop reading (TCP then pushes
 		// back on the client) until answered requests release bytes.
 		if err := c.s.total.waitRoom(c.waitCtx); err != nil {
 			return nil
 		}
-		frame, err := fr.ReadFrame()
+		// The same while the answers not yet written are at their bounds;
+		// this connection's own must drain within WriteTimeout.
+		if err := c.out.awaitRoom(c.waitCtx, c.s.opt.WriteTimeout); err != nil {
+			if errors.Is(err, errSlowReader) {
+				return fmt.Errorf("%w: %d bytes of answers waiting for %v", errSlowReader, c.s.opt.MaxAnswerBytes, c.s.opt.WriteTimeout)
+			}
+			return nil
+		}
+		if err := c.s.answers.waitRoom(c.waitCtx); err != nil {
+			return nil
+		}
+		frame, err := c.readFrame(br, fr)
 		if err != nil {
 			return err
 		}
@@ -385,13 +465,59 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 		c.handlers.Add(1)
+		c.busy.Add(1)
 		go func() {
 			defer c.handlers.Done()
+			defer c.done()
 			defer c.s.total.release(held)
 			defer c.budget.release(cost)
 			c.handle(req)
 		}()
 	}
+}
+
+// readFrame reads one request frame: it waits for the first byte as long as
+// it takes (an idle connection), then gives the rest RequestTimeout.
+func (c *conn) readFrame(br *bufio.Reader, fr *frameReader) ([]byte, error) {
+	if _, err := br.Peek(1); err != nil {
+		return nil, err
+	}
+	c.busy.Add(1)
+	defer c.done()
+	timed := c.s.opt.RequestTimeout > 0
+	if timed {
+		c.setReadDeadline(time.Now().Add(c.s.opt.RequestTimeout))
+		defer c.setReadDeadline(time.Time{})
+	}
+	frame, err := fr.ReadFrame()
+	if err != nil && timed && errors.Is(err, os.ErrDeadlineExceeded) && c.waitCtx.Err() == nil {
+		return nil, fmt.Errorf("%w: %v after its first byte", errRequestTimeout, c.s.opt.RequestTimeout)
+	}
+	return frame, err
+}
+
+// done ends one unit of busy (a request read or served).
+func (c *conn) done() {
+	if c.busy.Add(-1) == 0 {
+		c.lastUsed.Store(time.Now().UnixNano())
+	}
+}
+
+// setReadDeadline sets the reader's deadline unless wakeReader has stopped it.
+func (c *conn) setReadDeadline(t time.Time) {
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	if !c.stopping {
+		_ = c.nc.SetReadDeadline(t)
+	}
+}
+
+// wakeReader makes the reader's blocked or next read fail at once, for good.
+func (c *conn) wakeReader() {
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	c.stopping = true
+	_ = c.nc.SetReadDeadline(time.Now())
 }
 
 // send writes an answer (see outbox) and, when wait is true, returns whether

@@ -107,6 +107,14 @@ type Config struct {
 	RPCMaxFrame         int
 	MaxRPCConns         int
 	RPCMaxInflightBytes int
+	// RPCRequestTimeout, RPCWriteTimeout, RPCMaxAnswerBytes and
+	// RPCMaxTotalAnswerBytes are rpc.Options' RequestTimeout, WriteTimeout,
+	// MaxAnswerBytes and MaxTotalAnswerBytes (0: the default; negative: no
+	// bound, where rpc allows none).
+	RPCRequestTimeout      time.Duration
+	RPCWriteTimeout        time.Duration
+	RPCMaxAnswerBytes      int
+	RPCMaxTotalAnswerBytes int
 
 	// NATSURL lists the servers of an existing NATS deployment, reached with
 	// the settings of NATS; "" starts the embedded server of Embedded instead
@@ -363,6 +371,10 @@ func (s *Server) listen() error {
 		Limits:                rpc.Limits{MaxFrameSize: cfg.RPCMaxFrame},
 		MaxConns:              cfg.MaxRPCConns,
 		MaxTotalInFlightBytes: cfg.RPCMaxInflightBytes,
+		RequestTimeout:        cfg.RPCRequestTimeout,
+		WriteTimeout:          cfg.RPCWriteTimeout,
+		MaxAnswerBytes:        cfg.RPCMaxAnswerBytes,
+		MaxTotalAnswerBytes:   cfg.RPCMaxTotalAnswerBytes,
 	})
 	return nil
 }

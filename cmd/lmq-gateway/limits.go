@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/rpc"
 )
 
 // limits are the settings bounding connections, time and memory per client,
@@ -29,6 +30,10 @@ type limits struct {
 	maxHTTPConns        int
 	maxRPCConns         int
 	rpcMaxInflightBytes int
+	rpcRequestTimeout   time.Duration
+	rpcWriteTimeout     time.Duration
+	rpcMaxAnswerBytes   int
+	rpcMaxAnswersTotal  int
 }
 
 // addLimitFlags defines l's flags on fs.
@@ -51,7 +56,19 @@ func addLimitFlags(fs *flag.FlagSet, l *limits) {
 		"HTTP connections open at once (waiting pulls and idle keep-alive ones count); beyond it new connections wait in the kernel's queue until one closes. "+
 			"Must exceed --max-waiting-pulls (0: no limit)")
 	fs.IntVar(&l.maxRPCConns, "max-rpc-conns", 4096,
-		"MessagePack-RPC connections open at once (each holds 128 KiB of buffers); beyond it new connections wait in the kernel's queue until one closes (0: no limit)")
+		"MessagePack-RPC connections served at once (each holds 128 KiB of buffers); at the limit the connection idle the longest (no request being read or served, "+
+			"no answer pending) is closed for a newcomer, and with none idle new connections wait in the kernel's queue until one closes (0: no limit)")
+	fs.DurationVar(&l.rpcRequestTimeout, "rpc-request-timeout", rpc.DefaultRequestTimeout,
+		"time a MessagePack-RPC request may take to arrive once its first byte has come; slower: connection closed (0: no limit)")
+	fs.DurationVar(&l.rpcWriteTimeout, "rpc-write-timeout", rpc.DefaultWriteTimeout,
+		"time to write each batch of MessagePack-RPC answers to a client not reading them, and the longest its unwritten answers may stay at --rpc-max-answer-bytes; "+
+			"then the connection is closed and the messages it was not given go back to their queues")
+	fs.IntVar(&l.rpcMaxAnswerBytes, "rpc-max-answer-bytes", rpc.DefaultMaxAnswerBytes,
+		"MessagePack-RPC answer bytes of one connection waiting to be written (a client that does not read them); at the limit its requests are not read "+
+			"and its pulls take no message (one larger answer is still written alone) (0: no limit)")
+	fs.IntVar(&l.rpcMaxAnswersTotal, "rpc-max-answer-bytes-total", rpc.DefaultMaxTotalAnswers,
+		"MessagePack-RPC answer bytes waiting to be written across all connections; at the limit no connection reads a new request until answers are written "+
+			"or their connections closed (0: no limit)")
 	fs.IntVar(&l.rpcMaxInflightBytes, "rpc-max-inflight-bytes", 256<<20,
 		"MessagePack-RPC request bytes held at once across all connections (each connection alone: 2 × --rpc-max-frame); when reached, no connection reads "+
 			"a new request until answered ones free theirs, which may exceed it by the request each connection was reading (0: no limit)")
@@ -69,10 +86,16 @@ func (l *limits) check(c *config) error {
 		{"--max-http-conns", l.maxHTTPConns < 0},
 		{"--max-rpc-conns", l.maxRPCConns < 0},
 		{"--rpc-max-inflight-bytes", l.rpcMaxInflightBytes < 0},
+		{"--rpc-request-timeout", l.rpcRequestTimeout < 0},
+		{"--rpc-max-answer-bytes", l.rpcMaxAnswerBytes < 0},
+		{"--rpc-max-answer-bytes-total", l.rpcMaxAnswersTotal < 0},
 	} {
 		if f.neg {
 			return fmt.Errorf("%s must not be negative", f.name)
 		}
+	}
+	if l.rpcWriteTimeout <= 0 {
+		return errors.New("--rpc-write-timeout must be positive: a client that does not read its answers must not hold them forever")
 	}
 	if l.maxHTTPConns > 0 && c.maxWaitingPulls > 0 && l.maxHTTPConns <= c.maxWaitingPulls {
 		// Otherwise waiting pulls could hold every connection, and no push
@@ -138,4 +161,13 @@ func (l *limits) rpcTLSConfig() (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// noLimitIfZero maps a flag's 0 ("no limit") to -1, the way the rpc package
+// spells it (its 0 is "the default").
+func noLimitIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

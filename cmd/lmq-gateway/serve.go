@@ -93,6 +93,11 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		RPCMaxFrame:         c.rpcMaxFrame,
 		MaxRPCConns:         c.limits.maxRPCConns,
 		RPCMaxInflightBytes: c.limits.rpcMaxInflightBytes,
+		// 0 on the command line is "no limit", which rpc spells negative.
+		RPCRequestTimeout:      noLimitIfZero(c.limits.rpcRequestTimeout),
+		RPCWriteTimeout:        c.limits.rpcWriteTimeout,
+		RPCMaxAnswerBytes:      noLimitIfZero(c.limits.rpcMaxAnswerBytes),
+		RPCMaxTotalAnswerBytes: c.limits.rpcMaxAnswersTotal,
 
 		NATSURL:       c.natsURL,
 		NATSWait:      c.natsWait,
