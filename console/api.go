@@ -47,8 +47,9 @@ type Row struct {
 	Bytes       uint64  `json:"bytes"`
 	PushRate    float64 `json:"push_rate"`
 	PullRate    float64 `json:"pull_rate"`
-	// OldestAge is the age in seconds of the next waiting message; null
-	// when none waits or it is not known.
+	// OldestAge is the age in seconds of the oldest waiting message (the
+	// earliest pushed of its priority levels' next ones); null when none
+	// waits or it is not known.
 	OldestAge *float64 `json:"oldest_age"`
 }
 
@@ -188,7 +189,7 @@ func sortRows(rows []Row, key string, desc bool) {
 	})
 }
 
-// oldestAges fills in the age of each row's next waiting message, peeking
+// oldestAges fills in the age of each row's oldest waiting message, looking
 // at a bounded number of queues at once; ages not known in time stay null.
 func (c *Console) oldestAges(ctx context.Context, rows []Row) {
 	ctx, cancel := context.WithTimeout(ctx, ageTimeout)
@@ -199,11 +200,11 @@ func (c *Console) oldestAges(ctx context.Context, rows []Row) {
 	for range min(ageWorkers, len(rows)) {
 		wg.Go(func() {
 			for i := range jobs {
-				ps, err := c.core.Peek(ctx, rows[i].Name, 1)
-				if err != nil || len(ps) == 0 || ps[0].PushedAt.IsZero() {
+				at, err := c.core.OldestWaiting(ctx, rows[i].Name)
+				if err != nil || at.IsZero() {
 					continue
 				}
-				age := max(now.Sub(ps[0].PushedAt).Seconds(), 0)
+				age := max(now.Sub(at).Seconds(), 0)
 				rows[i].OldestAge = &age
 			}
 		})
@@ -362,7 +363,10 @@ func sources(effective, own, entry []byte) map[string]string {
 
 // PeekedMessage is one message of GET /ui/api/peek.
 type PeekedMessage struct {
-	Seq         uint64            `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// Priority is the message's priority, 0..9 (for a dead letter, the
+	// one it had).
+	Priority    int               `json:"priority"`
 	ContentType string            `json:"content_type"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	PushedAt    *time.Time        `json:"pushed_at,omitempty"`
@@ -420,6 +424,7 @@ func (c *Console) servePeek(w http.ResponseWriter, r *http.Request) {
 	for _, p := range ps {
 		m := PeekedMessage{
 			Seq:         p.Seq,
+			Priority:    p.Priority,
 			ContentType: cmp.Or(p.ContentType, mapping.DefaultContentType),
 			Headers:     headerMap(p.Kept),
 			Delivered:   p.Delivered,

@@ -27,6 +27,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -46,8 +47,12 @@ type Core interface {
 	// QueueDetail is a queue's sizes by kind (ErrNotFound when it does not
 	// exist).
 	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
-	// Peek returns the next waiting messages without taking them.
+	// Peek returns the next waiting messages without taking them, in the
+	// order they will be delivered (highest priority first).
 	Peek(ctx context.Context, queue string, n int) ([]gateway.Peeked, error)
+	// OldestWaiting is when the oldest waiting message was pushed (zero:
+	// none, or unknown).
+	OldestWaiting(ctx context.Context, queue string) (time.Time, error)
 	// PeekDead returns the oldest dead letters without removing them.
 	PeekDead(ctx context.Context, queue string, n int) ([]gateway.Peeked, error)
 	// OwnProps are the properties set on the queue itself.

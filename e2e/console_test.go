@@ -571,6 +571,7 @@ func groupThousands(n int) string {
 type peekAnswer struct {
 	Messages []struct {
 		Seq         uint64
+		Priority    int
 		ContentType string `json:"content_type"`
 		Headers     map[string]string
 		PushedAt    *time.Time `json:"pushed_at"`
@@ -710,6 +711,97 @@ func TestConsolePeek(t *testing.T) {
 	// Unknown queue, and the queue page's detail still answers.
 	c.Expect(http.StatusNotFound, http.MethodGet, "/ui/api/peek?name=peek%2Fnosuch", nil)
 	c.Expect(http.StatusOK, http.MethodGet, "/ui/api/queue?name=peek%2Fjunk", nil)
+}
+
+// TestConsolePeekPriority (issue 25, finding 6a): the preview lists the
+// waiting messages in the order they will be delivered, highest priority
+// first and each priority in queue order, and says each one's priority (the
+// preview of a queue holding priorities 0, 3 and 9 showed only the 0).
+func TestConsolePeekPriority(t *testing.T) {
+	t.Parallel()
+	g := Start(t)
+	c := g.Client(t)
+	const q = "emails"
+	push := func(body string, p int) {
+		t.Helper()
+		c.Expect(http.StatusOK, http.MethodPost, fmt.Sprintf("/messages/%s?priority=%d", q, p), []byte(body), "Content-Type", "text/plain")
+	}
+	push("p0", 0)
+	time.Sleep(time.Second) // so that p0 is the oldest by far (the list's oldest age)
+	push("p3", 3)
+	push("p9", 9)
+	push("p3-second", 3)
+	order := func(a peekAnswer) string {
+		var s []string
+		for _, m := range a.Messages {
+			s = append(s, fmt.Sprintf("%s@%d", m.Body, m.Priority))
+		}
+		return strings.Join(s, " ")
+	}
+	if got, want := order(peekQueue(t, c, q)), "p9@9 p3@3 p3-second@3 p0@0"; got != want {
+		t.Fatalf("preview %q, want %q", got, want)
+	}
+	// The delivery order is the preview's: the first pull takes its head,
+	// which leaves the preview (in flight), the rest keep their order.
+	d := c.MustPull(q, msgWait, "p9")
+	if got, want := order(peekQueue(t, c, q)), "p3@3 p3-second@3 p0@0"; got != want {
+		t.Fatalf("preview with p9 in flight %q, want %q", got, want)
+	}
+	c.ExpectReply(http.StatusNoContent, q, d.ID(), "ack")
+	d = c.MustPull(q, msgWait, "p3")
+	c.ExpectReply(http.StatusNoContent, q, d.ID(), "nack") // back to the tail of its priority
+	eventually(t, 30*time.Second, "the released p3 behind p3-second", func() (bool, string) {
+		got := order(peekQueue(t, c, q))
+		return got == "p3-second@3 p3@3 p0@0", got
+	})
+	// n bounds the preview across priorities.
+	r := c.Expect(http.StatusOK, http.MethodGet, "/ui/api/peek?n=2&name="+q, nil)
+	var two peekAnswer
+	if err := json.Unmarshal(r.Body, &two); err != nil || order(two) != "p3-second@3 p3@3" {
+		t.Fatalf("preview of 2: %v %s", err, r.Body)
+	}
+	// The list's oldest age is the oldest waiting message's (p0, pushed
+	// first), not the next one's.
+	var list struct {
+		Rows []struct {
+			Name      string
+			OldestAge *float64 `json:"oldest_age"`
+		}
+	}
+	listed := time.Now()
+	r = c.Expect(http.StatusOK, http.MethodGet, "/ui/api/queues", nil)
+	if err := json.Unmarshal(r.Body, &list); err != nil || len(list.Rows) != 1 || list.Rows[0].OldestAge == nil {
+		t.Fatalf("queue list: %v %s", err, r.Body)
+	}
+	a := peekQueue(t, c, q)
+	p0 := a.Messages[len(a.Messages)-1]
+	if p0.PushedAt == nil || *list.Rows[0].OldestAge < listed.Sub(*p0.PushedAt).Seconds()-0.01 {
+		t.Errorf("oldest age %v s, want at least p0's %v (pushed a second before the others)", *list.Rows[0].OldestAge, listed.Sub(*p0.PushedAt))
+	}
+	// A dead letter keeps its priority.
+	c.PatchProps("emails-dead", `{"dead_letter":true,"retry":0}`)
+	c.Expect(http.StatusOK, http.MethodPost, "/messages/emails-dead?priority=7", []byte("gone"), "Content-Type", "text/plain")
+	d = c.MustPull("emails-dead", msgWait, "gone")
+	c.ExpectReply(http.StatusNoContent, "emails-dead", d.ID(), "nack")
+	eventually(t, 30*time.Second, "the dead letter with its priority", func() (bool, string) {
+		r := c.Expect(http.StatusOK, http.MethodGet, "/ui/api/peek?dead=1&name=emails-dead", nil)
+		var dead peekAnswer
+		if err := json.Unmarshal(r.Body, &dead); err != nil {
+			t.Fatal(err)
+		}
+		return len(dead.Messages) == 1 && dead.Messages[0].Priority == 7, string(r.Body)
+	})
+
+	// The page shows the same order and each priority.
+	if chromiumPath() == "" {
+		t.Log("no Chromium: the page's part is not run")
+		return
+	}
+	b := newBrowser(t, g.HTTP)
+	b.open("#/queue/" + q)
+	b.waitJS("three peeked messages", `document.querySelectorAll('#peek article').length === 3`)
+	b.waitJS("the priorities in delivery order", `Array.from(document.querySelectorAll('#peek article .priority')).map(e => e.textContent).join() === 'priority 3,priority 3,priority 0'`)
+	b.noErrors()
 }
 
 // TestConsoleScopedTokens: with --tokens, the console's API lists every

@@ -181,6 +181,7 @@ func TestOpenAPI(t *testing.T) {
 	// Health.
 	a.do(200, "GET", "/healthz", nil)
 	a.do(200, "GET", "/readyz", nil)
+	a.do(200, "GET", "/readyz?verbose", nil)
 
 	// Push and pull, reply with ack, nack, ext.
 	a.do(200, "POST", "/messages/oa", []byte("one"), "Content-Type", "text/plain")

@@ -49,6 +49,19 @@ type Options struct {
 	StoreCheckInterval time.Duration
 }
 
+// A route to another node that answers none of RouteMaxPingsOut pings sent
+// RoutePingInterval apart is closed: the node shows down (no route: the
+// gateway's status, console and /readyz?verbose) within about 5 s when it
+// vanished without closing its connections (a lost machine or network, a
+// frozen process). nats-server's defaults (a ping every 30 s for routes,
+// two unanswered) took a minute or more. A live node answers at once; only a
+// route stalled this long, when Raft elections are under way anyway, is
+// cut and then made again.
+const (
+	RoutePingInterval = time.Second
+	RouteMaxPingsOut  = 4
+)
+
 // Server is a running embedded nats-server.
 type Server struct {
 	srv   *server.Server
@@ -129,7 +142,8 @@ func Start(opts Options) (s *Server, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded: cluster listen address: %w", err)
 		}
-		so.Cluster = server.ClusterOpts{Name: opts.ClusterName, Host: host, Port: port}
+		so.Cluster = server.ClusterOpts{Name: opts.ClusterName, Host: host, Port: port,
+			PingInterval: RoutePingInterval, MaxPingsOut: RouteMaxPingsOut}
 		if err := checkListen(opts.ClusterListen, "--cluster-listen", "another node or program holds it; choose another address"); err != nil {
 			return nil, err
 		}

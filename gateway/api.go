@@ -114,6 +114,10 @@ var (
 	// 504. It is never wrapped together with ErrUnavailable, which promises
 	// that nothing happened.
 	ErrUnknown = errors.New("outcome unknown")
+	// ErrTooManyQueues: the request would create a queue while
+	// Config.MaxQueues exist. HTTP 409; nothing was changed, and the same
+	// request succeeds once a queue is deleted.
+	ErrTooManyQueues = errors.New("too many queues")
 	// ErrAlreadyAcked: a reply to a delivery that this gateway saw acked
 	// (recently): the ack the client may be retrying took effect. It wraps
 	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.

@@ -141,6 +141,15 @@ type Config struct {
 	// message at once; beyond it a pull that would wait fails at once with
 	// ErrBusy (waitlimit.go). 0: no bound.
 	MaxWaitingPulls int
+	// MaxQueues bounds the queues that exist, counted in the registry
+	// shared by every gateway on the same JetStream (as this gateway's
+	// mirror of it sees them): creating one more (a push, a pull, a
+	// properties update, a copy) fails with ErrTooManyQueues. Queues that
+	// exist already are never refused, nor those found holding messages at
+	// the start. Exact on one gateway; gateways creating queues at the same
+	// moment may each take the last free place (see registry.reserve). 0: no
+	// bound.
+	MaxQueues int
 	// Domain is the JetStream domain to use (jetstream.NewWithDomain), for a
 	// gateway whose NATS server is not the one running its JetStream, e.g. a
 	// leaf node of a hub that does. Empty: the connection's own account's.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -51,6 +52,9 @@ type QueueStatus struct {
 	Nodes []string
 	// Current lists the Nodes that are up to date.
 	Current []string
+	// Silent lists the Nodes (leader aside) that the stream's leader has
+	// not heard from within ReplicaSilence: gone, as far as it can tell.
+	Silent []string
 	// Err is set (and the counts are zero) when the queue's shard stream did
 	// not answer, in QueueStatuses: one offline stream does not hide the
 	// other queues.
@@ -104,9 +108,17 @@ func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, e
 			s.InFlight += uint64(c.CachedInfo().NumAckPending)
 		}
 	}
-	s.Nodes, s.Current = placement(info.Cluster)
+	s.Nodes, s.Current, s.Silent = placement(info)
 	return s, nil
 }
+
+// shardViewTimeout bounds QueueStatuses' look at one shard stream. A stream
+// whose leader vanished without closing its connections (a lost machine, a
+// frozen process) answers nothing until its replicas have elected another,
+// seconds later; without a bound of its own it would hold /stats, the status
+// command and the console for their whole bound (30 s), just when someone
+// looks at what is down. Its queues are reported with Err meanwhile.
+const shardViewTimeout = 3 * time.Second
 
 // QueueStatuses returns every existing queue's view (those the context's
 // queue filter allows, scope.go), sorted by name, from one look at each
@@ -137,6 +149,8 @@ func (g *Gateway) QueueStatuses(ctx context.Context) ([]QueueStatus, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(ctx, shardViewTimeout)
+			defer cancel()
 			v := &shardView{counts: make(map[string]*QueueInfo), inFlight: make(map[string]uint64)}
 			st, err := g.queues.lookupShard(ctx, k)
 			switch {
@@ -180,7 +194,7 @@ func (g *Gateway) QueueStatuses(ctx context.Context) ([]QueueStatus, error) {
 			}
 			s.InFlight = v.inFlight[enc]
 			s.Bytes = shareOf(v.info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
-			s.Nodes, s.Current = placement(v.info.Cluster)
+			s.Nodes, s.Current, s.Silent = placement(v.info)
 		}
 		s.Name, s.Props = name, g.props.effective(name)
 		out = append(out, s)
@@ -222,26 +236,52 @@ func shareOf(st jetstream.StreamState, msgs uint64) uint64 {
 	return uint64(float64(st.Bytes) * float64(min(msgs, st.Msgs)) / float64(st.Msgs))
 }
 
-// placement lists a stream's servers, leader first, and those up to date.
-func placement(ci *jetstream.ClusterInfo) (nodes, current []string) {
+// ReplicaSilence is how long a Raft leader (a stream's, or the JetStream
+// meta group's) may go without hearing from a replica before that replica
+// counts as gone: leaders hear from each replica about every second (Raft
+// heartbeats), so this leaves room for a busy server and still shows a lost
+// one down well within 10 s. JetStream itself calls a replica current for
+// 10 s of silence, and offline only minutes later.
+const ReplicaSilence = 5 * time.Second
+
+// placement lists a stream's servers, leader first, those up to date
+// (current by JetStream's word and heard from by the stream's leader, which
+// answers stream info, within ReplicaSilence), and those the leader has not
+// heard from for longer.
+func placement(info *jetstream.StreamInfo) (nodes, current, silent []string) {
 	nodes, current = []string{}, []string{}
+	ci := info.Cluster
 	if ci == nil {
-		return nodes, current
+		return nodes, current, nil
 	}
 	if ci.Leader != "" {
 		nodes = append(nodes, ci.Leader)
 		current = append(current, ci.Leader)
+	}
+	// How long the leader has led, by its own clock (the answer's time).
+	var led time.Duration
+	if ci.LeaderSince != nil && !info.TimeStamp.IsZero() {
+		led = info.TimeStamp.Sub(*ci.LeaderSince)
 	}
 	for _, p := range ci.Replicas {
 		if p == nil {
 			continue
 		}
 		nodes = append(nodes, p.Name)
-		if p.Current && !p.Offline {
+		if p.Current && !p.Offline && p.Active <= ReplicaSilence {
 			current = append(current, p.Name)
 		}
+		// Active 0 is "not heard from since": a leader elected after the
+		// replica went silent (or that forgot, as followers do, when it
+		// last heard from the other followers) has no time to give. One
+		// that has led longer than ReplicaSilence hears from a live
+		// replica every second, so silence that long is silence.
+		unheard := p.Active == 0 && !p.Current && led > ReplicaSilence
+		if ci.Leader != "" && (p.Active > ReplicaSilence || unheard) {
+			silent = append(silent, p.Name)
+		}
 	}
-	return nodes, current
+	return nodes, current, silent
 }
 
 // queueStream returns the stream of an existing queue; ErrNotFound when the

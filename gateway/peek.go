@@ -32,6 +32,9 @@ const (
 type Peeked struct {
 	// Seq is the message's stream sequence.
 	Seq uint64
+	// Priority is the message's priority (0..mapping.MaxPriority): from
+	// its subject, or for a dead letter from the header it kept.
+	Priority int
 	// ContentType as given at push ("" when none was given).
 	ContentType string
 	// Kept are the headers a preserve-header hook kept.
@@ -68,27 +71,110 @@ type Peeked struct {
 }
 
 // Peek returns up to n (at most MaxPeek) of the queue's next waiting
-// messages, in the order pulls would get them, without taking them: it reads
-// the queue's subject from just after the last message its consumer handed
-// out (from the start when the queue has no consumer), by direct "next by
-// subject" reads. Messages handed out and not yet answered are not shown, so
-// a message whose delivery timed out in place may be missing until it is
-// handed out again. ErrNotFound when the queue does not exist.
+// messages, in the order pulls would get them, without taking them: its
+// priority levels from the highest down (the dispatcher serves them
+// strictly so, priority.go), and within a level the level's subject from
+// just after the last message its consumer handed out (from the start when
+// the level has no consumer), by direct "next by subject" reads. Messages
+// handed out and not yet answered are not shown, so a message whose delivery
+// timed out in place may be missing until it is handed out again. ErrNotFound
+// when the queue does not exist.
 func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
 	st, err := g.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	from := uint64(1)
-	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
-		if ci := c.CachedInfo(); ci != nil {
-			from = ci.Delivered.Stream + 1
+	levels, err := waitingLevels(ctx, st, queue)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Peeked, 0, n)
+	for _, p := range levels {
+		if len(out) == n {
+			break
 		}
-	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		from, err := levelFrom(ctx, st, queue, p)
+		if err != nil {
+			return out, err
+		}
+		ps, err := g.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, n-len(out))
+		out = append(out, ps...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// OldestWaiting returns when the oldest of the queue's next waiting
+// messages was pushed: the earliest push time among the heads of its
+// priority levels (Peek's first message is the highest priority's, which
+// need not be the one waiting longest). Zero when none is waiting or its
+// push time is unknown; ErrNotFound when the queue does not exist.
+func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
+	st, err := g.queueStream(ctx, queue)
+	if err != nil {
+		return time.Time{}, err
+	}
+	levels, err := waitingLevels(ctx, st, queue)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var oldest time.Time
+	for _, p := range levels {
+		from, err := levelFrom(ctx, st, queue, p)
+		if err != nil {
+			return time.Time{}, err
+		}
+		ps, err := g.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, 1)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(ps) == 1 && !ps[0].PushedAt.IsZero() && (oldest.IsZero() || ps[0].PushedAt.Before(oldest)) {
+			oldest = ps[0].PushedAt
+		}
+	}
+	return oldest, nil
+}
+
+// waitingLevels returns the queue's priority levels that may hold waiting
+// messages, highest first: those of 1..MaxPriority whose subjects hold
+// messages (one stream info request filtered to them), then always 0.
+func waitingLevels(ctx context.Context, st jetstream.Stream, queue string) ([]int, error) {
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(queue)))
+	if err != nil {
 		return nil, jsErr("peek", err)
 	}
-	return g.peekSubject(ctx, st, mapping.QueueSubject(queue), from, n)
+	levels := make([]int, 0, 2)
+	for p := mapping.MaxPriority; p >= 1; p-- {
+		if info.State.Subjects[mapping.PrioritySubject(queue, p)] > 0 {
+			levels = append(levels, p)
+		}
+	}
+	return append(levels, 0), nil
+}
+
+// levelFrom is the stream sequence from which level p's waiting messages
+// start: just after the last one its consumer handed out, 1 when the level
+// has no consumer (none made yet, or removed unused: then nothing of it is
+// in flight).
+func levelFrom(ctx context.Context, st jetstream.Stream, queue string, p int) (uint64, error) {
+	name := mapping.ConsumerName(queue)
+	if p > 0 {
+		name = mapping.PriorityConsumerName(queue, p)
+	}
+	c, err := st.Consumer(ctx, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, jsErr("peek", err)
+	}
+	if ci := c.CachedInfo(); ci != nil {
+		return ci.Delivered.Stream + 1, nil
+	}
+	return 1, nil
 }
 
 // PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
@@ -130,6 +216,7 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	s := readStamped(h)
 	p := Peeked{
 		Seq:         raw.Sequence,
+		Priority:    messagePriority(raw.Subject, h),
 		ContentType: h.Get(mapping.HdrContentType),
 		Retry:       s.retry,
 		Delivered:   s.delivered,

@@ -183,6 +183,13 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 	// queue's consumer starts with the AckWait of its own timeout (AckWait is
 	// only ever raised later: lowering it under deliveries in flight would
 	// have JetStream hand them out a second time).
+	// Room for the queue is taken first: properties written for a queue
+	// then refused would wait for whoever creates it next.
+	release, err := g.queues.reserve(ctx, queue)
+	if err != nil {
+		return err
+	}
+	defer release()
 	enc := mapping.EncodeName(queue)
 	key := ownKeyPrefix + enc
 	for attempt := 0; ; attempt++ {

@@ -25,6 +25,7 @@ type registry struct {
 
 	mu      sync.Mutex
 	known   map[string]string       // encoded name → queue name, every existing queue
+	pending map[string]int          // encoded name → reservations of a queue being created (reserve)
 	states  map[string]*queueState  // queue name → local state (queues this gateway used)
 	byEnc   map[string]*queueState  // the same, by encoded name
 	anyWait map[*anyWaiter]struct{} // waiting pull-anys (scan.go)
@@ -55,6 +56,7 @@ func newRegistry(g *Gateway) *registry {
 	return &registry{
 		g:          g,
 		known:      make(map[string]string),
+		pending:    make(map[string]int),
 		states:     make(map[string]*queueState),
 		byEnc:      make(map[string]*queueState),
 		anyWait:    make(map[*anyWaiter]struct{}),
@@ -184,6 +186,73 @@ func (r *registry) register(ctx context.Context, queue string) error {
 	}
 	r.addKnown(enc, queue)
 	return nil
+}
+
+// reserve makes room within Config.MaxQueues for creating queue, for a
+// caller about to register it; release (never nil) ends the reservation, to
+// be called once the queue is registered (it then counts as known) or was
+// not. A queue that exists needs no room. Reservations of one name share a
+// place, so a caller holding one may still create the queue through bind.
+//
+// The count is this gateway's mirror of the registry bucket, which every
+// gateway on the JetStream shares, plus the queues being created here, so
+// the bound is exact on one gateway. Another gateway's new queue reaches the
+// mirror a moment later (the bucket's watch, milliseconds): gateways
+// creating queues at the same moment may each take the places they saw free,
+// and together pass the bound by those; it then refuses new queues until
+// enough are deleted. Queues adopted at the start (holding messages without
+// a key) are registered without a place: refusing them would strand their
+// messages.
+func (r *registry) reserve(ctx context.Context, queue string) (release func(), err error) {
+	limit := r.g.cfg.MaxQueues
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	enc := mapping.EncodeName(queue)
+	r.mu.Lock()
+	_, known := r.known[enc]
+	count := r.countLocked()
+	full := !known && r.pending[enc] == 0 && count >= limit
+	if !known && !full {
+		r.pending[enc]++
+	}
+	r.mu.Unlock()
+	switch {
+	case known:
+		return func() {}, nil
+	case !full:
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if r.pending[enc]--; r.pending[enc] <= 0 {
+					delete(r.pending, enc)
+				}
+			})
+		}, nil
+	}
+	// Full, unless another gateway made this very queue a moment ago.
+	ok, err := r.exists(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return func() {}, nil
+	}
+	return nil, fmt.Errorf("%w: queue %q not created: %d queues exist and the max-queues limit is %d; delete a queue or raise the limit",
+		ErrTooManyQueues, queue, count, limit)
+}
+
+// countLocked is the number of queues that exist or are being created here.
+func (r *registry) countLocked() int {
+	n := len(r.known)
+	for enc := range r.pending {
+		if _, ok := r.known[enc]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // deleteKey deletes the queue's registry key at the revision it reads
@@ -487,7 +556,13 @@ func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*que
 		return nil, err
 	}
 	if mayCreate {
-		if err := r.register(ctx, queue); err != nil {
+		release, err := r.reserve(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		err = r.register(ctx, queue)
+		release()
+		if err != nil {
 			return nil, err
 		}
 	} else if ok, err := r.exists(ctx, queue); err != nil {

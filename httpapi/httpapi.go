@@ -539,6 +539,10 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Set("X-Lmq-Delivery-State", "acked")
 		}
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, gateway.ErrTooManyQueues):
+		// The request is fine, the gateway's state refuses it: a client
+		// (or an operator) resolves it by deleting a queue.
+		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, gateway.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, gateway.ErrHeaderTooLarge):

@@ -95,6 +95,17 @@ func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 	}
 }
 
+// recent returns the last collection if it was made within maxAge, without
+// waiting for one; ok is false when there is none that recent.
+func (inv *inventory) recent(maxAge time.Duration) (views []QueueView, ok bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.cached == nil || time.Since(inv.at) > maxAge {
+		return nil, false
+	}
+	return inv.cached, true
+}
+
 func (inv *inventory) gather(ctx context.Context) ([]QueueView, error) {
 	all, err := inv.core.QueueStatuses(ctx)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,14 @@ func (o *Ops) Document(ctx context.Context) (*StatsDoc, error) {
 	return doc, nil
 }
 
+// nodes combines Options.Nodes with the servers the queues' streams report.
+// The Nodes function's verdict on a server stands (the embedded server's view
+// of its cluster: routes, the meta leader); the streams add the servers it
+// does not know (with an external deployment, most of them), current ones as
+// active. A server some stream's leader has not heard from for
+// gateway.ReplicaSilence, and that no stream reports current, is down
+// whatever the function says: those leaders hear from every replica, and
+// with an external deployment they are all this gateway can ask.
 func (o *Ops) nodes(ctx context.Context, views []QueueView) (Nodes, error) {
 	var n Nodes
 	if o.opt.Nodes != nil {
@@ -178,12 +187,26 @@ func (o *Ops) nodes(ctx context.Context, views []QueueView) (Nodes, error) {
 			return Nodes{}, fmt.Errorf("nodes: %w", err)
 		}
 	}
+	judged := make(map[string]bool, len(n.All))
+	for _, s := range n.All {
+		judged[s] = true
+	}
+	current, silent := map[string]bool{}, map[string]bool{}
 	// The servers holding queues count too: with an external NATS
 	// deployment they are most of what this gateway can see of it.
 	for _, v := range views {
 		n.All = append(n.All, v.Nodes...)
-		n.Active = append(n.Active, v.Current...)
+		for _, s := range v.Current {
+			current[s] = true
+			if !judged[s] {
+				n.Active = append(n.Active, s)
+			}
+		}
+		for _, s := range v.Silent {
+			silent[s] = true
+		}
 	}
+	n.Active = slices.DeleteFunc(n.Active, func(s string) bool { return silent[s] && !current[s] })
 	n.Active, n.All = uniqueSorted(n.Active), uniqueSorted(append(n.All, n.Active...))
 	return n, nil
 }
@@ -261,11 +284,49 @@ func (o *Ops) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (o *Ops) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	status, body := http.StatusOK, "ok\n"
 	if err := o.Ready(r.Context()); err != nil {
-		writePlain(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
-		return
+		status, body = http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n"
 	}
-	writePlain(w, http.StatusOK, "ok\n")
+	if r.URL.Query().Has("verbose") {
+		body += o.readyDetail(r)
+	}
+	writePlain(w, status, body)
+}
+
+// readyDetail is what /readyz?verbose adds: a line per NATS server saying
+// whether it is up, as /stats and the status command see them. The servers'
+// names are the API's business: behind its credentials when it has some
+// (/readyz itself needs none), and a server that is down does not make this
+// gateway unready (the cluster serves while a majority is up).
+func (o *Ops) readyDetail(r *http.Request) string {
+	if o.authEnabled() && o.authenticate(r) == nil {
+		return "nodes: not shown without credentials\n"
+	}
+	// A recent collection of the queues' views rather than a fresh one:
+	// while a stream's leader is gone a collection waits for it (up to
+	// seconds), which a readiness probe should not; the servers' own view
+	// (Options.Nodes) is current either way.
+	views, ok := o.inv.recent(readyViewsAge)
+	if !ok {
+		var err error
+		if views, err = o.collect(r.Context()); err != nil {
+			return "nodes: unknown: " + err.Error() + "\n"
+		}
+	}
+	nodes, err := o.nodes(r.Context(), views)
+	if err != nil {
+		return "nodes: unknown: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, name := range nodes.All {
+		state := "down"
+		if slices.Contains(nodes.Active, name) {
+			state = "up"
+		}
+		fmt.Fprintf(&b, "node %s: %s\n", name, state)
+	}
+	return b.String()
 }
 
 func writePlain(w http.ResponseWriter, status int, s string) {
@@ -285,6 +346,9 @@ const (
 	// readyCache is how long a probe's answer is reused: load balancers of
 	// many gateways probe often, and each probe writes to JetStream.
 	readyCache = time.Second
+	// readyViewsAge is how old a collection of queue views /readyz?verbose
+	// uses rather than waiting for a new one.
+	readyViewsAge = 5 * time.Second
 )
 
 // Ready checks that this gateway can serve: it is not shutting down, its

@@ -155,6 +155,8 @@ func (c *conn) errorString(req request, err error) string {
 		return "badarg: " + err.Error()
 	case errors.Is(err, gateway.ErrTooLarge):
 		return "too_large"
+	case errors.Is(err, gateway.ErrTooManyQueues):
+		return "too_many_queues: " + err.Error()
 	case errors.Is(err, gateway.ErrHeaderTooLarge):
 		return "badarg: " + err.Error()
 	case errors.Is(err, gateway.ErrUnavailable):

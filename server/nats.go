@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -102,8 +103,9 @@ func (s *Server) natsWhere() string {
 }
 
 // nodesOf lists the NATS servers for /stats: with the embedded server, the
-// JetStream cluster as it sees it; with an external deployment, the server
-// this gateway is connected to (package ops adds the servers holding queues).
+// JetStream cluster as it sees it (clusterNodes); with an external
+// deployment, the server this gateway is connected to (package ops adds the
+// servers holding queues).
 func nodesOf(nc *nats.Conn, ns *embedded.Server) func(context.Context) (ops.Nodes, error) {
 	if ns == nil {
 		return func(context.Context) (ops.Nodes, error) {
@@ -114,28 +116,118 @@ func nodesOf(nc *nats.Conn, ns *embedded.Server) func(context.Context) (ops.Node
 			return n, nil
 		}
 	}
-	return func(context.Context) (ops.Nodes, error) {
-		s := ns.NATS()
-		self := s.Name()
-		n := ops.Nodes{Active: []string{self}, All: []string{self}}
-		jsz, err := s.Jsz(&natsserver.JSzOptions{})
-		if err != nil {
-			return ops.Nodes{}, fmt.Errorf("jsz: %w", err)
+	return func(context.Context) (ops.Nodes, error) { return clusterNodes(ns.NATS()) }
+}
+
+// clusterNodes lists the servers of s's JetStream cluster (its meta group)
+// and those that are up. JetStream's own Offline mark alone comes far too
+// late for a server that died without saying so (kill -9, a lost machine):
+// it waits for the system account's heartbeats to stop, minutes. So a
+// server is shown down when any of these holds:
+//
+//   - JetStream marks it offline (it announced its shutdown, or those
+//     heartbeats stopped);
+//   - s has no route to it: a process that dies closes its connections, so
+//     a killed server shows down at once;
+//   - s has not heard from it for gateway.ReplicaSilence in any Raft group
+//     where s would have (lastHeard): a machine or network gone without
+//     closing anything, or a frozen process.
+func clusterNodes(s *natsserver.Server) (ops.Nodes, error) {
+	self := s.Name()
+	n := ops.Nodes{Active: []string{self}, All: []string{self}}
+	jsz, err := s.Jsz(&natsserver.JSzOptions{})
+	if err != nil {
+		return ops.Nodes{}, fmt.Errorf("jsz: %w", err)
+	}
+	m := jsz.Meta
+	if m == nil {
+		return n, nil // a single server
+	}
+	rz, err := s.Routez(&natsserver.RoutezOptions{})
+	if err != nil {
+		return ops.Nodes{}, fmt.Errorf("routez: %w", err)
+	}
+	routed := make(map[string]bool, len(rz.Routes))
+	for _, r := range rz.Routes {
+		if r != nil {
+			routed[r.RemoteName] = true
 		}
-		if m := jsz.Meta; m != nil {
-			if m.Leader != "" {
-				n.Active, n.All = append(n.Active, m.Leader), append(n.All, m.Leader)
+	}
+	heard := lastHeard(s)
+	up := func(name string, offline bool) bool {
+		if offline || !routed[name] {
+			return false
+		}
+		ago, known := heard[name]
+		return !known || ago <= gateway.ReplicaSilence
+	}
+	listed := map[string]bool{self: true}
+	for _, p := range m.Replicas {
+		if p == nil || listed[p.Name] {
+			continue
+		}
+		listed[p.Name] = true
+		n.All = append(n.All, p.Name)
+		if up(p.Name, p.Offline) {
+			n.Active = append(n.Active, p.Name)
+		}
+	}
+	if l := m.Leader; l != "" && !listed[l] {
+		// Named as leader but not (yet) a member this server knows.
+		n.All = append(n.All, l)
+		if up(l, false) {
+			n.Active = append(n.Active, l)
+		}
+	}
+	return n, nil
+}
+
+// lastHeard returns, per server, how long ago s last heard from it in any
+// of its Raft groups (the JetStream meta group, every stream's and
+// consumer's) where that is known: where s leads, it hears from every
+// member about every second (their answers to its heartbeats), and one it
+// has not heard from since it took the lead has been silent at least that
+// long; where s follows, it hears from the leader alone (a follower forgets
+// when it last heard from the other followers). A server with no such group
+// is missing.
+// The freshest word counts: one group that went quiet (closed, say) does
+// not make a server down that others hear.
+func lastHeard(s *natsserver.Server) map[string]time.Duration {
+	heard := map[string]time.Duration{}
+	rz := s.Raftz(&natsserver.RaftzOptions{})
+	if rz == nil {
+		return heard
+	}
+	leader, follower := natsserver.Leader.String(), natsserver.Follower.String()
+	for _, groups := range *rz {
+		for _, g := range groups {
+			if g.State != leader && g.State != follower {
+				continue
 			}
-			for _, p := range m.Replicas {
-				if p == nil {
+			for id, p := range g.Peers {
+				if p.Name == "" || (g.State == follower && id != g.Leader) {
 					continue
 				}
-				n.All = append(n.All, p.Name)
-				if !p.Offline {
-					n.Active = append(n.Active, p.Name)
+				var ago time.Duration
+				switch {
+				case p.LastSeen != "":
+					var err error
+					if ago, err = time.ParseDuration(p.LastSeen); err != nil {
+						continue
+					}
+				case g.State == leader && g.LeaderSince != nil:
+					// Not heard from at all since s took the lead (it
+					// forgot, as a follower, when it last had): a live
+					// member answers the first heartbeat, a second later.
+					ago = time.Since(*g.LeaderSince)
+				default:
+					continue
+				}
+				if was, ok := heard[p.Name]; !ok || ago < was {
+					heard[p.Name] = ago
 				}
 			}
 		}
-		return n, nil
 	}
+	return heard
 }

@@ -75,6 +75,9 @@ type Config struct {
 	// MaxWaitingPulls bounds the pulls (HTTP and RPC) waiting at once (0: no
 	// bound).
 	MaxWaitingPulls int
+	// MaxQueues bounds the queues that exist (gateway.Config.MaxQueues; 0:
+	// no bound).
+	MaxQueues int
 	// AccessLog logs every HTTP request at level info.
 	AccessLog bool
 	// Auth protects the HTTP endpoints but /healthz and /readyz when enabled.
@@ -241,6 +244,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			MaxMessageSize:  cfg.MaxBody,
 			MaxBufferedBody: cfg.MaxBuffered,
 			MaxWaitingPulls: cfg.MaxWaitingPulls,
+			MaxQueues:       cfg.MaxQueues,
 			Domain:          cfg.NATS.Domain,
 			StoreHealth:     storeHealth,
 			Observer:        s.stats,

@@ -34,6 +34,7 @@ type limits struct {
 	rpcWriteTimeout     time.Duration
 	rpcMaxAnswerBytes   int
 	rpcMaxAnswersTotal  int
+	maxQueues           int
 }
 
 // addLimitFlags defines l's flags on fs.
@@ -72,6 +73,10 @@ func addLimitFlags(fs *flag.FlagSet, l *limits) {
 	fs.IntVar(&l.rpcMaxInflightBytes, "rpc-max-inflight-bytes", 256<<20,
 		"MessagePack-RPC request bytes held at once across all connections (each connection alone: 2 × --rpc-max-frame); when reached, no connection reads "+
 			"a new request until answered ones free theirs, which may exceed it by the request each connection was reading (0: no limit)")
+	fs.IntVar(&l.maxQueues, "max-queues", 100000,
+		"queues that may exist, counted across the gateways sharing the JetStream (its LMQ_QUEUES bucket): a request that would create one more (push, batch, pull, properties; HTTP or RPC) "+
+			"is answered 409 (RPC: \"too_many_queues\") naming the limit, until a queue is deleted. Exact on one gateway; gateways creating queues at the same moment may pass it "+
+			"by the places each saw free (0: no limit)")
 }
 
 // check validates l against the rest of c.
@@ -89,6 +94,7 @@ func (l *limits) check(c *config) error {
 		{"--rpc-request-timeout", l.rpcRequestTimeout < 0},
 		{"--rpc-max-answer-bytes", l.rpcMaxAnswerBytes < 0},
 		{"--rpc-max-answer-bytes-total", l.rpcMaxAnswersTotal < 0},
+		{"--max-queues", l.maxQueues < 0},
 	} {
 		if f.neg {
 			return fmt.Errorf("%s must not be negative", f.name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,7 @@ func TestLimitFlagsRejected(t *testing.T) {
 		"negative http conns":  {[]string{"--max-http-conns", "-1"}, "--max-http-conns must not be negative"},
 		"negative rpc conns":   {[]string{"--max-rpc-conns", "-5"}, "--max-rpc-conns must not be negative"},
 		"negative rpc bytes":   {[]string{"--rpc-max-inflight-bytes", "-1"}, "--rpc-max-inflight-bytes must not be negative"},
+		"negative queues":      {[]string{"--max-queues", "-1"}, "--max-queues must not be negative"},
 		"conns under pulls":    {[]string{"--max-http-conns", "100", "--max-waiting-pulls", "100"}, "must exceed --max-waiting-pulls"},
 		"rpc tls half":         {[]string{"--rpc-tls-cert", "c.pem"}, "--rpc-tls-cert and --rpc-tls-key go together"},
 		"client ca alone":      {[]string{"--rpc-tls-client-ca", "ca.pem"}, "needs --rpc-tls-cert"},
@@ -46,7 +48,7 @@ func TestLimitFlagsAccepted(t *testing.T) {
 		"token, rpc off":     {"--auth-token", "t", "--rpc-listen", ""},
 		"token, opt-in":      {"--auth-token", "t", "--rpc-allow-unauthenticated"},
 		"token, client cert": {"--auth-token", "t", "--rpc-tls-cert", "c", "--rpc-tls-key", "k", "--rpc-tls-client-ca", "ca"},
-		"limits off":         {"--max-http-conns", "0", "--max-rpc-conns", "0", "--rpc-max-inflight-bytes", "0", "--read-body-idle-timeout", "0", "--min-body-rate", "0", "--write-timeout", "0"},
+		"limits off":         {"--max-http-conns", "0", "--max-rpc-conns", "0", "--rpc-max-inflight-bytes", "0", "--read-body-idle-timeout", "0", "--min-body-rate", "0", "--write-timeout", "0", "--max-queues", "0"},
 	} {
 		if _, err := parseConfig(args, env(nil), &bytes.Buffer{}); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -64,9 +66,42 @@ func TestLimitFlagsInHelp(t *testing.T) {
 		"(default 30s; env LMQ_WRITE_TIMEOUT)", "(default 16384; env LMQ_MAX_HTTP_CONNS)",
 		"(default 4096; env LMQ_MAX_RPC_CONNS)", "(default 268435456; env LMQ_RPC_MAX_INFLIGHT_BYTES)",
 		"--rpc-allow-unauthenticated", "--rpc-tls-cert FILE", "--rpc-tls-client-ca FILE",
+		"(default 100000; env LMQ_MAX_QUEUES)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+// TestMaxQueuesLayers: --max-queues comes from a flag, LMQ_MAX_QUEUES or the
+// config file, in that order, and reaches the server's configuration.
+func TestMaxQueuesLayers(t *testing.T) {
+	file := writeFile(t, "max-queues = 7\n")
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		"default": {nil, nil, 100000},
+		"file":    {[]string{"--config", file}, nil, 7},
+		"env":     {[]string{"--config", file}, map[string]string{"LMQ_MAX_QUEUES": "8"}, 8},
+		"flag":    {[]string{"--config", file, "--max-queues", "9"}, map[string]string{"LMQ_MAX_QUEUES": "8"}, 9},
+		"off":     {[]string{"--max-queues", "0"}, nil, 0},
+	} {
+		c, err := parseConfig(tc.args, env(tc.env), &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.limits.maxQueues != tc.want {
+			t.Errorf("%s: max-queues %d, want %d", name, c.limits.maxQueues, tc.want)
+		}
+		sc, err := c.serverConfig(slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if sc.MaxQueues != tc.want {
+			t.Errorf("%s: server MaxQueues %d, want %d", name, sc.MaxQueues, tc.want)
 		}
 	}
 }

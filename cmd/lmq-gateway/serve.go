@@ -81,6 +81,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		IdleTimeout:       c.idleTimeout,
 		Timeouts:          c.limits.timeouts(),
 		MaxWaitingPulls:   c.maxWaitingPulls,
+		MaxQueues:         c.limits.maxQueues,
 		AccessLog:         c.accessLog,
 		Auth:              authOf(c),
 		Tokens:            c.tokens,

@@ -372,7 +372,7 @@ function queuePage(main, name) {
         h('button', { type: 'button', class: 'danger', id: 'dead-delete', onclick: () => confirmThen(deadDelArea, 'Delete all dead letters?', deleteDead) }, 'Delete all…')),
       deadErr, h('span', { class: 'confirm', id: 'dead-confirm' }), h('div', { id: 'dead-head-view' }), deadList),
     h('section', { 'aria-labelledby': 'peek-title' }, h('h2', { id: 'peek-title' }, 'Next waiting messages'),
-      h('p', { class: 'muted' }, 'A look without taking them: nothing is delivered or changed.'),
+      h('p', { class: 'muted' }, 'In the order they will be delivered: highest priority first, each priority in queue order. A look without taking them: nothing is delivered or changed.'),
       h('button', { type: 'button', class: 'secondary', id: 'peek-refresh', onclick: () => peek().catch((e) => setStatus(e.message)) }, 'Refresh'), peekList));
   const deadDelArea = $('#dead-confirm', main);
   resetDelete();
@@ -549,7 +549,8 @@ function queuePage(main, name) {
 // renderMessage shows one peeked message or dead letter.
 function renderMessage(m) {
   const meta = h('div', { class: 'meta' },
-    h('span', {}, '#' + m.seq), h('span', {}, m.compound ? `compound, ${m.part_count} part(s)` : m.content_type),
+    h('span', {}, '#' + m.seq), h('span', { class: 'priority', 'data-priority': String(m.priority || 0) }, 'priority ' + (m.priority || 0)),
+    h('span', {}, m.compound ? `compound, ${m.part_count} part(s)` : m.content_type),
     h('span', {}, m.object ? `stored in the object store, ${fmtBytes(m.size)}` : fmtBytes(m.size)),
     m.age !== undefined && h('span', {}, m.died_at ? 'pushed ' + fmtAge(m.age) + ' ago' : 'waiting ' + fmtAge(m.age)),
     m.retry !== undefined && h('span', {}, 'retry ' + m.retry),
