@@ -19,8 +19,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
 // The fixture: a data directory written by the gateway of commit 61f8f84
@@ -130,11 +130,11 @@ func TestUpgradeInterrupted(t *testing.T) {
 	for _, after := range []string{"1", "7", "15"} {
 		t.Run("after"+after, func(t *testing.T) {
 			gw := onDataDir(t, unpackFixture(t, layoutV1Archive))
-			t.Setenv(gateway.UpgradePauseEnv, after)
+			t.Setenv(upgrade.PauseEnv, after)
 			launchGateway(gw)
 			waitOutput(t, gw, "upgrade paused by the test hook")
 			gw.Kill()
-			t.Setenv(gateway.UpgradePauseEnv, "")
+			t.Setenv(upgrade.PauseEnv, "")
 			gw.start()
 			checkLayoutV1(t, gw)
 		})

@@ -28,7 +28,9 @@
 // created on the first push into it. Raft groups in a cluster thus grow with
 // the shards in use (≤ 64) plus the queues in use, not the queues that exist.
 // Data of the one-stream-per-queue layout of older versions is moved into
-// the shards on first start (upgrade.go).
+// the shards on first start by package upgrade, which package server runs
+// after New and before anything is served (RegisterQueue and ShardStream,
+// upgradeapi.go, are what it needs of the core).
 //
 // Consumer storage: the queues' consumers (and their priority levels')
 // keep their state in memory (MemoryStorage), unless Config.FileConsumers
@@ -306,13 +308,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
-	// Data of the one-stream-per-queue layout moves into the shards before
-	// the gateway serves (upgrade.go); it may take longer than ctx allows
-	// a start, and ignores that deadline (not a cancel).
-	if err := g.upgradeLegacy(ctx); err != nil {
-		g.Close()
-		return nil, err
-	}
 	g.bg.Add(3)
 	go g.repollLoop()
 	go g.wakes.run()
@@ -331,7 +326,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		}
 	})
 	// FlushWithContext insists on a deadline; the caller's ctx need not have
-	// one, and an upgrade may have used up the one it has.
+	// one, or may have used up the one it has.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	if err := nc.FlushWithContext(fctx); err != nil {

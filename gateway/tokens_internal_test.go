@@ -77,3 +77,15 @@ func TestTokensRevokedStaysRevoked(t *testing.T) {
 		t.Fatal("a revoked token is valid")
 	}
 }
+
+// waitUntil polls cond until it holds; ctx bounds the test as a whole.
+func waitUntil(ctx context.Context, t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("condition not reached")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

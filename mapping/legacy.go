@@ -7,7 +7,7 @@ import (
 
 // The layout of versions before the shards (one WorkQueue stream per queue,
 // "LMQ_<enc>", with a durable consumer "lmq"), for the upgrade that moves
-// such queues into the shards (gateway/upgrade.go). Names longer than fit a
+// such queues into the shards (package upgrade). Names longer than fit a
 // stream name were hashed then; the name is in the stream's metadata
 // (MetaQueueName).
 const (

@@ -58,6 +58,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
+	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
 // Options configure a migration. From is required.
@@ -291,6 +292,12 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 		return nil, fmt.Errorf("gateway core on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
 	defer m.core.Close()
+	// Queues of the one-stream-per-queue layout (a target of an older
+	// version not yet restarted) move into the shards before anything is
+	// stored, as a gateway's start does; at once when there are none.
+	if err := upgrade.Run(sctx, upgrade.Deps{NATS: nc, Core: m.core, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger}); err != nil {
+		return nil, fmt.Errorf("layout upgrade on %s: %w", nc.ConnectedUrlRedacted(), err)
+	}
 	// The journal is the migrator's own stream, beside the queues the core
 	// stores into.
 	js, err := jsapi.New(nc, opts.ToNATSAuth.Domain, "")

@@ -1,9 +1,11 @@
 // Package server is the lmq-gateway daemon: it connects to NATS (an embedded
-// nats-server or an existing deployment), starts the core (package gateway)
-// and the accumulator, and serves the HTTP front end (httpapi, with the
-// operations endpoints of ops) and the MessagePack-RPC front end (rpc) until
-// it is shut down. Command lmq-gateway parses the settings into a Config and
-// handles the signals; everything that runs is started and stopped here.
+// nats-server or an existing deployment), starts the core (package gateway),
+// moves queues of the old one-stream-per-queue layout into it (package
+// upgrade), starts the accumulator, and serves the HTTP front end (httpapi,
+// with the operations endpoints of ops) and the MessagePack-RPC front end
+// (rpc) until it is shut down. Command lmq-gateway parses the settings into
+// a Config and handles the signals; everything that runs is started and
+// stopped here.
 //
 // Life cycle: New connects and starts everything but the front ends' serving
 // (the listeners are bound, so a taken port fails New and the addresses are
@@ -48,6 +50,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
+	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
 // Config is everything a server needs; command lmq-gateway fills it from its
@@ -192,9 +195,11 @@ type Server struct {
 	shutErr  error
 }
 
-// New connects to NATS, waits for JetStream, starts the core and the
-// accumulator and binds the listeners. ctx bounds the start (a signal during
-// it ends the start). On failure everything started is stopped again.
+// New connects to NATS, waits for JetStream, starts the core, upgrades the
+// layout if need be, starts the accumulator and binds the listeners. ctx
+// bounds the start (a signal during it ends the start); its deadline does
+// not cut a layout upgrade short (package upgrade). On failure everything
+// started is stopped again.
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -255,6 +260,16 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	undo = append(undo, s.core.Close)
+	// Queues of the one-stream-per-queue layout move into the shards before
+	// anything is served, and before the accumulator runs the close jobs
+	// the upgrade fixes. It returns at once when there is none; otherwise it
+	// may take longer than an attempt allows and ignores that deadline (not
+	// a cancel).
+	if _, err = retryStart(ctx, s.log, "layout upgrade", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.nc, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
+	}); err != nil {
+		return nil, err
+	}
 	s.acc, err = retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (*accumulator.Accumulator, error) {
 		return accumulator.New(ctx, s.nc, s.core, accumulator.Config{Replicas: cfg.Replicas, Domain: cfg.NATS.Domain, Logger: s.log})
 	})

@@ -1,4 +1,4 @@
-package gateway
+package upgrade
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -84,16 +85,22 @@ func TestUpgradeLegacy(t *testing.T) {
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "core")
 	logs := &syncBuffer{}
-	g, err := New(context.Background(), nc, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	g, err := gateway.New(context.Background(), nc, gateway.Config{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
+	deps := Deps{NATS: nc, Core: g, Logger: log}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	onc := testnats.Connect(t, ns, "old")
 	ojs := testnats.JetStream(t, onc)
 	o := &oldLayout{t: t, js: ojs, ctx: ctx}
+	pkv, err := ojs.KeyValue(ctx, mapping.PropsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	long := "long-" + strings.Repeat("n", 195)
 	plain, acc := "a/b c", "acc"
@@ -129,7 +136,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	}
 	// Own properties under the old (hashed) key, and a close job of the
 	// accumulating queue whose cut is an old sequence.
-	if _, err := g.kv.Put(ctx, mapping.LegacyPropsKey(long), []byte(`{"retry":4}`)); err != nil {
+	if _, err := pkv.Put(ctx, mapping.LegacyPropsKey(long), []byte(`{"retry":4}`)); err != nil {
 		t.Fatal(err)
 	}
 	akv, err := ojs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: mapping.AccumBucket})
@@ -142,17 +149,17 @@ func TestUpgradeLegacy(t *testing.T) {
 	}
 
 	// An upgrade stopped after three messages (the test hook), then a full one.
-	t.Setenv(UpgradePauseEnv, "3")
+	t.Setenv(PauseEnv, "3")
 	uctx, ucancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- g.upgradeLegacy(uctx) }()
+	go func() { done <- Run(uctx, deps) }()
 	waitUntil(ctx, t, func() bool { return strings.Contains(logs.String(), "upgrade paused by the test hook") })
 	ucancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("paused upgrade: %v", err)
 	}
-	t.Setenv(UpgradePauseEnv, "")
-	if err := g.upgradeLegacy(ctx); err != nil {
+	t.Setenv(PauseEnv, "")
+	if err := Run(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
 
@@ -162,24 +169,27 @@ func TestUpgradeLegacy(t *testing.T) {
 			t.Fatalf("old stream of %q: %v", q, err)
 		}
 	}
-	if _, err := g.kv.Get(ctx, upgradeLockKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := pkv.Get(ctx, lockKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("lock key left: %v", err)
 	}
 	// Properties moved to the new key.
-	if _, err := g.kv.Get(ctx, mapping.LegacyPropsKey(long)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := pkv.Get(ctx, mapping.LegacyPropsKey(long)); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("old properties key left: %v", err)
 	}
-	waitUntil(ctx, t, func() bool { return g.props.effective(long).Retry == 4 })
+	waitUntil(ctx, t, func() bool {
+		p, err := g.QueueProps(ctx, long)
+		return err == nil && p.Retry == 4
+	})
 
 	// Deliverable messages in order, with their metadata; the expired one dropped.
-	pull := func(q string) *Delivery {
+	pull := func(q string) *gateway.Delivery {
 		t.Helper()
 		d, err := g.Pull(ctx, q, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d != nil {
-			if err := g.Reply(ctx, q, d.ID, Ack); err != nil {
+			if err := g.Reply(ctx, q, d.ID, gateway.Ack); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -213,7 +223,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	if err != nil || det.Delayed != 1 || det.DeadLetters != 1 {
 		t.Fatalf("detail %+v %v", det, err)
 	}
-	shard, err := g.queues.shard(ctx, mapping.Shard(plain))
+	shard, err := g.ShardStream(ctx, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +252,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	if err := json.Unmarshal(e.Value(), &j); err != nil {
 		t.Fatal(err)
 	}
-	ashard, err := g.queues.shard(ctx, mapping.Shard(acc))
+	ashard, err := g.ShardStream(ctx, acc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +263,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	// Nothing was stored twice: each queue's subjects hold exactly what is
 	// left (a schedule and a dead letter; two parts; nothing).
 	for q, want := range map[string]int{plain: 2, long: 0, acc: 2} {
-		st, err := g.queues.shard(ctx, mapping.Shard(q))
+		st, err := g.ShardStream(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +285,7 @@ func TestUpgradeLegacy(t *testing.T) {
 		}
 	}
 	// A second run finds nothing to do.
-	if err := g.upgradeLegacy(ctx); err != nil {
+	if err := Run(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -318,16 +328,19 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 	ns := testnats.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var cores []*Gateway
+	var deps []Deps
 	var logs []*syncBuffer
 	for i := range 2 {
 		buf := &syncBuffer{}
-		g, err := New(ctx, testnats.Connect(t, ns, fmt.Sprint("core", i)), Config{Logger: slog.New(slog.NewTextHandler(buf, nil))})
+		log := slog.New(slog.NewTextHandler(buf, nil))
+		nc := testnats.Connect(t, ns, fmt.Sprint("core", i))
+		g, err := gateway.New(ctx, nc, gateway.Config{Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(g.Close)
-		cores, logs = append(cores, g), append(logs, buf)
+		deps = append(deps, Deps{NATS: nc, Core: g, Logger: log})
+		logs = append(logs, buf)
 	}
 	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
 	o := &oldLayout{t: t, js: ojs, ctx: ctx}
@@ -340,10 +353,10 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 		}
 	}
 	errs := make(chan error, 2)
-	for _, g := range cores {
-		go func() { errs <- g.upgradeLegacy(ctx) }()
+	for _, d := range deps {
+		go func() { errs <- Run(ctx, d) }()
 	}
-	for range cores {
+	for range deps {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -384,5 +397,62 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 				t.Fatalf("%q: message %d is %q", q, j, b)
 			}
 		}
+	}
+}
+
+// TestRunNothingToDo: without old streams Run returns at once and leaves
+// nothing behind (no lock key).
+func TestRunNothingToDo(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "core")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gateway.New(ctx, nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	if err := Run(ctx, Deps{NATS: nc, Core: g}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := testnats.JetStream(t, nc).KeyValue(ctx, mapping.PropsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, lockKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("lock key: %v", err)
+	}
+}
+
+// TestRunIgnoresDeadline: an upgrade may take longer than a start attempt
+// allows, so a deadline that has passed does not stop it (a cancel does:
+// TestUpgradeLegacy).
+func TestRunIgnoresDeadline(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "core")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := gateway.New(ctx, nc, gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
+	o := &oldLayout{t: t, js: ojs, ctx: ctx}
+	o.queue("q")
+	o.msg(mapping.LegacyQueueSubject("q"), "m")
+	expired, ecancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer ecancel()
+	if err := Run(expired, Deps{NATS: nc, Core: g}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ojs.Stream(ctx, mapping.LegacyStreamName("q")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("old stream: %v", err)
+	}
+	d, err := g.Pull(ctx, "q", 0)
+	if err != nil || d == nil || string(d.Message.Body) != "m" {
+		t.Fatalf("pull: %+v %v", d, err)
 	}
 }
