@@ -296,9 +296,15 @@ func TestClusterEmbedded(t *testing.T) {
 	if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
 		t.Fatalf("queue stream: %d replicas, cluster %+v; want R3 with a leader and two followers", info.Config.Replicas, info.Cluster)
 	}
+	// A consumer just made reports its cluster once its group has formed
+	// (on a loaded machine, a moment after it answers pulls).
 	ci := consumerInfo(t, js, q)
+	pollUntil(startTimeout, func() bool {
+		ci = consumerInfo(t, js, q)
+		return ci.Cluster != nil && len(ci.Cluster.Replicas) == 2
+	})
 	if ci.Cluster == nil || len(ci.Cluster.Replicas) != 2 {
-		t.Errorf("queue consumer: cluster %+v, want a leader and two followers", ci.Cluster)
+		t.Fatalf("queue consumer: cluster %+v, want a leader and two followers", ci.Cluster)
 	}
 	t.Logf("R3 queue: stream leader %s, consumer leader %s", info.Cluster.Leader, ci.Cluster.Leader)
 
