@@ -23,16 +23,16 @@ import (
 // to take that long.
 const limHangGuard = 2 * time.Minute
 
-// limRunToExit runs the binary with args and returns its exit error and
-// output, for a start that must fail.
-func limRunToExit(t *testing.T, args ...string) (error, string) {
+// limRunToExit runs the binary with args and returns its output and exit
+// error, for a start that must fail.
+func limRunToExit(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limHangGuard)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gatewayBinary, args...)
 	cmd.Env = opsEnv()
 	out, err := cmd.CombinedOutput()
-	return err, string(out)
+	return string(out), err
 }
 
 // limBaseArgs are the loopback ports and data directory of a gateway that is
@@ -50,7 +50,7 @@ func TestLimitsRPCExposedRefused(t *testing.T) {
 		"token, all IPv4": {"--auth-token", "secret", "--rpc-listen", "0.0.0.0:" + port},
 		"basic, all":      {"--auth-basic", "u:p", "--rpc-listen", ":" + port},
 	} {
-		err, out := limRunToExit(t, append(limBaseArgs(t), args...)...)
+		out, err := limRunToExit(t, append(limBaseArgs(t), args...)...)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 			t.Fatalf("%s: exit %v, want a non-zero exit; output:\n%s", name, err, out)

@@ -40,10 +40,10 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	batch := uuid.NewString()
 	stored := make([]*nats.Msg, 0, len(msgs))
 	defer func() {
-		if stored != nil { // not committed: drop the large bodies it stored
-			for _, m := range stored {
-				g.dropObject(context.Background(), m)
-			}
+		// Not committed (nil once it is, or may be): drop the large
+		// bodies it stored.
+		for _, m := range stored {
+			g.dropObject(context.Background(), m)
 		}
 	}()
 	var size int

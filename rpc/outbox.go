@@ -147,13 +147,6 @@ func (o *outbox) unadmit() {
 // pending in the same step as the pull stops counting as admitted.
 func (o *outbox) sendAdmitted(b []byte, wait bool) error { return o.sendAs(b, wait, true) }
 
-// full reports whether the pending answers are at the bound.
-func (o *outbox) full() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.fullLocked()
-}
-
 func (o *outbox) fullLocked() bool { return o.limit > 0 && o.pending >= o.limit && o.err == nil }
 
 // idle reports whether no answer is pending.
