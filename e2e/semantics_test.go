@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestDeliverySemantics checks LMQ's delivery rules (ids, retries, timeouts,
@@ -254,7 +256,7 @@ func testOrderTimedOutLater(t *testing.T, c *Client) {
 		t.Skipf("push answered %v after the pull: not surely before the timeout (3s)", time.Since(start))
 	}
 	// Served after the timeout, fresh still comes first.
-	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
+	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.MustPull(q, msgWait, "fresh")
 	if r := c.MustPull(q, msgWait, "timed-out"); r.Retry() != 1 {
 		t.Errorf("timed-out message: retry-remaining %d, want 1", r.Retry())
@@ -270,7 +272,7 @@ func testOrderTimedOutEarlier(t *testing.T, c *Client) {
 	start := time.Now()
 	c.MustPull(q, msgWait, "timed-out")
 	sleepUntil(start.Add(300 * time.Millisecond)) // (the timeout cannot end sooner)
-	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
+	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.Push(q, []byte("fresh"), "")
 	c.MustPull(q, msgWait, "timed-out")
 	c.MustPull(q, msgWait, "fresh")
