@@ -398,24 +398,19 @@ func JetStreamOf(t testing.TB, urls string) jetstream.JetStream {
 // cluster elects leaders.
 func QueueStream(t testing.TB, js jetstream.JetStream, queue string) *jetstream.StreamInfo {
 	t.Helper()
-	var last error
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var info *jetstream.StreamInfo
+	testwait.WithinDetail(t, 20*time.Second, "stream of queue "+queue, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		st, err := js.Stream(ctx, mapping.StreamName(queue))
 		if err == nil {
-			var info *jetstream.StreamInfo
 			if info, err = queueInfo(ctx, st, queue); err == nil {
-				cancel()
-				return info
+				return true, ""
 			}
 		}
-		cancel()
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("stream of queue %q: %v", queue, last)
-	return nil
+		return false, err.Error()
+	})
+	return info
 }
 
 // ---- load and accounting ----

@@ -113,7 +113,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 		}
 		got <- resp
 	}()
-	time.Sleep(300 * time.Millisecond)
+	awaitWaitingPulls(t, c, 1)
 	r.next().Push(q, []byte("woken"), "")
 	resp := <-got
 	ExpectMessage(t, resp, q, "woken")

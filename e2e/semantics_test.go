@@ -285,7 +285,8 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 	c.PullEmpty(q, "0") // create the queue
 	for _, path := range []string{"/messages/" + q, "/messages/" + q + "?t=20"} {
 		polls := startPolls(c, path, 3)
-		time.Sleep(300 * time.Millisecond)
+		// A lower bound only: the gateway is shared with the other cases.
+		awaitWaitingPulls(t, c, 3)
 		select {
 		case res := <-polls:
 			t.Fatalf("GET %s answered before any push: %v %v", path, res.r, res.err)
@@ -335,7 +336,7 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 			}
 			conns[i] = conn
 		}
-		time.Sleep(300 * time.Millisecond) // the polls are waiting in the gateway
+		awaitWaitingPulls(t, c, len(conns))
 		for _, conn := range conns {
 			// Nothing was answered, and now the client leaves.
 			_ = conn.SetReadDeadline(time.Now())
