@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -81,13 +82,10 @@ func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
 // gateway arrive through a KV watch).
 func waitAccum(t *testing.T, g *gw, queue string) {
 	t.Helper()
-	for range 200 {
-		if p, err := g.core.QueueProps(context.Background(), queue); err == nil && p.Accum > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s does not accumulate", queue)
+	testwait.For(t, queue+" accumulates", func() bool {
+		p, err := g.core.QueueProps(context.Background(), queue)
+		return err == nil && p.Accum > 0
+	})
 }
 
 func push(t *testing.T, g *gw, queue, body string) gateway.AccumState {
@@ -283,7 +281,7 @@ func pushLoad(t *testing.T, gws []*gw, queue string, pushers, n int, pause time.
 					news++
 				}
 				mu.Unlock()
-				time.Sleep(pause)
+				time.Sleep(pause) // pacing the load: the time between pushes is the test's input
 			}
 		})
 	}
@@ -362,7 +360,7 @@ func TestRestart(t *testing.T) {
 			}
 			g.close()
 			ns.Shutdown(context.Background())
-			time.Sleep(tc.down)
+			time.Sleep(tc.down) // the time down is the case's input: nothing runs to be observed
 
 			ns = startServer(t, dir)
 			g = startGW(t, ns)
@@ -478,7 +476,8 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 	}
 	g.close()
 	ns.Shutdown(context.Background())
-	time.Sleep(300 * time.Millisecond) // the windows (0.2s) fall due while down
+	// The windows (0.2s) fall due while down: nothing runs to be observed.
+	time.Sleep(300 * time.Millisecond)
 	ns = startServer(t, dir)
 	g = startGW(t, ns)
 	for i := range n {

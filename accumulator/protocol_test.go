@@ -2,6 +2,7 @@ package accumulator
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -135,18 +137,13 @@ func TestResumeAfterCompoundStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the takeover to finish the job.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, _, ok, err := g.acc.readJob(ctx, r.key); err != nil {
+	testwait.For(t, "the job finished", func() bool {
+		_, _, ok, err := g.acc.readJob(ctx, r.key)
+		if err != nil {
 			t.Fatal(err)
-		} else if !ok {
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("job not finished")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return !ok
+	})
 	if d := pull(t, g, q, time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
 		t.Fatalf("compound: %+v", d)
 	}
@@ -171,23 +168,17 @@ func TestDeleteQueueWithOpenWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The window (0.2s) closes, finds no stream and removes its keys.
-	var keys []string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.ForDetail(t, "the window's keys removed", func() (bool, string) {
 		kl, err := g.acc.kv.ListKeys(ctxT(t, 5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys = keys[:0]
+		var keys []string
 		for k := range kl.Keys() {
 			keys = append(keys, k)
 		}
-		if len(keys) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("keys left after 20s: %q", keys)
-		}
-	}
+		return len(keys) == 0, fmt.Sprintf("keys %q", keys)
+	})
 }
 
 // A gateway stopped between creating a window's close job and removing its

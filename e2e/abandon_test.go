@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestOpsAbandonedPull: a long-poll whose client hangs up while waiting is
@@ -34,12 +36,12 @@ func TestOpsAbandonedPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "GET /messages/abandoned HTTP/1.1\r\nHost: x\r\n\r\n")
-	if !opsWait(30*time.Second, func() bool { return metric("lmq_long_polls_waiting ") == "lmq_long_polls_waiting 1" }) {
+	if !testwait.Until(30*time.Second, func() bool { return metric("lmq_long_polls_waiting ") == "lmq_long_polls_waiting 1" }) {
 		t.Fatalf("the pull never waited: %q", metric("lmq_long_polls_waiting "))
 	}
 	conn.Close()
 
-	if !opsWait(30*time.Second, func() bool {
+	if !testwait.Until(30*time.Second, func() bool {
 		return strings.Contains(gw.Output(), `path=/messages/abandoned query="" status=499 bytes=0`)
 	}) {
 		t.Fatalf("no 499 access log line for the abandoned pull in:\n%s", gw.Output())

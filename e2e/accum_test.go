@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -307,7 +308,7 @@ func accumDrain(t *testing.T, clients []*Client, q string, pushed map[string]boo
 // properties of another gateway arrive through NATS).
 func accumAwaitProps(t *testing.T, c *Client, q string) {
 	t.Helper()
-	if !pollUntil(startTimeout, func() bool { return strings.Contains(c.Props(q), `"accum":0.`) }) {
+	if !testwait.Until(startTimeout, func() bool { return strings.Contains(c.Props(q), `"accum":0.`) }) {
 		t.Fatalf("%q does not accumulate on the second gateway", q)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -53,7 +54,7 @@ func TestBeyondTTL(t *testing.T) {
 	c := gw.Client(t)
 	c.Expect(http.StatusOK, http.MethodPost, "/messages/ttl?ttl=0.3", []byte("expires"))
 	c.Push("ttl", []byte("stays"), "")
-	waitUntil(t, func() bool { return queueDetail(t, c, "ttl").Size == 1 }) // "expires" expired
+	testwait.For(t, "queueDetail(t, c, \"ttl\").Size == 1", func() bool { return queueDetail(t, c, "ttl").Size == 1 }) // "expires" expired
 	c.MustPull("ttl", "1", "stays")
 	c.PullEmpty("ttl", "0")
 
@@ -62,7 +63,7 @@ func TestBeyondTTL(t *testing.T) {
 		t.Fatalf("props %s", got)
 	}
 	c.Push("ttl2", []byte("x"), "")
-	waitUntil(t, func() bool { return queueDetail(t, c, "ttl2").Size == 0 })
+	testwait.For(t, "queueDetail(t, c, \"ttl2\").Size == 0", func() bool { return queueDetail(t, c, "ttl2").Size == 0 })
 	c.PullEmpty("ttl2", "0")
 	// A queue without the new properties shows LMQ's exact text.
 	if got := c.Props("plain"); got != `{"accum":0,"retry":2,"timeout":30}` {
@@ -85,7 +86,7 @@ func TestBeyondDeadLettersSurviveRestart(t *testing.T) {
 		}
 	}
 	c.PullEmpty("dlq", "0")
-	waitUntil(t, func() bool {
+	testwait.For(t, "3 dead letters in dlq", func() bool {
 		return string(c.Expect(http.StatusOK, http.MethodGet, "/queues/dlq/dead", nil).Body) == `{"size":3}`
 	})
 	gw.Kill()
@@ -195,16 +196,4 @@ func queueDetail(t *testing.T, c *Client, q string) queueCounts {
 		t.Fatalf("queue detail of %q: %v", q, err)
 	}
 	return detail
-}
-
-// waitUntil polls cond for up to startTimeout.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached in %v", startTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -319,7 +320,7 @@ func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 		procs[i] = p
 	}
 	for _, p := range procs {
-		if !pollUntil(startTimeout, func() bool {
+		if !testwait.Until(startTimeout, func() bool {
 			c, err := net.DialTimeout("tcp", strings.TrimPrefix(p.URL, "nats://"), time.Second)
 			if err == nil {
 				c.Close()
@@ -368,7 +369,7 @@ func moveStreamLeader(t testing.TB, js jetstream.JetStream, queue string, ok fun
 		}
 		// A step-down hands the leadership to another current replica.
 		_, _ = js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+info.Config.Name, nil, 5*time.Second)
-		pollUntil(10*time.Second, func() bool {
+		testwait.Until(10*time.Second, func() bool {
 			now := QueueStream(t, js, queue).Cluster.Leader
 			return now != "" && now != leader
 		})
@@ -397,38 +398,19 @@ func JetStreamOf(t testing.TB, urls string) jetstream.JetStream {
 // cluster elects leaders.
 func QueueStream(t testing.TB, js jetstream.JetStream, queue string) *jetstream.StreamInfo {
 	t.Helper()
-	var last error
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var info *jetstream.StreamInfo
+	testwait.WithinDetail(t, 20*time.Second, "stream of queue "+queue, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		st, err := js.Stream(ctx, mapping.StreamName(queue))
 		if err == nil {
-			var info *jetstream.StreamInfo
 			if info, err = queueInfo(ctx, st, queue); err == nil {
-				cancel()
-				return info
+				return true, ""
 			}
 		}
-		cancel()
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("stream of queue %q: %v", queue, last)
-	return nil
-}
-
-// pollUntil polls cond every 50ms until it holds or d passes.
-func pollUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, err.Error()
+	})
+	return info
 }
 
 // ---- load and accounting ----
@@ -783,7 +765,7 @@ func (l *MixedLoad) Stop() {
 // it reports whether it got there.
 func (l *MixedLoad) Drain(d time.Duration, empty func() bool) bool {
 	l.StopPushing()
-	ok := pollUntil(d, func() bool { return l.led.settled() && empty() })
+	ok := testwait.Until(d, func() bool { return l.led.settled() && empty() })
 	l.Stop()
 	return ok
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -44,25 +45,6 @@ func (r *rr) next() *Client {
 	return c
 }
 
-// eventually retries check (which reports what it saw) for up to d: changes
-// made through one gateway reach the others through NATS (KV watch, stream
-// advisories) a moment later.
-func eventually(t *testing.T, d time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	var last string
-	start := time.Now()
-	if !pollUntil(d, func() bool {
-		ok, seen := check()
-		last = seen
-		return ok
-	}) {
-		t.Fatalf("%s: not within %v; last seen: %s", what, d, last)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Logf("%s: after %v", what, took.Round(time.Millisecond))
-	}
-}
-
 // crossGatewayAPI walks the whole LMQ HTTP API with every request going to
 // the next gateway of r: properties, default list, push, pull, ack/nack/ext
 // relayed to the delivering gateway, stale ids, pull-any woken by a push
@@ -84,7 +66,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	roundTrip(t, r, dq, "probe", settle)
 
 	r.next().PatchProps(q, `{"retry":5,"timeout":10}`)
-	eventually(t, settle, "queue properties on every gateway", func() (bool, string) {
+	testwait.WithinDetail(t, settle, "queue properties on every gateway", func() (bool, string) {
 		for i, c := range r.cs {
 			if got := c.Props(q); got != `{"accum":0,"retry":5,"timeout":10}` {
 				return false, fmt.Sprintf("gateway %d: %s", i, got)
@@ -131,7 +113,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 		}
 		got <- resp
 	}()
-	time.Sleep(300 * time.Millisecond)
+	awaitWaitingPulls(t, c, 1)
 	r.next().Push(q, []byte("woken"), "")
 	resp := <-got
 	ExpectMessage(t, resp, q, "woken")
@@ -149,7 +131,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	// The default list, set through one gateway, applies on all.
 	list := `[["^` + prefix + `-def",{"retry":7}]]`
 	r.next().Expect(http.StatusNoContent, http.MethodPut, "/properties", []byte(list), jsonCT...)
-	eventually(t, settle, "default list on every gateway", func() (bool, string) {
+	testwait.WithinDetail(t, settle, "default list on every gateway", func() (bool, string) {
 		for _, c := range r.cs {
 			got := string(c.Expect(http.StatusOK, http.MethodGet, "/properties", nil).Body)
 			if got != list {
@@ -163,7 +145,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	})
 	r.next().Expect(http.StatusNoContent, http.MethodDelete, "/properties", nil)
 	r.next().Expect(http.StatusNoContent, http.MethodDelete, "/properties/"+Q(q), nil)
-	eventually(t, settle, "properties reset on every gateway", func() (bool, string) {
+	testwait.WithinDetail(t, settle, "properties reset on every gateway", func() (bool, string) {
 		for _, c := range r.cs {
 			if got := c.Props(q); got != `{"accum":0,"retry":2,"timeout":30}` {
 				return false, got
@@ -179,7 +161,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 	r.next().Push(q, []byte("doomed"), "")
 	r.next().Expect(http.StatusNoContent, http.MethodDelete, "/queues/"+Q(q), nil)
 	r.next().Expect(http.StatusNotFound, http.MethodDelete, "/queues/"+Q(q), nil)
-	eventually(t, settle, "queue list without the deleted queue", func() (bool, string) {
+	testwait.WithinDetail(t, settle, "queue list without the deleted queue", func() (bool, string) {
 		for _, c := range r.cs {
 			// GET /queues asks JetStream about every queue: while one of
 			// their streams elects a leader it may answer 503.
@@ -198,7 +180,7 @@ func crossGatewayAPI(t *testing.T, r *rr, prefix string, settle time.Duration) {
 func createQueue(t *testing.T, r *rr, queue string, d time.Duration) {
 	t.Helper()
 	var last *Response
-	if !pollUntil(d, func() bool {
+	if !testwait.Until(d, func() bool {
 		last = r.next().Pull(queue, "0")
 		return last.Status == http.StatusNoContent
 	}) {
@@ -247,7 +229,7 @@ func roundTrip(t *testing.T, r *rr, queue, body string, d time.Duration) time.Du
 	t.Helper()
 	start := time.Now()
 	var last *Response
-	if !pollUntil(d, func() bool {
+	if !testwait.Until(d, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		resp, err := r.next().Send(ctx, http.MethodPost, "/messages/"+Q(queue), []byte(body))
@@ -262,7 +244,7 @@ func roundTrip(t *testing.T, r *rr, queue, body string, d time.Duration) time.Du
 	}
 	took := time.Since(start)
 	var m *Response
-	if !pollUntil(d, func() bool {
+	if !testwait.Until(d, func() bool {
 		m = r.next().Pull(queue, "2")
 		return m.Status == http.StatusOK
 	}) {
@@ -299,7 +281,7 @@ func TestClusterEmbedded(t *testing.T) {
 	// A consumer just made reports its cluster once its group has formed
 	// (on a loaded machine, a moment after it answers pulls).
 	ci := consumerInfo(t, js, q)
-	pollUntil(startTimeout, func() bool {
+	testwait.Until(startTimeout, func() bool {
 		ci = consumerInfo(t, js, q)
 		return ci.Cluster != nil && len(ci.Cluster.Replicas) == 2
 	})
@@ -331,7 +313,7 @@ func TestClusterEmbedded(t *testing.T) {
 
 	// The node comes back and catches up.
 	nodes[victim].Restart()
-	eventually(t, 20*time.Second, "restarted node current on the queue's stream", func() (bool, string) {
+	testwait.WithinDetail(t, 20*time.Second, "restarted node current on the queue's stream", func() (bool, string) {
 		info := QueueStream(t, js, q)
 		if info.Cluster == nil {
 			return false, "no cluster info"
@@ -380,7 +362,7 @@ func TestClusterExternal(t *testing.T) {
 		if i == 0 {
 			// Back before the next one goes, or no majority would be left.
 			servers[i] = RestartNATS(t, s, opts[i])
-			eventually(t, 20*time.Second, "restarted server current", func() (bool, string) {
+			testwait.WithinDetail(t, 20*time.Second, "restarted server current", func() (bool, string) {
 				info := QueueStream(t, js, q)
 				for _, p := range info.Cluster.Replicas {
 					if !p.Current {

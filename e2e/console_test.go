@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -640,7 +641,7 @@ func TestConsolePeek(t *testing.T) {
 			t.Fatalf("push to an accumulating queue: %v", r)
 		}
 	}
-	eventually(t, 30*time.Second, "the window to close", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the window to close", func() (bool, string) {
 		a = peekQueue(t, c, "peek/acc")
 		return len(a.Messages) == 1, fmt.Sprintf("%+v", a)
 	})
@@ -692,7 +693,7 @@ func TestConsolePeek(t *testing.T) {
 			Body      []byte
 		}
 	}
-	eventually(t, 30*time.Second, "the dead letter", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the dead letter", func() (bool, string) {
 		r := c.Expect(http.StatusOK, http.MethodGet, "/ui/api/peek?dead=1&name=peek%2Fdead", nil)
 		if err := json.Unmarshal(r.Body, &dead); err != nil {
 			t.Fatal(err)
@@ -750,7 +751,7 @@ func TestConsolePeekPriority(t *testing.T) {
 	c.ExpectReply(http.StatusNoContent, q, d.ID(), "ack")
 	d = c.MustPull(q, msgWait, "p3")
 	c.ExpectReply(http.StatusNoContent, q, d.ID(), "nack") // back to the tail of its priority
-	eventually(t, 30*time.Second, "the released p3 behind p3-second", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the released p3 behind p3-second", func() (bool, string) {
 		got := order(peekQueue(t, c, q))
 		return got == "p3-second@3 p3@3 p0@0", got
 	})
@@ -783,7 +784,7 @@ func TestConsolePeekPriority(t *testing.T) {
 	c.Expect(http.StatusOK, http.MethodPost, "/messages/emails-dead?priority=7", []byte("gone"), "Content-Type", "text/plain")
 	d = c.MustPull("emails-dead", msgWait, "gone")
 	c.ExpectReply(http.StatusNoContent, "emails-dead", d.ID(), "nack")
-	eventually(t, 30*time.Second, "the dead letter with its priority", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the dead letter with its priority", func() (bool, string) {
 		r := c.Expect(http.StatusOK, http.MethodGet, "/ui/api/peek?dead=1&name=emails-dead", nil)
 		var dead peekAnswer
 		if err := json.Unmarshal(r.Body, &dead); err != nil {

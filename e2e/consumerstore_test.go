@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -200,7 +201,7 @@ func TestConsumerStorageRestart(t *testing.T) {
 			c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 		}
 		c.PullEmpty(q, "0")
-		if !pollUntil(20*time.Second, QueueEmpty(js, q)) {
+		if !testwait.Until(20*time.Second, QueueEmpty(js, q)) {
 			t.Errorf("queue %q: messages left in its stream after every ack", q)
 		}
 	}
@@ -320,7 +321,7 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 	pullAck(3)
 	nodes[first].Restart()
 	// Wait until the restarted node's replica of the consumer is current.
-	if !pollUntil(2*time.Minute, func() bool {
+	if !testwait.Until(2*time.Minute, func() bool {
 		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
 		defer ccancel()
 		cons, err := js.Consumer(cctx, mapping.StreamName(q), mapping.ConsumerName(q))
@@ -348,7 +349,7 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 	// Only the held message is left, and it is still in flight.
 	c.PullEmpty(q, "2")
 	c.ExpectReply(http.StatusNoContent, q, held.ID(), "ack")
-	if !pollUntil(time.Minute, QueueEmpty(js, q)) {
+	if !testwait.Until(time.Minute, QueueEmpty(js, q)) {
 		t.Errorf("queue %q: messages left in its stream after every ack", q)
 	}
 }
@@ -381,7 +382,7 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 	// The stream removes an acked message after the ack is answered; wait
 	// for that (three messages left), so that the test is about the
 	// cluster's state, not about that moment.
-	if !pollUntil(time.Minute, QueueHolds(js, q, 3)) {
+	if !testwait.Until(time.Minute, QueueHolds(js, q, 3)) {
 		t.Fatal("the acked messages were not removed from the stream")
 	}
 
@@ -401,7 +402,7 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 	}
 	c.PullEmpty(q, "1")
 	js = JetStreamOf(t, nodes[1].NATSURL)
-	if !pollUntil(time.Minute, QueueEmpty(js, q)) {
+	if !testwait.Until(time.Minute, QueueEmpty(js, q)) {
 		t.Errorf("queue %q: messages left in its stream after every ack", q)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Cross-site requests, message bodies as pages and absolute-form targets
@@ -74,7 +76,7 @@ func TestCrossSiteRequests(t *testing.T) {
 	c.Expect(http.StatusOK, http.MethodPost, "/messages/csrf.dead", []byte("died"), basicAdmin...)
 	m := c.Expect(http.StatusOK, http.MethodGet, "/messages/csrf.dead?t="+msgWait, nil, basicAdmin...)
 	c.Expect(http.StatusNoContent, http.MethodPost, "/messages/csrf.dead/"+m.ID()+"?reply=nack", nil, basicAdmin...)
-	waitUntil(t, func() bool {
+	testwait.For(t, "a dead letter in csrf.dead", func() bool {
 		return string(c.Expect(http.StatusOK, http.MethodGet, "/queues/csrf.dead/dead", nil, basicAdmin...).Body) == `{"size":1}`
 	})
 
@@ -204,7 +206,7 @@ func TestCrossSiteBodyHeaders(t *testing.T) {
 	r := c.Expect(http.StatusOK, http.MethodGet, "/messages/html?t="+msgWait, nil)
 	check("pull", r)
 	c.ExpectReply(http.StatusNoContent, "html", r.ID(), "nack")
-	waitUntil(t, func() bool {
+	testwait.For(t, "a dead letter in html", func() bool {
 		return string(c.Expect(http.StatusOK, http.MethodGet, "/queues/html/dead", nil).Body) == `{"size":1}`
 	})
 	check("dead letter", c.Expect(http.StatusOK, http.MethodGet, "/queues/html/dead/head", nil))

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // gatewayBinary is the lmq-gateway executable under test, set once by TestMain.
@@ -549,11 +550,9 @@ func freeAddr(t testing.TB) string {
 // that shares its gateway with others can wait for a lower bound only.
 func awaitMetric(t testing.TB, c *Client, name, what string, ok func(float64) bool) {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(startTimeout)
-	for {
+	testwait.WithinDetail(t, startTimeout, what, func() (bool, string) {
 		r := c.Do(http.MethodGet, "/metrics", nil)
-		last = "no sample"
+		last := "no sample"
 		for line := range strings.Lines(string(r.Body)) {
 			v, found := strings.CutPrefix(strings.TrimSpace(line), name+" ")
 			if !found {
@@ -561,14 +560,11 @@ func awaitMetric(t testing.TB, c *Client, name, what string, ok func(float64) bo
 			}
 			last = v
 			if f, err := strconv.ParseFloat(v, 64); err == nil && ok(f) {
-				return
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s is %s after %v", what, name, last, startTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, name + " is " + last
+	})
 }
 
 // awaitWaitingPulls waits until at least n pulls wait in the gateway.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // limHangGuard only keeps a broken test from hanging; nothing is expected
@@ -72,7 +73,7 @@ func TestLimitsRPCLoopbackWithAuth(t *testing.T) {
 	t.Parallel()
 	gw := newOpsGateway(t)
 	gw.opsLaunch(nil, "--http-listen", strings.TrimPrefix(gw.HTTP, "http://"), "--auth-token", "secret", "--log-level", "info")
-	if !opsWait(limHangGuard, func() bool { return strings.Contains(gw.Output(), "listens on loopback only") }) {
+	if !testwait.Until(limHangGuard, func() bool { return strings.Contains(gw.Output(), "listens on loopback only") }) {
 		t.Fatalf("no log line about RPC on loopback:\n%s", gw.Output())
 	}
 	if strings.Contains(gw.Output(), "MessagePack-RPC IS OPEN") {
@@ -99,7 +100,7 @@ func TestLimitsRPCOptInWarns(t *testing.T) {
 			port := gw.RPCAddr[strings.LastIndex(gw.RPCAddr, ":"):]
 			args := append([]string{"--http-listen", strings.TrimPrefix(gw.HTTP, "http://"), "--rpc-listen", "0.0.0.0" + port, "--log-level", "warn"}, extra...)
 			gw.opsLaunch(nil, args...)
-			if !opsWait(limHangGuard, func() bool {
+			if !testwait.Until(limHangGuard, func() bool {
 				out := gw.Output()
 				return strings.Contains(out, "level=WARN") && strings.Contains(out, "MessagePack-RPC IS OPEN")
 			}) {

@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // mqCount is the queue count of a many-queue test: full normally, short
@@ -174,7 +176,7 @@ func mqListed(c *Client, prefix string) (map[string]int, error) {
 func mqExpectListed(t *testing.T, c *Client, prefix string, want map[string]int) {
 	t.Helper()
 	var last string
-	ok := pollUntil(mqDeadline, func() bool {
+	ok := testwait.Until(mqDeadline, func() bool {
 		got, err := mqListed(c, prefix)
 		if err != nil {
 			last = err.Error()
@@ -452,7 +454,7 @@ func TestManyQueuesDeleteRecreate(t *testing.T) {
 		}
 	}
 	// Let the busy load reach some volume before it stops.
-	if !pollUntil(mqDeadline, func() bool { return pushes.Load() >= 200 || len(errs) > 0 }) {
+	if !testwait.Until(mqDeadline, func() bool { return pushes.Load() >= 200 || len(errs) > 0 }) {
 		t.Fatalf("busy queues: %d pushes in %v", pushes.Load(), mqDeadline)
 	}
 	stop.Store(true)
@@ -564,7 +566,7 @@ func TestManyQueuesCluster(t *testing.T) {
 	// Listed with every message, through a surviving gateway (leaders of
 	// the victim's streams are elected meanwhile).
 	var last, example string
-	if !pollUntil(mqDeadline, func() bool {
+	if !testwait.Until(mqDeadline, func() bool {
 		got, err := mqListed(alive[0], prefix)
 		if err != nil {
 			last = err.Error()

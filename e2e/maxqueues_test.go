@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Issue 25, finding 8: nothing bounded the number of queues (a client made
@@ -95,14 +97,14 @@ func TestMaxQueuesAcrossGateways(t *testing.T) {
 	for i := range 5 {
 		a.Push(fmt.Sprintf("shared/%d", i), []byte("x"), "text/plain")
 	}
-	eventually(t, 30*time.Second, "the other gateway to list the five queues", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the other gateway to list the five queues", func() (bool, string) {
 		r := b.Expect(http.StatusOK, http.MethodGet, "/queues", nil)
 		return strings.Count(string(r.Body), "shared/") == 5, string(r.Body)
 	})
 	expectRefused(t, "a sixth queue through the other gateway", b.Do(http.MethodPost, "/messages/shared%2F6", []byte("six"), "Content-Type", "text/plain"))
 	b.Push("shared/0", []byte("y"), "text/plain") // an existing queue
 	b.Expect(http.StatusNoContent, http.MethodDelete, "/queues/shared%2F0", nil)
-	eventually(t, 30*time.Second, "the first gateway to have room again", func() (bool, string) {
+	testwait.WithinDetail(t, 30*time.Second, "the first gateway to have room again", func() (bool, string) {
 		r := a.Do(http.MethodPost, "/messages/shared%2F7", []byte("seven"), "Content-Type", "text/plain")
 		return r.Status == http.StatusOK, r.String()
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/migrate"
 )
@@ -122,7 +123,7 @@ func fillSource(t *testing.T, c *Client) *migrationSource {
 				s.compound = append(s.compound, parts)
 			}
 			// The window (0.3s) closes: its compound message is counted.
-			if !waitFor(20*time.Second, func() bool { return queueDetail(t, c, "acc.q").Size >= w+1 }) {
+			if !testwait.Until(20*time.Second, func() bool { return queueDetail(t, c, "acc.q").Size >= w+1 }) {
 				t.Fatalf("window %d of acc.q not closed", w)
 			}
 		}
@@ -147,18 +148,6 @@ func streamMsgs(ctx context.Context, js jetstream.JetStream, queue string) uint6
 		return 0
 	}
 	return info.State.Msgs
-}
-
-// waitFor polls cond every 20ms until it holds or d passes.
-func waitFor(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // TestMigrate migrates from a second gateway standing in for LMQ (it speaks
@@ -231,7 +220,7 @@ func TestMigrate(t *testing.T) {
 			return true
 		}
 	}
-	if !waitFor(30*time.Second, func() bool { return !running() || streamMsgs(ctx, js, "q/one") >= 200 }) || !running() {
+	if !testwait.Until(30*time.Second, func() bool { return !running() || streamMsgs(ctx, js, "q/one") >= 200 }) || !running() {
 		_ = cmd.Process.Kill()
 		t.Fatalf("run 1 did not get going:\n%s", out.String())
 	}
@@ -249,7 +238,7 @@ func TestMigrate(t *testing.T) {
 	var rep2 *migrate.Report
 	var err2 error
 	wg.Go(func() { rep2, err2 = migrate.Migrate(c2, opts, &out) })
-	if !waitFor(30*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= killedAt+200 }) {
+	if !testwait.Until(30*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= killedAt+200 }) {
 		t.Fatal("run 2 did not get going")
 	}
 	src.Kill()
@@ -262,7 +251,7 @@ func TestMigrate(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	src.Restart()
 	restartedAt := streamMsgs(ctx, js, "q/one")
-	waitFor(20*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= restartedAt+100 })
+	testwait.Until(20*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= restartedAt+100 })
 	cancel2()
 	wg.Wait()
 	if err2 == nil {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Issue 25, finding 6b: after kill -9 of one node of an embedded
@@ -131,7 +133,7 @@ func awaitNodes(t *testing.T, what string, gws []*Gateway, wantDown []string, si
 		rightSince[i] = map[string]time.Time{}
 	}
 	var last string
-	ok := pollUntil(nodeDownDeadline, func() bool {
+	ok := testwait.Until(nodeDownDeadline, func() bool {
 		answers := make([]nodeViews, len(gws))
 		problems := make([]string, len(gws))
 		var wg sync.WaitGroup

@@ -9,12 +9,12 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // openAPIFile is the document the gateway serves at /openapi.yaml.
@@ -246,16 +246,14 @@ func TestOpenAPI(t *testing.T) {
 	a.do(200, "POST", "/messages/oa-dead", []byte("doomed"), "Content-Type", "text/plain")
 	r = a.do(200, "GET", "/messages/oa-dead?t="+msgWait, nil)
 	a.do(204, "POST", "/messages/oa-dead/"+r.ID()+"?reply=nack", nil)
-	for {
+	// The dead letter may be stored after the nack is answered.
+	testwait.For(t, "the dead letter stored", func() bool {
 		var dead struct{ Size int }
 		if err := json.Unmarshal(a.do(200, "GET", "/queues/oa-dead/dead", nil).Body, &dead); err != nil {
 			t.Fatal(err)
 		}
-		if dead.Size == 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling: the dead letter may be stored after the nack is answered
-	}
+		return dead.Size == 1
+	})
 	a.do(200, "GET", "/queues/oa-dead/dead/head", nil)
 	a.do(200, "POST", "/queues/oa-dead/dead/respawn?n=1", nil)
 	a.do(400, "POST", "/queues/oa-dead/dead/respawn?n=0", nil)

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Tests of issue 6 (operations): /stats, /metrics, health, the status and
@@ -143,7 +145,7 @@ func TestOpsEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		gauge := func(want string) bool {
-			return opsWait(5*time.Second, func() bool {
+			return testwait.Until(5*time.Second, func() bool {
 				return strings.Contains(string(c.Do(http.MethodGet, "/metrics", nil).Body), "\nlmq_rpc_connections "+want+"\n")
 			})
 		}
@@ -229,7 +231,7 @@ func TestOpsConfigPrecedence(t *testing.T) {
 	if r := c2.Do(http.MethodGet, "/stats", nil); r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
 		t.Errorf("no token: %v", r)
 	}
-	if !opsWait(5*time.Second, func() bool { return strings.Contains(gw2.Output(), `msg="http request" method=GET path=/stats`) }) {
+	if !testwait.Until(5*time.Second, func() bool { return strings.Contains(gw2.Output(), `msg="http request" method=GET path=/stats`) }) {
 		t.Errorf("no access log line in:\n%s", gw2.Output())
 	}
 	// The status command takes the token too.
@@ -361,7 +363,7 @@ func TestOpsGracefulShutdown(t *testing.T) {
 		}
 	})
 	// SIGTERM once the long-poll waits and pushes are flowing.
-	if !opsWait(10*time.Second, func() bool {
+	if !testwait.Until(10*time.Second, func() bool {
 		r := c.Do(http.MethodGet, "/metrics", nil)
 		return strings.Contains(string(r.Body), "lmq_long_polls_waiting 1")
 	}) {
@@ -492,7 +494,7 @@ func (g *Gateway) opsLaunch(env []string, args ...string) {
 			close(p.exited)
 		}()
 		g.proc = p
-		ok := opsWait(startTimeout, func() bool {
+		ok := testwait.Until(startTimeout, func() bool {
 			select {
 			case <-p.exited:
 				return true
@@ -588,18 +590,4 @@ func opsLine(text, sub string) string {
 		}
 	}
 	return ""
-}
-
-// opsWait polls cond every 20ms until it holds or d passes.
-func opsWait(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

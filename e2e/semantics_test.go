@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestDeliverySemantics checks LMQ's delivery rules (ids, retries, timeouts,
@@ -254,7 +256,7 @@ func testOrderTimedOutLater(t *testing.T, c *Client) {
 		t.Skipf("push answered %v after the pull: not surely before the timeout (3s)", time.Since(start))
 	}
 	// Served after the timeout, fresh still comes first.
-	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
+	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.MustPull(q, msgWait, "fresh")
 	if r := c.MustPull(q, msgWait, "timed-out"); r.Retry() != 1 {
 		t.Errorf("timed-out message: retry-remaining %d, want 1", r.Retry())
@@ -270,7 +272,7 @@ func testOrderTimedOutEarlier(t *testing.T, c *Client) {
 	start := time.Now()
 	c.MustPull(q, msgWait, "timed-out")
 	sleepUntil(start.Add(300 * time.Millisecond)) // (the timeout cannot end sooner)
-	waitUntil(t, func() bool { return queueDetail(t, c, q).InFlight == 0 })
+	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.Push(q, []byte("fresh"), "")
 	c.MustPull(q, msgWait, "timed-out")
 	c.MustPull(q, msgWait, "fresh")
@@ -283,7 +285,8 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 	c.PullEmpty(q, "0") // create the queue
 	for _, path := range []string{"/messages/" + q, "/messages/" + q + "?t=20"} {
 		polls := startPolls(c, path, 3)
-		time.Sleep(300 * time.Millisecond)
+		// A lower bound only: the gateway is shared with the other cases.
+		awaitWaitingPulls(t, c, 3)
 		select {
 		case res := <-polls:
 			t.Fatalf("GET %s answered before any push: %v %v", path, res.r, res.err)
@@ -333,7 +336,7 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 			}
 			conns[i] = conn
 		}
-		time.Sleep(300 * time.Millisecond) // the polls are waiting in the gateway
+		awaitWaitingPulls(t, c, len(conns))
 		for _, conn := range conns {
 			// Nothing was answered, and now the client leaves.
 			_ = conn.SetReadDeadline(time.Now())

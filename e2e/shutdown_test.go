@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestShutdownRelayedAckDuringDrain: gateway A delivers a message and is
@@ -65,7 +67,7 @@ func TestShutdownRelayedAckDuringDrain(t *testing.T) {
 	}
 	// A stops accepting first: once its listener refuses connections, A is
 	// draining.
-	if !pollUntil(stopTimeout, func() bool {
+	if !testwait.Until(stopTimeout, func() bool {
 		c, err := net.DialTimeout("tcp", addrA, time.Second)
 		if err != nil {
 			return true
@@ -117,7 +119,7 @@ func TestShutdownRelayedAckDuringDrain(t *testing.T) {
 	// redelivery comes, neither a release by A nor JetStream's backstop
 	// after the timeout (10 s + 5 s).
 	js := JetStreamOf(t, url)
-	if !pollUntil(10*time.Second, func() bool { return QueueStream(t, js, q).State.Msgs == 0 }) {
+	if !testwait.Until(10*time.Second, func() bool { return QueueStream(t, js, q).State.Msgs == 0 }) {
 		t.Errorf("after the relayed ack, q's stream still holds %d messages", QueueStream(t, js, q).State.Msgs)
 	}
 	cb.PullEmpty(q, "20")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Tokens (issue 18, lmstfy's namespaces): tokens scoped to queues with
@@ -145,7 +147,7 @@ func TestTokens(t *testing.T) {
 		// scope must not cut it for the next caller. A new queue shows when
 		// the token's request made a fresh collection.
 		c.Expect(http.StatusNoContent, http.MethodGet, "/messages/orders.fresh?t=0", nil, op...)
-		if !opsWait(startTimeout, func() bool {
+		if !testwait.Until(startTimeout, func() bool {
 			r := c.Do(http.MethodGet, "/stats", nil, bearer(pushTok)...)
 			return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"orders.fresh"`)
 		}) {
@@ -231,7 +233,7 @@ func TestTokens(t *testing.T) {
 		}
 		opsRun(t, nil, "token", "revoke", "--http", a.HTTP, "--auth-token", tokensOperator, id)
 		a.Client(t).Expect(http.StatusUnauthorized, http.MethodGet, "/stats", nil, bearer(pullTok)...)
-		if !opsWait(startTimeout, func() bool {
+		if !testwait.Until(startTimeout, func() bool {
 			return cb.Do(http.MethodGet, "/stats", nil, bearer(pullTok)...).Status == http.StatusUnauthorized
 		}) {
 			t.Fatal("the second gateway still accepts the revoked token")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -45,7 +46,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl", "keeps")
-	waitFor(t, func() bool { return queueSize(ctx, g, "ttl") == 1 }) // "short" expired
+	testwait.For(t, "queueSize(ctx, g, \"ttl\") == 1", func() bool { return queueSize(ctx, g, "ttl") == 1 }) // "short" expired
 	if d := mustPull(t, g, "ttl", time.Second); string(d.Message.Body) != "keeps" {
 		t.Fatalf("expired message delivered: %q", d.Message.Body)
 	}
@@ -55,7 +56,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl2", "x")
-	waitFor(t, func() bool { return queueSize(ctx, g, "ttl2") == 0 })
+	testwait.For(t, "queueSize(ctx, g, \"ttl2\") == 0", func() bool { return queueSize(ctx, g, "ttl2") == 0 })
 	if d, _ := g.Pull(ctx, "ttl2", 0); d != nil {
 		t.Fatal("expired message delivered (property)")
 	}
@@ -82,7 +83,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal("exhausted message delivered")
 	}
 	var det gateway.QueueDetail
-	waitFor(t, func() bool { // a bound reached only on failure (20 s)
+	testwait.For(t, "3 dead letters", func() bool {
 		det, _ = g.QueueDetail(ctx, "dead")
 		return det.DeadLetters == 3
 	})

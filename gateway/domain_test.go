@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // startNATS starts an in-process nats-server on loopback.
@@ -69,7 +70,7 @@ func exercise(t *testing.T, g *gateway.Gateway) {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second)
 		got <- d
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() > 0 })
+	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })
 	mustPush(t, g, "fresh", "f")
 	if d := <-got; d == nil || d.Queue != "fresh" {
 		t.Fatalf("pull-any: %+v", d)
@@ -118,7 +119,7 @@ func TestLeafNodeDomain(t *testing.T) {
 		ServerName: "leaf",
 		LeafNode:   server.LeafNodeOpts{Remotes: []*server.RemoteLeafOpts{{URLs: []*url.URL{leafURL}}}},
 	})
-	waitFor(t, func() bool { return leaf.NumLeafNodes() > 0 && hub.NumLeafNodes() > 0 })
+	testwait.For(t, "leaf.NumLeafNodes() > 0 && hub.NumLeafNodes() > 0", func() bool { return leaf.NumLeafNodes() > 0 && hub.NumLeafNodes() > 0 })
 	nc, err := nats.Connect(leaf.ClientURL())
 	if err != nil {
 		t.Fatal(err)

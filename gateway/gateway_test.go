@@ -13,6 +13,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -162,7 +163,7 @@ func TestTimeoutOrderAndStaleID(t *testing.T) {
 	mustPush(t, g, "o", "a")
 	da := mustPull(t, g, "o", time.Second) // a times out after 1s
 	mustPush(t, g, "o", "b")               // b available before a returns
-	waitFor(t, func() bool { return g.InFlight() == 0 })
+	testwait.For(t, "g.InFlight() == 0", func() bool { return g.InFlight() == 0 })
 	if err := g.Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("ack after timeout: %v", err)
 	}
@@ -223,7 +224,7 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 		defer close(done)
 		_, _ = g.Pull(cctx, "w", -1)
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
@@ -232,7 +233,7 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 		d, _ := g.Pull(ctx, "w", -1)
 		got <- d
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
 	mustPush(t, g, "w", "m")
 	select {
 	case d := <-got:
@@ -310,7 +311,7 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second)
 		got <- d
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
 	mustPush(t, g, "new-queue", "hi")
 	select {
 	case d := <-got:

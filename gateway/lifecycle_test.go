@@ -11,6 +11,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // coreGoroutines returns the stacks of the goroutines that run code of
@@ -129,9 +130,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		mustPush(t, b, "burst", "b")
 	}
-	for a.WaitingPulls() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "a pull waiting on a", func() bool { return a.WaitingPulls() > 0 })
 
 	// Relayed nacks under way while a closes: each is a release to JetStream
 	// on a goroutine of a, which Close must wait for.
@@ -157,9 +156,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			_ = b.Reply(rctx, "relayq", id, gateway.Nack)
 		}()
 	}
-	for a.InFlight() == held {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "a relayed nack under way", func() bool { return a.InFlight() != held })
 
 	a.Close()
 	replies.Wait()
@@ -179,10 +176,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		}
 	}
 	var left map[string]string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if left = coreGoroutines(skip); len(left) == 0 {
-			return
-		}
+	if testwait.Until(testwait.Bound, func() bool { left = coreGoroutines(skip); return len(left) == 0 }) {
+		return
 	}
 	for _, s := range left {
 		t.Errorf("goroutine of the core still running after Close:\n%s", s)

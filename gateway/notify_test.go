@@ -11,6 +11,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -111,7 +112,7 @@ func TestNotifyAcrossGateways(t *testing.T) {
 		g.Close()
 	}
 	// Two main connections (closed by their owners, the test) remain.
-	waitFor(t, func() bool { return ns.NATS().NumClients() <= clients+2 })
+	testwait.For(t, "ns.NATS().NumClients() <= clients+2", func() bool { return ns.NATS().NumClients() <= clients+2 })
 }
 
 // TestNotifyOnlyWithPeers: a gateway alone publishes no notifications (its
@@ -167,14 +168,14 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(other.Close)
-	waitFor(t, func() bool { return len(g.Peers()) == 1 && g.Peers()[0] == other.ID() })
-	waitFor(t, func() bool { return len(other.Peers()) == 1 && other.Peers()[0] == g.ID() })
+	testwait.For(t, "len(g.Peers()) == 1 && g.Peers()[0] == other.ID()", func() bool { return len(g.Peers()) == 1 && g.Peers()[0] == other.ID() })
+	testwait.For(t, "len(other.Peers()) == 1 && other.Peers()[0] == g.ID()", func() bool { return len(other.Peers()) == 1 && other.Peers()[0] == g.ID() })
 	if !notified() {
 		t.Fatal("no notification with another gateway running")
 	}
 
 	other.Close() // says bye
-	waitFor(t, func() bool { return len(g.Peers()) == 0 })
+	testwait.For(t, "len(g.Peers()) == 0", func() bool { return len(g.Peers()) == 0 })
 	if notified() {
 		t.Fatal("a notification after the other gateway stopped")
 	}

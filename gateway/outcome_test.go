@@ -13,6 +13,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -123,17 +124,6 @@ func TestAnswersWithNATSGone(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Push-all and pull-any never bring back a queue that another gateway
 // deleted after this one listed it.
 func TestRegexpOpsNeverRecreate(t *testing.T) {
@@ -156,7 +146,7 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 		name := fmt.Sprintf("gone/%d", round)
 		mustPush(t, a, name, "x")
 		// b learns of the queue from the registry.
-		waitFor(t, func() bool { return slices.Contains(b.QueueNames(), name) })
+		testwait.For(t, "slices.Contains(b.QueueNames(), name)", func() bool { return slices.Contains(b.QueueNames(), name) })
 		if err := b.DeleteQueue(ctx, name); err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +195,7 @@ func TestOtherGatewaysShards(t *testing.T) {
 	for i := range 8 {
 		mustPush(t, a, fmt.Sprintf("late/%d", i), "x")
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, "b sees the late queues", func() bool {
 		all, err := b.QueueStatuses(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -29,19 +30,6 @@ func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
 	}
 	t.Cleanup(g.Close)
 	return g, testnats.JetStream(t, testnats.Connect(t, ns, "look"))
-}
-
-// eventually polls cond until it holds; msgWait is a bound reached only on
-// failure.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(msgWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached within %v", msgWait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func prioCtx(t *testing.T) context.Context {
@@ -159,7 +147,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 		t.Fatalf("second %s", d.Message.Body)
 	}
 	// The status counts a priority's delivery in flight.
-	eventually(t, func() bool {
+	testwait.For(t, "the status counts the delivery in flight", func() bool {
 		s, err := g.QueueStatus(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +159,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	}
 	// Wait for the timeout: the message is available again (at the tail of
 	// priority 4, behind p4-3 and the nacked p4-1).
-	eventually(t, func() bool {
+	testwait.For(t, "the message available again after its timeout", func() bool {
 		qi, err := g.Queue(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
@@ -211,7 +199,7 @@ func TestPriorityDeadLetterRespawn(t *testing.T) {
 	if err := g.Reply(prioCtx(t), "pd", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool {
+	testwait.For(t, "one dead letter", func() bool {
 		det, err := g.QueueDetail(prioCtx(t), "pd")
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +316,7 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
 		done <- d
 	}()
-	eventually(t, func() bool {
+	testwait.For(t, "a waiter on po", func() bool {
 		q := g2.queues.local("po")
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -489,7 +477,7 @@ func TestPriorityDelayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushP(t, g, "pdl", "p0-1", 0)
-	eventually(t, func() bool {
+	testwait.For(t, "queue size 2", func() bool {
 		qi, err := g.Queue(prioCtx(t), "pdl")
 		if err != nil {
 			t.Fatal(err)
@@ -522,7 +510,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 		}
 		got <- d
 	}()
-	eventually(t, func() bool { return g.WaitingPulls() > 0 })
+	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })
 	if _, err := js.Publish(prioCtx(t), mapping.PrioritySubject(q, 7), []byte("native p7")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -82,9 +83,9 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 	// The first scan looks at the held message's shard (a scan lists, then
 	// looks: it is done when the second list is asked for); no other shard
 	// is looked at, and that one not again while it does not change.
-	waitFor(t, func() bool { return lists.Load() >= 2 })
+	testwait.For(t, "lists.Load() >= 2", func() bool { return lists.Load() >= 2 })
 	looked := infos.Load()
-	waitFor(t, func() bool { return lists.Load() >= 7 })
+	testwait.For(t, "lists.Load() >= 7", func() bool { return lists.Load() >= 7 })
 	if n := infos.Load(); n != looked || n > 3 {
 		t.Errorf("%d stream info requests in the first scan, %d in 5 re-polls after it; want at most 3 (a lookup and two looks at one shard), then none", looked, n-looked)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestTokensRevokedStaysRevoked: the bucket's follower lags, so the echo of
@@ -68,24 +69,12 @@ func TestTokensRevokedStaysRevoked(t *testing.T) {
 	if err := ts.RevokeToken(ctx, info.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(ctx, t, func() bool {
+	testwait.For(t, "the follower applied the purge", func() bool {
 		ts.f.mu.Lock()
 		defer ts.f.mu.Unlock()
 		return len(ts.f.marks) == 0
 	})
 	if _, ok := ts.Authenticate(secret); ok {
 		t.Fatal("a revoked token is valid")
-	}
-}
-
-// waitUntil polls cond until it holds; ctx bounds the test as a whole.
-func waitUntil(ctx context.Context, t *testing.T, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached")
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -3,12 +3,13 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 func openTokens(t testing.TB, g *gateway.Gateway) *gateway.Tokens {
@@ -62,12 +63,10 @@ func TestTokensCreateAuthenticateRevoke(t *testing.T) {
 	if _, ok := ts.Authenticate(tok); ok {
 		t.Error("revoked token still accepted by the gateway that revoked it")
 	}
-	for _, ok := ts2.Authenticate(tok); ok; _, ok = ts2.Authenticate(tok) {
-		if ctx.Err() != nil {
-			t.Fatal("second gateway never saw the revocation")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the second gateway sees the revocation", func() bool {
+		_, ok := ts2.Authenticate(tok)
+		return !ok
+	})
 	if err := ts.RevokeToken(ctx, info.ID); !errors.Is(err, gateway.ErrNotFound) {
 		t.Errorf("revoking twice: %v, want ErrNotFound", err)
 	}
@@ -134,12 +133,10 @@ func TestTokensInvalidRecordIgnored(t *testing.T) {
 		}
 	}
 	// Wait for the valid one to arrive, then check the others did not.
-	for len(ts.ListTokens(ctx)) < 2 {
-		if ctx.Err() != nil {
-			t.Fatalf("tokens: %+v", ts.ListTokens(ctx))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.ForDetail(t, "2 tokens listed", func() (bool, string) {
+		l := ts.ListTokens(ctx)
+		return len(l) >= 2, fmt.Sprintf("%+v", l)
+	})
 	if l := ts.ListTokens(ctx); len(l) != 2 {
 		t.Errorf("tokens: %+v", l)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestWaitingPullLimit: Config.MaxWaitingPulls bounds the pulls that may wait,
@@ -44,7 +45,7 @@ func TestWaitingPullLimit(t *testing.T) {
 		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour)
 		second <- result{d, err}
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 2 })
+	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
 
 	for name, pull := range map[string]func() (*gateway.Delivery, error){
 		"pull":     func() (*gateway.Delivery, error) { return g.Pull(ctx, "wl-c", time.Hour) },
@@ -71,13 +72,13 @@ func TestWaitingPullLimit(t *testing.T) {
 	if r := <-first; r.err != nil || r.d == nil || string(r.d.Message.Body) != "a" {
 		t.Fatalf("waiting pull: %v, %v", r.d, r.err)
 	}
-	waitFor(t, func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
 	third := make(chan result, 1)
 	go func() {
 		d, err := g.Pull(wctx, "wl-c", time.Hour)
 		third <- result{d, err}
 	}()
-	waitFor(t, func() bool { return g.WaitingPulls() == 2 })
+	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
 	mustPush(t, g, "wl-c", "c")
 	if r := <-third; r.err != nil || r.d == nil || string(r.d.Message.Body) != "c" {
 		t.Fatalf("pull in a freed slot: %v, %v", r.d, r.err)
@@ -86,5 +87,5 @@ func TestWaitingPullLimit(t *testing.T) {
 	if r := <-second; r.d != nil {
 		t.Errorf("cancelled pull-any got %v", r.d)
 	}
-	waitFor(t, func() bool { return g.WaitingPulls() == 0 })
+	testwait.For(t, "g.WaitingPulls() == 0", func() bool { return g.WaitingPulls() == 0 })
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/lmq"
 )
 
@@ -30,17 +31,6 @@ func open(t *testing.T) *lmq.Queues {
 		}
 	})
 	return qs
-}
-
-// waitFor polls cond until it holds; the test's own deadline bounds it.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if t.Context().Err() != nil {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestProducerConsumer runs producers and consumers as goroutines of one
@@ -85,7 +75,7 @@ func TestProducerConsumer(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "every message consumed", func() bool {
+	testwait.For(t, "every message consumed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == producers*each
@@ -141,8 +131,9 @@ func TestIdleConsumerCPU(t *testing.T) {
 		}
 		got <- d
 	}()
-	waitFor(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
-	// Let the start-up's work (NATS's first housekeeping) settle.
+	testwait.For(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	// Let the start-up's work (NATS's first housekeeping) settle: it has no
+	// observable end, so the time must pass.
 	time.Sleep(200 * time.Millisecond)
 
 	const idle = time.Second
@@ -212,7 +203,7 @@ func TestPullEnds(t *testing.T) {
 		_, err := qs.PullAny(ctx, regexp.MustCompile("^nothing"))
 		errc <- err
 	}()
-	waitFor(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	testwait.For(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
 	if err := qs.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -184,12 +185,11 @@ func TestMigrateInProcess(t *testing.T) {
 	c1, cancel1 := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for c1.Err() == nil {
-			if qi, err := dst.core.Queue(c1, "q a+b"); err == nil && qi.Size >= 40 {
-				cancel1()
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(testwait.Bound, func() bool {
+			qi, err := dst.core.Queue(c1, "q a+b")
+			return c1.Err() != nil || (err == nil && qi.Size >= 40)
+		})
+		cancel1()
 	})
 	rep1, err := Migrate(c1, opts, &out)
 	cancel1()
@@ -327,7 +327,9 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 				t.Fatal("the first run was not interrupted")
 			}
 			if late {
-				time.Sleep(1500 * time.Millisecond) // the source's delivery times out
+				// The source's delivery times out: a timer of the source's
+				// JetStream consumer, with nothing to observe from here.
+				time.Sleep(1500 * time.Millisecond)
 			}
 			opts.beforeAck = nil
 			rep, err := Migrate(ctx, opts, &out)

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 func TestValidate(t *testing.T) {
@@ -253,7 +254,9 @@ func TestConnectWaitsForServer(t *testing.T) {
 		nc, err := Connect(ctx, Options{URLs: fmt.Sprintf("nats://127.0.0.1:%d", port), Logger: log})
 		done <- result{nc, err}
 	}()
-	time.Sleep(700 * time.Millisecond)
+	testwait.For(t, "a failed attempt logged", func() bool {
+		return strings.Contains(buf.String(), "no NATS server reachable yet")
+	})
 	runServer(t, func(o *server.Options) { o.Port = port })
 	r := <-done
 	if r.err != nil {
@@ -320,13 +323,10 @@ func TestFailover(t *testing.T) {
 		victim = s1
 	}
 	victim.Shutdown()
-	deadline := time.Now().Add(10 * time.Second)
-	for nc.ConnectedServerName() == first || !nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still on %s (connected %v) 10s after it stopped", nc.ConnectedServerName(), nc.IsConnected())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.ForDetail(t, "connected to the other server", func() (bool, string) {
+		name, up := nc.ConnectedServerName(), nc.IsConnected()
+		return name != first && up, fmt.Sprintf("on %q, connected %v", name, up)
+	})
 	if err := nc.Publish("x", []byte("after failover")); err != nil {
 		t.Fatal(err)
 	}

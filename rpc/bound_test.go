@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // startOfPush is the first 6 bytes of a request frame (fixarray of 4, type
@@ -61,7 +62,7 @@ func TestIdleConnectionsReclaimed(t *testing.T) {
 	for range 2 {
 		idle = append(idle, dialRaw(t, addr))
 	}
-	waitUntil(t, "3 connections served", func() bool {
+	testwait.For(t, "3 connections served", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.conns) == 3
@@ -108,7 +109,7 @@ func TestUnreadAnswersBounded(t *testing.T) {
 	}()
 	// Reading would drain the answers: the server's side tells when it
 	// closed the connection, then the client's sees the end.
-	waitUntil(t, "the connection closed by the server", func() bool {
+	testwait.For(t, "the connection closed by the server", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return len(s.conns) == 0

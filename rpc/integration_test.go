@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -128,7 +129,7 @@ func TestIntegrationMethods(t *testing.T) {
 	if d.Retry != 0 {
 		t.Fatalf("retry 0 queue: first delivery says %d", d.Retry)
 	}
-	waitUntil(t, "the delivery timed out", func() bool { return g.InFlight() == 0 })
+	testwait.For(t, "the delivery timed out", func() bool { return g.InFlight() == 0 })
 	if e := c.fails("done", "short", d.ID); e != "not_found" {
 		t.Fatalf("done after timeout: %q", e)
 	}
@@ -282,7 +283,7 @@ func TestIntegrationPipelining(t *testing.T) {
 	t.Parallel()
 	c, g, _ := startReal(t, Options{})
 	pullID := c.send("pull", "pipe")
-	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	otherID := c.send("push", "elsewhere", 1)
 	if r := c.recv(); r.msgid != otherID || r.str(t) != "ok" {
 		t.Fatalf("push to another queue held up: %+v", r)
@@ -307,9 +308,9 @@ func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	t.Parallel()
 	c, g, addr := startReal(t, Options{})
 	c.send("pull", "dq")
-	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	c.conn.Close()
-	waitUntil(t, "the pull is given up", func() bool { return g.WaitingPulls() == 0 })
+	testwait.For(t, "the pull is given up", func() bool { return g.WaitingPulls() == 0 })
 
 	c2 := dialRPC(t, addr)
 	c2.ok("ok", "push", "dq", "kept")
@@ -327,7 +328,7 @@ func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	for i := range 5 {
 		c := dialRPC(t, addr)
 		c.send("pull", "race")
-		time.Sleep(50 * time.Millisecond)
+		testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 		c2.send("push", "race", i)
 		c.conn.Close()
 		if r := c2.recv(); r.str(t) != "ok" {
@@ -380,7 +381,7 @@ func TestIntegrationShutdown(t *testing.T) {
 	addr, s := startServer(t, g, Options{})
 	c := dialRPC(t, addr)
 	id := c.send("pull", "sd")
-	waitUntil(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -438,17 +439,5 @@ func TestIntegrationPushIdempotencyKey(t *testing.T) {
 	}
 	if strings.Join(got, "|") != "first|bin key|no key" {
 		t.Fatalf("stored: %q, want first, bin key, no key", got)
-	}
-}
-
-// waitUntil polls cond until it holds, and fails the test after 20s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

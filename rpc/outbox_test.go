@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // tcpPair is a real loopback TCP connection: the server's end and the client's.
@@ -168,18 +170,11 @@ func TestOutboxClientNotReading(t *testing.T) {
 	// so the write blocks.
 	first := make(chan error, 1)
 	go func() { first <- o.send(bytes.Repeat([]byte("z"), 16<<20), true) }()
-	for deadline := time.Now().Add(20 * time.Second); ; { // a bound reached only on failure
+	testwait.For(t, "the first write started", func() bool {
 		o.mu.Lock()
-		busy := o.busy
-		o.mu.Unlock()
-		if busy {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first write never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer o.mu.Unlock()
+		return o.busy
+	})
 	if err := o.send([]byte("small"), false); err != nil {
 		// Only possible if the write already failed; then it must be that.
 		if !errors.Is(err, <-first) {

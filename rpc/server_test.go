@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -596,19 +597,12 @@ func TestAbandonOnDisconnect(t *testing.T) {
 	core.put("q", gateway.Message{Body: []byte("precious")})
 	c.conn.Close()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.ForDetail(t, "the delivery abandoned and back in the queue", func() (bool, string) {
 		core.mu.Lock()
 		n, left := len(core.abandoned), len(core.queues["q"])
 		core.mu.Unlock()
-		if n == 1 && left == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("abandoned %d, left in queue %d", n, left)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n == 1 && left == 1, fmt.Sprintf("abandoned %d, left in queue %d", n, left)
+	})
 	c2 := dialRPC(t, addr)
 	if d := c2.call("pull", "q", 0).delivery(t); d.Content != "precious" {
 		t.Fatalf("content %#v", d.Content)

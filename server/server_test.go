@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // testConfig is a server on loopback ports the kernel picks, with an
@@ -43,17 +44,6 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond until it holds; the test's own deadline bounds it.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if t.Context().Err() != nil {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestServeShutdown runs a server on ports it picked, and shuts it down with
 // a long-poll waiting: the long-poll answers 204, Serve returns nil, the
 // listeners refuse connections, the data directory is free again, and a
@@ -79,7 +69,7 @@ func TestServeShutdown(t *testing.T) {
 		code, _ := get(t, base+"/messages/server-test?t=60")
 		polled <- code
 	}()
-	waitFor(t, "the long-poll waits", func() bool {
+	testwait.For(t, "the long-poll waits", func() bool {
 		_, body := get(t, base+"/metrics")
 		return strings.Contains(body, "long_polls_waiting 1")
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -153,7 +154,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	uctx, ucancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- Run(uctx, deps) }()
-	waitUntil(ctx, t, func() bool { return strings.Contains(logs.String(), "upgrade paused by the test hook") })
+	testwait.For(t, "the upgrade paused by the test hook", func() bool { return strings.Contains(logs.String(), "upgrade paused by the test hook") })
 	ucancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("paused upgrade: %v", err)
@@ -176,7 +177,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	if _, err := pkv.Get(ctx, mapping.LegacyPropsKey(long)); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("old properties key left: %v", err)
 	}
-	waitUntil(ctx, t, func() bool {
+	testwait.For(t, "the moved properties (retry 4) seen by the gateway", func() bool {
 		p, err := g.QueueProps(ctx, long)
 		return err == nil && p.Retry == 4
 	})
@@ -306,18 +307,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// waitUntil polls cond until it holds; ctx bounds the test as a whole.
-func waitUntil(ctx context.Context, t *testing.T, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // TestUpgradeLegacyTwoGateways: two gateways upgrade the same old layout at

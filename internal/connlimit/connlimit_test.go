@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // accepted runs Accept in the background and returns its results.
@@ -147,11 +148,5 @@ func TestPeerSeesThroughConn(t *testing.T) {
 		t.Fatal("open connection reported closed")
 	}
 	client.Close()
-	deadline := time.Now().Add(20 * time.Second) // reached only on failure
-	for !peer.Closed(server) {
-		if time.Now().After(deadline) {
-			t.Fatal("a closed client is not seen through the limiter's connection")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the closed client seen through the limiter's connection", func() bool { return peer.Closed(server) })
 }

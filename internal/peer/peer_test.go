@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 func TestClosed(t *testing.T) {
@@ -27,6 +29,7 @@ func TestClosed(t *testing.T) {
 	if _, err := client.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	// Let the byte arrive: seeing it would take the peek under test.
 	time.Sleep(20 * time.Millisecond)
 	if Closed(server) {
 		t.Fatal("connection with unread data reported closed")
@@ -36,11 +39,5 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("peek consumed data: %v %q", err, buf)
 	}
 	client.Close()
-	deadline := time.Now().Add(2 * time.Second)
-	for !Closed(server) {
-		if time.Now().After(deadline) {
-			t.Fatal("closed connection not detected")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the closed connection detected", func() bool { return Closed(server) })
 }
