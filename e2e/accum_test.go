@@ -251,7 +251,7 @@ func accumLoad(t *testing.T, clients []*Client, q string, pushers, n int) (map[s
 					news++
 				}
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // the pushers' pace: windows must span several pushes
 			}
 		})
 	}
@@ -371,17 +371,11 @@ func TestAccumCluster(t *testing.T) {
 	}
 	gws[0].Kill()
 	// The node may have led the streams: the rest elect new leaders.
-	r := cs[1].Do(http.MethodPost, "/messages/"+Q(q), []byte("x 001"))
-	for range 20 {
-		if r.Status == http.StatusOK {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+	var r *Response
+	testwait.Paced(t, 500*time.Millisecond, time.Minute, "a push accepted after the kill", func() (bool, string) {
 		r = cs[1].Do(http.MethodPost, "/messages/"+Q(q), []byte("x 001"))
-	}
-	if r.Status != http.StatusOK {
-		t.Fatalf("push after the kill: %v", r)
-	}
+		return r.Status == http.StatusOK, r.String()
+	})
 	want := []string{"x 000", "x 001"}
 	if accumAnswer(t, r) == "new" {
 		// The first window closed before the second push: two compounds.

@@ -738,6 +738,11 @@ func (l *MixedLoad) Timeline(interval time.Duration) func() string {
 // Ledger returns the load's accounting.
 func (l *MixedLoad) Ledger() *LoadLedger { return l.led }
 
+// pace is the load's own pacing: a back-off after a failed request, the
+// configured pause between pushes, a delivery held before its ack. Time is
+// what must pass there; no condition stands for it.
+func pace(d time.Duration) { time.Sleep(d) }
+
 // StopPushing ends the producers and waits for them.
 func (l *MixedLoad) StopPushing() {
 	select {
@@ -841,7 +846,7 @@ func (l *MixedLoad) produce(id int) {
 			// Nobody listens there: try the same message on another gateway,
 			// as a client behind a load balancer would.
 			l.failed(ti)
-			time.Sleep(5 * time.Millisecond)
+			pace(5 * time.Millisecond)
 			continue
 		}
 		l.led.mu.Lock()
@@ -863,11 +868,11 @@ func (l *MixedLoad) produce(id int) {
 		body = ""
 		if err != nil || status != http.StatusOK {
 			l.failed(ti)
-			time.Sleep(20 * time.Millisecond)
+			pace(20 * time.Millisecond)
 			continue
 		}
 		if l.cfg.PushPause > 0 {
-			time.Sleep(l.cfg.PushPause)
+			pace(l.cfg.PushPause)
 		}
 	}
 }
@@ -890,7 +895,7 @@ func (l *MixedLoad) consume(id int) {
 			l.led.pullFailed++
 			l.led.mu.Unlock()
 			l.failed(ti)
-			time.Sleep(20 * time.Millisecond)
+			pace(20 * time.Millisecond)
 			continue
 		}
 		if status == http.StatusNoContent {
@@ -908,7 +913,7 @@ func (l *MixedLoad) consume(id int) {
 		l.led.mu.Unlock()
 		n++
 		if l.cfg.Hold > 0 {
-			time.Sleep(l.cfg.Hold)
+			pace(l.cfg.Hold)
 		}
 		if l.cfg.ExtEvery > 0 && n%l.cfg.ExtEvery == 0 {
 			if st, _ := l.reply(&rr, msg, id, "ext"); st == http.StatusNoContent {
@@ -959,7 +964,7 @@ func (l *MixedLoad) reply(rr *int, msg, id, kind string) (int, error) {
 			break
 		}
 		l.failed(ti)
-		time.Sleep(5 * time.Millisecond)
+		pace(5 * time.Millisecond)
 	}
 	l.led.mu.Lock()
 	defer l.led.mu.Unlock()

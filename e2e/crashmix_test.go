@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // TestKillMixedLoad is issue 25's first finding: kill -9 of the gateway under
@@ -122,16 +124,11 @@ func crashLoad(t *testing.T, gw *Gateway, led *ledger, round, pushes int, q, qa 
 	wg.Go(func() { crashConsumer(ctx, c, led, qa) })
 	// Until enough was pushed and consumed that the kill finds messages
 	// of every kind waiting, delayed and in flight.
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
+	testwait.Within(t, 5*time.Minute, "the load's pushes and acks", func() bool {
 		led.mu.Lock()
-		enough := led.pushed >= pushes && led.ackedBefore >= pushes/5
-		led.mu.Unlock()
-		if enough {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // a load runs its course: nothing to wait for but its size
-	}
+		defer led.mu.Unlock()
+		return led.pushed >= pushes && led.ackedBefore >= pushes/5
+	})
 	// The kill lands while every worker is mid-request; they stop at their
 	// first failed request.
 	led.killing.Store(true)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // diskFullPoll bounds each wait for the gateway to notice the full disk or
@@ -98,18 +100,11 @@ func TestDiskFullRecovers(t *testing.T) {
 
 	// Once the store failure is known, pushes fail at once with 503 and
 	// Retry-After, and the gateway is not ready.
-	deadline := time.Now().Add(diskFullPoll)
-	for {
+	testwait.Paced(t, 200*time.Millisecond, diskFullPoll, "a 503 with Retry-After on the full disk", func() (bool, string) {
 		i++
 		r := push(body(i))
-		if r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 503 with Retry-After on the full disk; last answer %v", r)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != "", r.String()
+	})
 	if r := c.Do(http.MethodGet, "/readyz", nil); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz on the full disk: %v, want 503", r)
 	}
@@ -119,26 +114,15 @@ func TestDiskFullRecovers(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(diskFullPoll)
-	for {
+	testwait.Paced(t, 200*time.Millisecond, diskFullPoll, "a push answered 200 after space was freed", func() (bool, string) {
 		i++
-		if r := push(body(i)); r.Status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pushes still fail %v after space was freed", diskFullPoll)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	for {
-		if r := c.Do(http.MethodGet, "/readyz", nil); r.Status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 %v after space was freed", diskFullPoll)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		r := push(body(i))
+		return r.Status == http.StatusOK, r.String()
+	})
+	testwait.Paced(t, 200*time.Millisecond, diskFullPoll, "/readyz 200 after space was freed", func() (bool, string) {
+		r := c.Do(http.MethodGet, "/readyz", nil)
+		return r.Status == http.StatusOK, r.String()
+	})
 
 	// Every message answered 200 is there; nothing else but pushes
 	// without a clear answer.

@@ -64,7 +64,8 @@ func watchLeaders(js jetstream.JetStream, queue, victim string) func() string {
 				}
 			}
 			cancel()
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the poll's pace: JetStream's view is asked, not told
+
 		}
 		// A leader that was not on the victim is seen at the first poll.
 		done <- fmt.Sprintf("stream leader %s seen %v after the kill, consumer leader %s seen %v after it",
@@ -126,12 +127,12 @@ func runFault(t *testing.T, name string, load *MixedLoad, js jetstream.JetStream
 	t.Helper()
 	start := time.Now()
 	timeline := load.Timeline(500 * time.Millisecond)
-	time.Sleep(faultBefore)
+	time.Sleep(faultBefore) // the load runs a while before the fault: that time is what is measured
 	before := load.Ledger().Totals()
 	faultAt := time.Now()
 	fault()
 	t.Logf("%s: fault injected after %v (took %v); before it: %v", name, faultAt.Sub(start).Round(time.Millisecond), time.Since(faultAt).Round(time.Millisecond), before)
-	time.Sleep(after)
+	time.Sleep(after) // the same, after the fault
 	during := load.Ledger().Totals()
 	drainStart := time.Now()
 	drained := load.Drain(faultDrain, QueueEmpty(js, queue))

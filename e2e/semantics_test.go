@@ -347,7 +347,7 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(pause)
+		time.Sleep(pause) // round 0 gives the FINs time to arrive; round 1 races them on purpose
 		body := fmt.Sprintf("after-disconnect-%d", round)
 		c.Push(q, []byte(body), "")
 		// Stuck with a vanished client, it would come back only after
@@ -381,4 +381,5 @@ func startPolls(c *Client, path string, n int) <-chan pollResult {
 	return ch
 }
 
+// sleepUntil lets the clock reach at: the semantics under test are timers.
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }

@@ -57,11 +57,25 @@ func Until(bound time.Duration, cond func() bool) bool {
 	return ok
 }
 
+// Paced is WithinDetail checking cond every pace instead of every Tick: for
+// a condition whose check does something (a push that must find the store
+// writable again), whose rate must stay low.
+func Paced(t testing.TB, pace, bound time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	if ok, detail := pollEvery(pace, bound, cond); !ok {
+		t.Fatalf("not within %v: %s (last seen: %s)", bound, what, detail)
+	}
+}
+
 // poll checks cond at once and then on every Tick until it holds or bound
 // has passed; it returns the last result.
 func poll(bound time.Duration, cond func() (bool, string)) (bool, string) {
+	return pollEvery(Tick, bound, cond)
+}
+
+func pollEvery(pace, bound time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(bound)
-	tick := time.NewTicker(Tick)
+	tick := time.NewTicker(pace)
 	defer tick.Stop()
 	for {
 		ok, detail := cond()
