@@ -29,9 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -167,19 +166,21 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 // the rates and charts, until ctx ends.
 func (c *Console) Run(ctx context.Context) { c.rates.run(ctx) }
 
-// Mount adds the console's routes to the API's router (so that they pass
-// through its middleware: authentication, metrics, access log). It is
-// meant to be called from httpapi.Options.Mount.
-func (c *Console) Mount(r *mux.Router) {
-	r.Handle(strings.TrimSuffix(Prefix, "/"), http.RedirectHandler(Prefix, http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
-	api := r.PathPrefix(Prefix + "api/").Subrouter()
-	api.HandleFunc("/queues", c.serveQueues).Methods(http.MethodGet)
-	api.HandleFunc("/queue", c.serveQueue).Methods(http.MethodGet)
-	api.HandleFunc("/peek", c.servePeek).Methods(http.MethodGet)
-	api.HandleFunc("/match", c.serveMatch).Methods(http.MethodGet, http.MethodPost)
-	api.HandleFunc("/cluster", c.serveCluster).Methods(http.MethodGet)
+// Mount adds the console's routes to the API's route table (so that they
+// pass through its middleware: authentication, metrics, access log). It is
+// meant to be called from httpapi.Options.Mount. They need admin on every
+// queue: the console shows and changes every queue, and the cluster.
+func (c *Console) Mount(t *route.Table) {
+	admin := route.OnAll(gateway.RightAdmin)
+	t.Handle(strings.TrimSuffix(Prefix, "/"), admin, http.RedirectHandler(Prefix, http.StatusMovedPermanently), http.MethodGet, http.MethodHead)
+	api := Prefix + "api/"
+	t.HandleFunc(api+"queues", admin, c.serveQueues, http.MethodGet)
+	t.HandleFunc(api+"queue", admin, c.serveQueue, http.MethodGet)
+	t.HandleFunc(api+"peek", admin, c.servePeek, http.MethodGet)
+	t.HandleFunc(api+"match", admin, c.serveMatch, http.MethodGet, http.MethodPost)
+	t.HandleFunc(api+"cluster", admin, c.serveCluster, http.MethodGet)
 	if !c.opt.PublicShell {
-		r.PathPrefix(Prefix).HandlerFunc(c.serveAsset).Methods(http.MethodGet, http.MethodHead)
+		t.HandlePrefix(Prefix, admin, http.HandlerFunc(c.serveAsset), http.MethodGet, http.MethodHead)
 	}
 }
 

@@ -99,53 +99,47 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 // BenchmarkRoute is one push, pull or reply through the handler New builds,
 // with ops' middleware and routes mounted as the gateway does, in process
 // (no network) on a core that answers at once: the cost of routing,
-// middleware and the handler, with the fast path (fastroute.go) and through
-// gorilla/mux alone. Each iteration gets a fresh copy of the request, as a
-// server would. cpu-ns/op (the process's CPU per request, GC included) is
-// steadier than ns/op on a busy machine.
+// middleware and the handler. Each iteration gets a fresh copy of the
+// request, as a server would. cpu-ns/op (the process's CPU per request, GC
+// included) is steadier than ns/op on a busy machine.
 func BenchmarkRoute(b *testing.B) {
-	for _, mode := range []struct {
-		name string
-		fast bool
-	}{{"router", false}, {"fast", true}} {
-		o := ops.New(opsCore{newFakeCore()}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
-		core := &routeCore{d: gateway.Delivery{Queue: "bench", ID: "00000000-0000-4000-8000-000000000001", RetryRemaining: 2,
-			Message: gateway.Message{ContentType: "text/plain", Body: []byte(strings.Repeat("x", 256))}}}
-		h := newAPI(core, Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware}, mode.fast)
-		body := strings.Repeat("x", 256)
-		for _, c := range []struct {
-			name, method, target string
-			body                 bool
-			want                 int
-		}{
-			{"push", http.MethodPost, "/messages/bench", true, http.StatusOK},
-			{"pull", http.MethodGet, "/messages/bench?t=0", false, http.StatusOK},
-			{"reply", http.MethodPost, "/messages/bench/00000000-0000-4000-8000-000000000001?reply=ack", false, http.StatusNoContent},
-		} {
-			b.Run(mode.name+"/"+c.name, func(b *testing.B) {
-				tmpl := httptest.NewRequest(c.method, c.target, nil)
-				w := &discardWriter{h: http.Header{}}
-				b.ReportAllocs()
-				var before, after syscall.Rusage
-				_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-				for b.Loop() {
-					r := new(http.Request)
-					*r = *tmpl
-					if c.body {
-						r.Body = io.NopCloser(strings.NewReader(body))
-						r.ContentLength = int64(len(body))
-					}
-					clear(w.h)
-					w.status = http.StatusOK
-					h.ServeHTTP(w, r)
-					if w.status != c.want {
-						b.Fatalf("%s %s: %d, want %d", c.method, c.target, w.status, c.want)
-					}
+	o := ops.New(opsCore{newFakeCore()}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
+	core := &routeCore{d: gateway.Delivery{Queue: "bench", ID: "00000000-0000-4000-8000-000000000001", RetryRemaining: 2,
+		Message: gateway.Message{ContentType: "text/plain", Body: []byte(strings.Repeat("x", 256))}}}
+	h := New(core, Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware})
+	body := strings.Repeat("x", 256)
+	for _, c := range []struct {
+		name, method, target string
+		body                 bool
+		want                 int
+	}{
+		{"push", http.MethodPost, "/messages/bench", true, http.StatusOK},
+		{"pull", http.MethodGet, "/messages/bench?t=0", false, http.StatusOK},
+		{"reply", http.MethodPost, "/messages/bench/00000000-0000-4000-8000-000000000001?reply=ack", false, http.StatusNoContent},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tmpl := httptest.NewRequest(c.method, c.target, nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			var before, after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			for b.Loop() {
+				r := new(http.Request)
+				*r = *tmpl
+				if c.body {
+					r.Body = io.NopCloser(strings.NewReader(body))
+					r.ContentLength = int64(len(body))
 				}
-				_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-				cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			})
-		}
+				clear(w.h)
+				w.status = http.StatusOK
+				h.ServeHTTP(w, r)
+				if w.status != c.want {
+					b.Fatalf("%s %s: %d, want %d", c.method, c.target, w.status, c.want)
+				}
+			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gorilla/mux"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // TestCrossOrigin: the state-changing requests a browser sends for a page
@@ -20,11 +20,11 @@ func TestCrossOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mounted atomic.Int32
-	s := startAPI(t, Options{CrossOrigin: cop, Mount: func(r *mux.Router) {
-		r.HandleFunc("/mounted", func(w http.ResponseWriter, _ *http.Request) {
+	s := startAPI(t, Options{CrossOrigin: cop, Mount: func(t *route.Table) {
+		t.HandleFunc("/mounted", route.Authenticated, func(w http.ResponseWriter, _ *http.Request) {
 			mounted.Add(1)
 			w.WriteHeader(http.StatusNoContent)
-		}).Methods(http.MethodPost)
+		}, http.MethodPost)
 	}})
 	self := s.srv.URL // http://127.0.0.1:port, the Host the client sends
 	const evil = "http://evil.example"

@@ -1,6 +1,8 @@
 // Package httpapi is the HTTP front end of lmq-gateway: LMQ's REST API
 // (/messages, /queues, /properties and the older /msgs, /props) translated
-// onto the protocol-neutral core in package gateway.
+// onto the protocol-neutral core in package gateway. Its routes, with what
+// a token needs for each, are declared in routes.go on the server's one
+// route table (package route), on which Options.Mount adds the others.
 package httpapi
 
 import (
@@ -16,10 +18,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/docs"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -34,13 +35,11 @@ type Options struct {
 	MaxBufferedBody int64
 	// Logger for errors; slog.Default() when nil.
 	Logger *slog.Logger
-	// Mount adds more routes (statistics, metrics, health) to the router.
-	// Its middleware (r.Use) also runs on push, pull and reply, which the
-	// fast path serves without mux (fastroute.go): there mux.CurrentRoute
-	// and mux.Vars are nil, the route's template is r.Pattern, and a
-	// variable is the escaped path's segment in the place of its "{name}"
-	// in the template.
-	Mount func(r *mux.Router)
+	// Mount adds more routes (statistics, metrics, health, the console) to
+	// the route table, each with what it needs, and middleware (t.Use) that
+	// runs around every route's handler, the API's own included: labels and
+	// authorization.
+	Mount func(t *route.Table)
 	// Middleware wraps the whole handler (access log, metrics).
 	Middleware func(http.Handler) http.Handler
 	// Timeouts bound reading request bodies and writing answers (timeouts.go).
@@ -62,11 +61,7 @@ type api struct {
 }
 
 // New returns the HTTP handler of the LMQ API over core.
-func New(core Core, opts Options) http.Handler { return newAPI(core, opts, true) }
-
-// newAPI is New; fast serves push, pull and reply through fastRouter
-// (fastroute.go) ahead of the router, which the tests turn off to compare.
-func newAPI(core Core, opts Options, fast bool) http.Handler {
+func New(core Core, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 256 << 20
 	}
@@ -80,63 +75,22 @@ func newAPI(core Core, opts Options, fast bool) http.Handler {
 		opts.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	a := &api{core: core, opts: opts, log: opts.Logger}
-	r := mux.NewRouter()
-	// Queue names arrive percent-encoded ("lmq%2Ffoo" is the queue "lmq/foo"):
-	// match on the encoded path and decode the variables ourselves, and never
-	// "clean" a path, which would redirect names containing "//" or "..".
-	r.UseEncodedPath()
-	r.SkipClean(true)
-	// route is r.Handle(tpl, h) with a cheap pre-check (mayMatch) in front of
-	// the path's regular expression.
-	route := func(tpl string, h http.Handler) *mux.Route {
-		return r.NewRoute().MatcherFunc(mayMatch(tpl)).Path(tpl).Handler(h)
-	}
-	for _, base := range []string{"/messages", "/msgs"} {
-		route(base, a.handler(a.pushAll)).Methods(http.MethodPost)
-		route(base, a.handler(a.pullAny)).Methods(http.MethodGet)
-		route(base+"/{name}", a.named(a.push)).Methods(http.MethodPost)
-		route(base+"/{name}", a.named(a.pull)).Methods(http.MethodGet)
-		route(base+"/{name}/{id}", a.named(a.reply)).Methods(http.MethodPost)
-	}
-	route("/queues/{name}", a.named(a.deleteQueue)).Methods(http.MethodDelete)
-	// Beyond LMQ: endpoints LMQ did not have, so nothing an LMQ client sends
-	// reaches them (batches and push options are query parameters of LMQ's
-	// routes, which LMQ ignored).
-	route("/queues", a.handler(a.listQueues)).Methods(http.MethodGet)
-	route("/queues/{name}", a.named(a.queueDetail)).Methods(http.MethodGet)
-	route("/queues/{name}/dead", a.named(a.deadInfo)).Methods(http.MethodGet)
-	route("/queues/{name}/dead", a.named(a.deleteDead)).Methods(http.MethodDelete)
-	route("/queues/{name}/dead/head", a.named(a.deadHead)).Methods(http.MethodGet)
-	route("/queues/{name}/dead/respawn", a.named(a.respawnDead)).Methods(http.MethodPost)
-	for _, base := range []string{"/properties", "/props"} {
-		route(base, a.handler(a.getDefaults)).Methods(http.MethodGet)
-		route(base, a.handler(a.putDefaults)).Methods(http.MethodPut)
-		route(base, a.handler(a.deleteDefaults)).Methods(http.MethodDelete)
-		route(base+"/{name}", a.named(a.getProps)).Methods(http.MethodGet)
-		route(base+"/{name}", a.named(a.patchProps)).Methods(http.MethodPatch)
-		route(base+"/{name}", a.named(a.deleteProps)).Methods(http.MethodDelete)
-	}
-	// Beyond LMQ: the OpenAPI description of this API, behind the same
-	// authentication as everything but health.
-	r.HandleFunc("/openapi.yaml", serveOpenAPI).Methods(http.MethodGet, http.MethodHead)
+	t := route.NewTable()
+	a.routes(t)
 	if opts.Mount != nil {
-		opts.Mount(r)
+		opts.Mount(t)
 	}
 	// After Mount's middleware (route labels), so that a 400 for a malformed
 	// query is counted under its route; and on the mounted routes too.
-	r.Use(a.strictQuery)
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	t.Use(a.strictQuery)
+	t.MethodNotAllowed(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
-	})
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	t.NotFound(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")
-	})
-	var routed http.Handler = r
-	if fast {
-		routed = newFastRouter(r)
-	}
+	}))
 	// Every handler reads its body and writes its answer under Timeouts.
-	var h http.Handler = withTimeouts(routed, opts.Timeouts)
+	var h http.Handler = withTimeouts(t, opts.Timeouts)
 	// Inside Middleware, so that a refused request is logged and counted
 	// (and one without credentials is still answered 401).
 	h = crossOrigin(h, opts.CrossOrigin)
@@ -194,28 +148,6 @@ func targetPath(uri string) (path string, ok bool) {
 	}
 	path, _, _ = strings.Cut(uri, "?")
 	return path, true
-}
-
-// mayMatch is a cheap necessary condition for a request path to match the
-// route template tpl (literal text and {name} variables, which match no
-// "/"), checked before the route's regular expression so that a request
-// tries that only on the routes it may match (gorilla/mux tries the routes
-// in order, the LMQ routes before the rest). It never refuses a path the
-// expression would accept, so routing, 404 and 405 are unchanged: the router
-// matches the escaped path, which begins with the template's literal prefix
-// only if the decoded URL.Path does (the prefix holds no "%"); and when
-// RawPath is empty the escaped path is URL.Path with no "/" added or
-// removed, so the number of "/" must be the template's.
-func mayMatch(tpl string) mux.MatcherFunc {
-	prefix, _, _ := strings.Cut(tpl, "{")
-	slashes := strings.Count(tpl, "/")
-	return func(r *http.Request, _ *mux.RouteMatch) bool {
-		p := r.URL.Path
-		if !strings.HasPrefix(p, prefix) {
-			return false
-		}
-		return r.URL.RawPath != "" || strings.Count(p, "/") == slashes
-	}
 }
 
 // escapeNonASCII percent-encodes the bytes of s beyond ASCII.
@@ -308,7 +240,7 @@ func (a *api) named(f queueFunc) http.Handler {
 
 // queueName decodes the {name} path variable.
 func queueName(r *http.Request) (string, error) {
-	name, err := url.PathUnescape(pathVar(r, "name"))
+	name, err := url.PathUnescape(route.Var(r, "name"))
 	if err != nil {
 		return "", fmt.Errorf("%w: queue name: %w", gateway.ErrInvalid, err)
 	}
@@ -492,7 +424,7 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 }
 
 func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error {
-	id, err := url.PathUnescape(pathVar(r, "id"))
+	id, err := url.PathUnescape(route.Var(r, "id"))
 	if err != nil {
 		return fmt.Errorf("%w: message id", gateway.ErrInvalid)
 	}

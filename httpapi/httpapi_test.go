@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -593,8 +593,8 @@ func TestOptionsHooks(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	s := startAPI(t, Options{
-		Mount: func(r *mux.Router) {
-			r.HandleFunc("/extra", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "extra") })
+		Mount: func(t *route.Table) {
+			t.HandleFunc("/extra", route.Authenticated, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "extra") }, http.MethodGet)
 		},
 		Middleware: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -70,8 +70,8 @@ func serveLMQ(t *testing.T, core *gateway.Gateway, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(core, httpapi.Options{Mount: func(r *mux.Router) {
-		r.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+	h := httpapi.New(core, httpapi.Options{Mount: func(t *route.Table) {
+		t.HandleFunc("/stats", route.Authenticated, func(w http.ResponseWriter, r *http.Request) {
 			qs := map[string]any{}
 			for _, name := range core.QueueNames() {
 				if qi, err := core.Queue(r.Context(), name); err == nil {
@@ -79,7 +79,7 @@ func serveLMQ(t *testing.T, core *gateway.Gateway, addr string) {
 				}
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"queues": qs})
-		})
+		}, http.MethodGet)
 	}})
 	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(l) }()

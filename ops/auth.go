@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // Token authentication (beyond LMQ, after lmstfy's namespaces): with
@@ -19,19 +20,11 @@ import (
 // (which knows the route) authorizes, answering 403 with a plain-text body
 // naming the right and queue the token lacks.
 //
-// What each route needs (scope: the token's queues):
-//
-//	push:  POST /messages/{q} (and /msgs); POST /messages?qre= (push-all,
-//	       on the queues in scope only)
-//	pull:  GET /messages/{q}, POST /messages/{q}/{id} (ack, nack, ext);
-//	       GET /messages?qre= (pull-any, on the queues in scope only)
-//	admin: /properties/{q} (and /props), DELETE /queues/{q}, /queues/{q}/dead…
-//	any right on the queue: GET /queues/{q}
-//	any token: GET /queues and /stats (listing the queues in scope only),
-//	       /openapi.yaml
-//	admin on every queue (a token without prefix or regexp): the default
-//	       list (/properties), /metrics (not filtered), /tokens…, and any
-//	       route not named here.
+// What each route needs (a right, and on which queues) is declared with the
+// route itself (route.Need: httpapi/routes.go for the LMQ API, Mount in
+// http.go for this package's endpoints, the console's Mount); authorize
+// reads it, and a route that sees the queues of the token's scope
+// (route.ScopeListed) gets the token's scope as the core's queue filter.
 
 // TokenStore is the store of tokens (gateway.Tokens).
 type TokenStore interface {
@@ -119,59 +112,10 @@ func redactQuery(raw string) string {
 	return strings.Join(parts, "&")
 }
 
-// scopeKind says which queues a route's right applies to.
-type scopeKind uint8
-
-const (
-	scopeQueue  scopeKind = iota // the route's {name}
-	scopeAny                     // the right on some queue; the route sees the queues in scope
-	scopeGlobal                  // the right on every queue
-	scopeNone                    // any token
-)
-
-// needRead is "any right" (for reading about a queue).
-const needRead = gateway.RightPush | gateway.RightPull | gateway.RightAdmin
-
-// requirement tells what a route needs (see the package comment above).
-func requirement(method, tmpl string) (gateway.Right, scopeKind) {
-	for _, base := range []string{"/messages", "/msgs"} {
-		switch {
-		case tmpl == base && method == http.MethodPost:
-			return gateway.RightPush, scopeAny
-		case tmpl == base:
-			return gateway.RightPull, scopeAny
-		case tmpl == base+"/{name}" && method == http.MethodPost:
-			return gateway.RightPush, scopeQueue
-		case tmpl == base+"/{name}":
-			return gateway.RightPull, scopeQueue
-		case tmpl == base+"/{name}/{id}":
-			return gateway.RightPull, scopeQueue
-		}
-	}
-	for _, base := range []string{"/properties", "/props"} {
-		switch tmpl {
-		case base:
-			return gateway.RightAdmin, scopeGlobal
-		case base + "/{name}":
-			return gateway.RightAdmin, scopeQueue
-		}
-	}
-	switch {
-	case tmpl == "/queues" || tmpl == PathStats:
-		return needRead, scopeAny
-	case tmpl == "/queues/{name}" && method == http.MethodGet:
-		return needRead, scopeQueue
-	case tmpl == "/queues/{name}" || strings.HasPrefix(tmpl, "/queues/{name}/dead"):
-		return gateway.RightAdmin, scopeQueue
-	case tmpl == "/openapi.yaml":
-		return 0, scopeNone
-	}
-	return gateway.RightAdmin, scopeGlobal
-}
-
+// rightLabel names a route's right in the metrics.
 func rightLabel(r gateway.Right) string {
 	switch r {
-	case needRead:
+	case route.AnyRight:
 		return "read"
 	case 0:
 		return "none"
@@ -179,37 +123,40 @@ func rightLabel(r gateway.Right) string {
 	return r.String()
 }
 
-// authorize checks r (routed to tmpl) against its principal; it answers 403
-// and returns false when the token may not.
-func (o *Ops) authorize(w http.ResponseWriter, r *http.Request, tmpl string) bool {
+// authorize checks r against its principal and what its route needs; it
+// answers 403 and returns false when the token may not.
+func (o *Ops) authorize(w http.ResponseWriter, r *http.Request, need route.Need) bool {
 	p := principalOf(r.Context())
 	if p == nil {
-		return true // authentication is off
+		return true // authentication is off, or the route is public
 	}
-	right, kind := requirement(r.Method, tmpl)
 	deny := ""
 	if t := p.tok; t != nil {
-		has := t.Rights()&right != 0 || right == 0
-		switch kind {
-		case scopeQueue:
-			name, err := url.PathUnescape(routeVar(r, "name"))
+		has := t.Rights()&need.Right() != 0 || need.Right() == 0
+		switch need.Scope() {
+		case route.ScopeQueue:
+			name, err := url.PathUnescape(route.Var(r, "name"))
 			if err != nil {
 				break // the handler answers 400 and does nothing
 			}
 			if !has || !t.InScope(name) {
-				deny = "token lacks " + strconv.Quote(rightLabel(right)) + " on queue " + strconv.Quote(name)
+				deny = "token lacks " + strconv.Quote(rightLabel(need.Right())) + " on queue " + strconv.Quote(name)
 			}
-		case scopeAny:
+		case route.ScopeListed:
 			if !has {
-				deny = "token lacks " + strconv.Quote(rightLabel(right))
+				deny = "token lacks " + strconv.Quote(rightLabel(need.Right()))
 			}
-		case scopeGlobal:
+		case route.ScopeAll:
 			if !has || !t.Global() {
-				deny = "token lacks " + strconv.Quote(rightLabel(right)) + " on every queue"
+				deny = "token lacks " + strconv.Quote(rightLabel(need.Right())) + " on every queue"
 			}
+		case route.ScopeNone, route.ScopePublic:
+		default:
+			// route.Table accepts no other need: fail closed all the same.
+			deny = "route declares no need"
 		}
 	}
-	o.metrics.auth.requests.WithLabelValues(p.namespace(), rightLabel(right), strconv.FormatBool(deny == "")).Inc()
+	o.metrics.auth.requests.WithLabelValues(p.namespace(), rightLabel(need.Right()), strconv.FormatBool(deny == "")).Inc()
 	if deny != "" {
 		writePlain(w, http.StatusForbidden, deny+"\n")
 		return false

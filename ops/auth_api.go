@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // The token endpoints (mounted with Options.Tokens; admin on every queue).
@@ -33,11 +32,14 @@ type TokenList struct {
 	Tokens []gateway.TokenInfo `json:"tokens"`
 }
 
-func (o *Ops) mountTokens(r *mux.Router) {
-	r.HandleFunc(PathTokens, o.createToken).Methods(http.MethodPost)
-	r.HandleFunc(PathTokens, o.listTokens).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(PathTokens+"/{id}", o.getToken).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(PathTokens+"/{id}", o.revokeToken).Methods(http.MethodDelete)
+func (o *Ops) mountTokens(t *route.Table) {
+	// A token that may manage tokens may give itself any right: admin on
+	// every queue.
+	manage := route.OnAll(gateway.RightAdmin)
+	t.HandleFunc(PathTokens, manage, o.createToken, http.MethodPost)
+	t.HandleFunc(PathTokens, manage, o.listTokens, http.MethodGet, http.MethodHead)
+	t.HandleFunc(PathTokens+"/{id}", manage, o.getToken, http.MethodGet, http.MethodHead)
+	t.HandleFunc(PathTokens+"/{id}", manage, o.revokeToken, http.MethodDelete)
 }
 
 func (o *Ops) createToken(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +81,7 @@ func (o *Ops) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Ops) getToken(w http.ResponseWriter, r *http.Request) {
-	info, ok := o.opt.Tokens.Token(mux.Vars(r)["id"])
+	info, ok := o.opt.Tokens.Token(route.Var(r, "id"))
 	if !ok {
 		writeJSONError(w, http.StatusNotFound, "no such token")
 		return
@@ -88,7 +90,7 @@ func (o *Ops) getToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *Ops) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := o.opt.Tokens.RevokeToken(r.Context(), mux.Vars(r)["id"]); err != nil {
+	if err := o.opt.Tokens.RevokeToken(r.Context(), route.Var(r, "id")); err != nil {
 		o.tokenError(w, r, err)
 		return
 	}

@@ -33,42 +33,6 @@ func TestRedactQuery(t *testing.T) {
 	}
 }
 
-func TestRequirement(t *testing.T) {
-	type req struct {
-		right gateway.Right
-		kind  scopeKind
-	}
-	for _, c := range []struct {
-		method, tmpl string
-		want         req
-	}{
-		{"POST", "/messages/{name}", req{gateway.RightPush, scopeQueue}},
-		{"POST", "/msgs/{name}", req{gateway.RightPush, scopeQueue}},
-		{"GET", "/messages/{name}", req{gateway.RightPull, scopeQueue}},
-		{"POST", "/messages/{name}/{id}", req{gateway.RightPull, scopeQueue}},
-		{"POST", "/messages", req{gateway.RightPush, scopeAny}},
-		{"GET", "/msgs", req{gateway.RightPull, scopeAny}},
-		{"PATCH", "/properties/{name}", req{gateway.RightAdmin, scopeQueue}},
-		{"GET", "/props/{name}", req{gateway.RightAdmin, scopeQueue}},
-		{"PUT", "/properties", req{gateway.RightAdmin, scopeGlobal}},
-		{"DELETE", "/queues/{name}", req{gateway.RightAdmin, scopeQueue}},
-		{"GET", "/queues/{name}", req{needRead, scopeQueue}},
-		{"GET", "/queues", req{needRead, scopeAny}},
-		{"GET", "/stats", req{needRead, scopeAny}},
-		{"GET", "/queues/{name}/dead/head", req{gateway.RightAdmin, scopeQueue}},
-		{"POST", "/queues/{name}/dead/respawn", req{gateway.RightAdmin, scopeQueue}},
-		{"GET", "/metrics", req{gateway.RightAdmin, scopeGlobal}},
-		{"POST", "/tokens", req{gateway.RightAdmin, scopeGlobal}},
-		{"GET", "/openapi.yaml", req{0, scopeNone}},
-		{"GET", "/some/new/route", req{gateway.RightAdmin, scopeGlobal}},
-	} {
-		r, k := requirement(c.method, c.tmpl)
-		if (req{r, k}) != c.want {
-			t.Errorf("%s %s: %v %v, want %v", c.method, c.tmpl, r, k, c.want)
-		}
-	}
-}
-
 // tokenOps is Ops with real tokens on an embedded NATS, around handler's
 // router.
 func tokenOps(t testing.TB) (http.Handler, *gateway.Tokens) {

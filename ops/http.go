@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/routevar"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // Auth is the optional authentication of the HTTP API (LMQ had none). When
@@ -91,37 +89,48 @@ func routeOf(w http.ResponseWriter) *recorder {
 	}
 }
 
-// Mount adds /stats, /metrics, /healthz and /readyz to the API's router, and
-// the per-route middleware that labels requests with their route. It is
-// meant for httpapi.Options.Mount. (The limit on waiting pulls is the core's:
-// gateway.Config.MaxWaitingPulls.)
-func (o *Ops) Mount(r *mux.Router) {
-	r.HandleFunc(PathStats, o.serveStats).Methods(http.MethodGet, http.MethodHead)
-	r.Handle(PathMetrics, o.metrics.handler).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(PathHealthz, o.serveHealthz).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(PathReadyz, o.serveReadyz).Methods(http.MethodGet, http.MethodHead)
+// Mount adds /stats, /metrics, /healthz and /readyz (and /tokens with
+// Options.Tokens) to the API's route table, and the per-route middleware
+// that labels requests with their route and authorizes them by what the
+// route needs. It is meant for httpapi.Options.Mount, and must have run
+// before Middleware serves: the health probes it declares public are the
+// paths Middleware lets through without a credential. (The limit on
+// waiting pulls is the core's: gateway.Config.MaxWaitingPulls.)
+func (o *Ops) Mount(t *route.Table) {
+	t.HandleFunc(PathStats, route.Listed(route.AnyRight), o.serveStats, http.MethodGet, http.MethodHead)
+	t.Handle(PathMetrics, route.OnAll(gateway.RightAdmin), o.metrics.handler, http.MethodGet, http.MethodHead)
+	t.HandleFunc(PathHealthz, route.Public, o.serveHealthz, http.MethodGet, http.MethodHead)
+	t.HandleFunc(PathReadyz, route.Public, o.serveReadyz, http.MethodGet, http.MethodHead)
 	if o.opt.Tokens != nil {
-		o.mountTokens(r)
+		o.mountTokens(t)
 	}
-	r.Use(o.routeMiddleware)
+	t.Use(o.routeMiddleware)
+	o.routes = t
 }
 
 func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A request mux did not route reached here through httpapi's fast
-		// path (push, pull, reply), which names the route's template in
-		// r.Pattern, as net/http's ServeMux does (see routeVar).
-		tmpl := r.Pattern
-		if rt := mux.CurrentRoute(r); rt != nil {
-			tmpl, _ = rt.GetPathTemplate()
-		}
+		tmpl, need, ok := route.Matched(r)
 		// Read by the outer middleware (which wraps the router, and so sees
 		// every request, unmatched ones too).
 		if rec := routeOf(w); rec != nil {
 			rec.template = tmpl
 		}
-		if !o.authorize(w, r, tmpl) {
+		if !ok {
+			// Only a route declared on the route.Table with its need gets
+			// here; anything else is a bug to see at once, not a route open
+			// to every token.
+			o.log.Error("route declares no need", "method", r.Method, "route", tmpl)
+			writeJSONError(w, http.StatusInternalServerError, "route declares no need")
 			return
+		}
+		if !o.authorize(w, r, need) {
+			return
+		}
+		if p := principalOf(r.Context()); p != nil && p.tok != nil && need.Scope() == route.ScopeListed {
+			// push-all, pull-any and the listings see the token's queues
+			// only: the core and Queues read the filter from the context.
+			r = r.WithContext(gateway.WithQueueFilter(r.Context(), p.tok.InScope))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -134,21 +143,17 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		var who *principal
-		if o.authEnabled() && !isHealth(r.URL.Path) {
+		public := o.public(r.URL.Path)
+		if o.authEnabled() && !public {
 			who = o.authenticate(r)
 		}
 		switch {
-		case o.authEnabled() && !isHealth(r.URL.Path) && who == nil:
+		case o.authEnabled() && !public && who == nil:
 			o.metrics.auth.failures.Inc()
 			rec.Header().Set("WWW-Authenticate", o.challenge())
 			writeJSONError(rec, http.StatusUnauthorized, "missing or wrong credentials")
 		case who != nil:
-			ctx := context.WithValue(r.Context(), principalKey{}, who)
-			if who.tok != nil {
-				// push-all, pull-any and the listings see the token's queues only.
-				ctx = gateway.WithQueueFilter(ctx, who.tok.InScope)
-			}
-			next.ServeHTTP(rec, r.WithContext(ctx))
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
 		default:
 			next.ServeHTTP(rec, r)
 		}
@@ -198,7 +203,9 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-func isHealth(path string) bool { return path == PathHealthz || path == PathReadyz }
+// public reports whether path is a route declared route.Public (the health
+// probes) on the table Mount was given; without one, none is.
+func (o *Ops) public(path string) bool { return o.routes != nil && o.routes.Public(path) }
 
 // recorder remembers a response's status and size.
 type recorder struct {
@@ -264,7 +271,3 @@ func (a Auth) mode() string {
 	}
 	return "none"
 }
-
-// routeVar is the path variable key of the route that matched r, still
-// escaped (routevar.Var: mux's, or httpapi's fast path's).
-func routeVar(r *http.Request, key string) string { return routevar.Var(r, key) }

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorilla/mux"
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // TestAbandonedPullIs499: a pull whose client left before any answer is
@@ -21,15 +22,14 @@ import (
 func TestAbandonedPullIs499(t *testing.T) {
 	var buf bytes.Buffer
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), AccessLog: true})
-	r := mux.NewRouter()
-	r.UseEncodedPath()
-	r.HandleFunc("/messages/{name}", func(w http.ResponseWriter, r *http.Request) {
+	r := route.NewTable()
+	r.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPull), func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // a long-poll until the client leaves
 		if r.URL.Query().Get("say") != "" {
 			w.WriteHeader(statusClientClosed)
 		}
-	}).Methods(http.MethodGet)
-	r.HandleFunc("/silent", func(http.ResponseWriter, *http.Request) {}).Methods(http.MethodGet)
+	}, http.MethodGet)
+	r.HandleFunc("/silent", route.Authenticated, func(http.ResponseWriter, *http.Request) {}, http.MethodGet)
 	o.Mount(r)
 	h := o.Middleware(r)
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
 // Options configures Ops. The zero value is usable.
@@ -72,6 +73,9 @@ type Ops struct {
 	log     *slog.Logger
 	inv     *inventory
 	metrics *Metrics
+	// routes is the table Mount declared this package's routes on, set
+	// before serving: Middleware asks it which paths are public.
+	routes *route.Table
 
 	draining atomic.Bool
 

@@ -17,9 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -133,20 +132,19 @@ func handler(o *Ops, release <-chan struct{}) http.Handler {
 		close(ch)
 		release = ch
 	}
-	r := mux.NewRouter()
-	r.UseEncodedPath() // as httpapi does
-	r.HandleFunc("/messages/{name}", func(w http.ResponseWriter, r *http.Request) {
+	t := route.NewTable()
+	t.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPull), func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 		w.WriteHeader(http.StatusNoContent)
-	}).Methods(http.MethodGet)
-	r.HandleFunc("/messages/{name}", func(w http.ResponseWriter, _ *http.Request) {
+	}, http.MethodGet)
+	t.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPush), func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"accum":"no"}`)
-	}).Methods(http.MethodPost)
-	o.Mount(r)
-	return o.Middleware(r)
+	}, http.MethodPost)
+	o.Mount(t)
+	return o.Middleware(t)
 }
 
 func TestStatsDocumentEmpty(t *testing.T) {

@@ -38,7 +38,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
@@ -46,6 +45,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
@@ -334,9 +334,9 @@ func (s *Server) listen() error {
 			return fmt.Errorf("web console: %w", err)
 		}
 		s.ui = ui
-		mount = func(r *mux.Router) {
-			ui.Mount(r)
-			s.ops.Mount(r)
+		mount = func(t *route.Table) {
+			ui.Mount(t)
+			s.ops.Mount(t)
 		}
 	}
 	var api http.Handler = httpapi.New(s.core, httpapi.Options{
