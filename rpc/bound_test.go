@@ -109,6 +109,9 @@ func TestUnreadAnswersBounded(t *testing.T) {
 	}()
 	// Reading would drain the answers: the server's side tells when it
 	// closed the connection, then the client's sees the end.
+	// (Served first: a pull took a message. Before it was accepted, the
+	// server had no connection either.)
+	testwait.For(t, "a pull served", func() bool { return core.size("big") < n })
 	testwait.For(t, "the connection closed by the server", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
