@@ -427,12 +427,6 @@ func (g *Gateway) repollLoop() {
 				q.abandonFetchLocked()
 			}
 			if len(q.waiters) > 0 && now.Sub(q.last) >= interval {
-				if q.prio.seen {
-					// A look at this queue's levels alone, at once
-					// (the sweep below trusts an unchanged shard
-					// for up to levelRefresh).
-					q.probeLocked()
-				}
 				q.kickLocked()
 			}
 			q.mu.Unlock()

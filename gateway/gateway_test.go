@@ -36,9 +36,15 @@ func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Ga
 // startCoreConn is startCore that also returns the core's NATS connection.
 func startCoreConn(t testing.TB, ctx context.Context) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
 	t.Helper()
+	return startCoreWith(t, ctx, gateway.Config{})
+}
+
+// startCoreWith is startCoreConn with the core's configuration.
+func startCoreWith(t testing.TB, ctx context.Context, cfg gateway.Config) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
+	t.Helper()
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctx, nc, gateway.Config{})
+	g, err := gateway.New(ctx, nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

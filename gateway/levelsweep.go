@@ -35,8 +35,10 @@ import (
 // sweepLevels marks, on the given busy queues, the levels ≥ 1 their shard
 // streams say hold messages. It shares pull-any's looks (scan.go): one
 // stream list, then a look only at the shards whose state changed since
-// their last look, or whose last look is older than levelRefresh (a
-// delivery JetStream gives back after its AckWait changes no state).
+// their last look. An unchanged state has the same messages, so a look
+// taken at it stays exact however old: its counts include deliveries in
+// flight, so one JetStream gives back after its AckWait (no change of
+// state) is on a level the look already names.
 func (g *Gateway) sweepLevels(states []*queueState) {
 	byEnc := make(map[string]*queueState, len(states))
 	seen := make(map[int]bool)
@@ -52,7 +54,7 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		now := time.Now()
-		looks, err := g.queues.lookAt(ctx, shards, now.Add(-g.cfg.RepollInterval), now.Add(-levelRefresh))
+		looks, err := g.queues.lookAt(ctx, shards, now.Add(-g.cfg.RepollInterval))
 		if err != nil {
 			if n, ok := g.noise.allow("priority level sweep failed"); ok {
 				g.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)
@@ -68,10 +70,6 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 		}
 	})
 }
-
-// levelRefresh bounds the age of a look the sweep trusts because its shard's
-// state did not change.
-const levelRefresh = 10 * time.Second
 
 // markStoredLevels marks levels JetStream said hold messages (a probe's or a
 // sweep's answer) and kicks the queue: a request in flight, whose empty

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -19,14 +18,8 @@ import (
 // place.
 func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "test")
 	ctx := ctxT(t)
-	g, err := gateway.New(ctx, nc, gateway.Config{MaxQueues: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	_, _, g := startCoreWith(t, ctx, gateway.Config{MaxQueues: 10})
 
 	// One queue, ten requests at once: one place.
 	var wg sync.WaitGroup

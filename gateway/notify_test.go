@@ -23,13 +23,7 @@ import (
 func TestNotifyWakesWaitingPull(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctx, nc, gateway.Config{RepollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	ns, nc, g := startCoreWith(t, ctx, gateway.Config{RepollInterval: time.Hour})
 
 	const q = "notify/plain"
 	retry := 2

@@ -19,9 +19,9 @@ package gateway
 // when a queue's consumer is made (a restart) and when a notification does
 // not say the priority (a delay coming due, an accumulation window closing);
 // behind them all, a periodic sweep of the busy queues' shards
-// (levelsweep.go) finds levels that filled without any event. Within a level LMQ's
-// order holds: a release re-publishes the copy to the tail of the message's
-// own subject.
+// (levelsweep.go) finds levels that filled without any event. Within a
+// level LMQ's order holds: a release re-publishes the copy to the tail of
+// the message's own subject.
 
 import (
 	"context"
@@ -38,7 +38,7 @@ import (
 // prioState is a dispatcher's view of its queue's priority levels, guarded by
 // queueState.mu. The zero value is a queue that never used priorities.
 type prioState struct {
-	seen    bool   // a priority was seen on the queue: re-polls probe its levels
+	seen    bool   // a priority was seen on the queue: a notification without one probes its levels
 	mask    uint16 // bit p: level p (≥ 1) may hold messages
 	ready   uint16 // bit p: level p's consumer exists, as far as we know
 	making  bool   // a level's consumer is being made: no request meanwhile
@@ -220,7 +220,7 @@ func (q *queueState) learnLevels(ctx context.Context) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err != nil {
-		q.prio.seen = true // the re-polls look again
+		q.prio.seen = true // notifications probe; the sweep looks again
 		return
 	}
 	if mask != 0 {

@@ -64,7 +64,7 @@ const scanWorkers = 8
 // from looks started at most maxAge before the call (0: after it).
 func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Duration) (map[string]uint64, error) {
 	oldest := time.Now().Add(-maxAge)
-	looks, err := r.lookAt(ctx, shards, oldest, time.Time{})
+	looks, err := r.lookAt(ctx, shards, oldest)
 	if err != nil {
 		return nil, err
 	}
@@ -78,9 +78,8 @@ func (r *registry) nonEmpty(ctx context.Context, shards []int, maxAge time.Durat
 }
 
 // lookAt returns the looks at the given shards that hold messages, each
-// started at oldest or later, or taken at the shard's present state and
-// started at stalest or later.
-func (r *registry) lookAt(ctx context.Context, shards []int, oldest, stalest time.Time) ([]*shardLook, error) {
+// started at oldest or later, or taken at the shard's present state.
+func (r *registry) lookAt(ctx context.Context, shards []int, oldest time.Time) ([]*shardLook, error) {
 	if len(shards) == 0 {
 		return nil, nil
 	}
@@ -101,7 +100,7 @@ func (r *registry) lookAt(ctx context.Context, shards []int, oldest, stalest tim
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			l, err := r.scanShard(ctx, k, oldest, stalest, sig)
+			l, err := r.scanShard(ctx, k, oldest, sig)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -182,9 +181,8 @@ func sigOf(s jetstream.StreamState) shardSig {
 }
 
 // scanShard returns shard k's look started at oldest or later, or an older
-// one started at stalest or later and taken at the state sig (the same
-// messages).
-func (r *registry) scanShard(ctx context.Context, k int, oldest, stalest time.Time, sig shardSig) (*shardLook, error) {
+// one taken at the state sig (the same messages).
+func (r *registry) scanShard(ctx context.Context, k int, oldest time.Time, sig shardSig) (*shardLook, error) {
 	c := &r.scan
 	for {
 		c.mu.Lock()
@@ -196,7 +194,7 @@ func (r *registry) scanShard(ctx context.Context, k int, oldest, stalest time.Ti
 			s = &shardScan{}
 			c.shards[k] = s
 		}
-		if s.look != nil && (!s.at.Before(oldest) || s.sig == sig && !s.at.Before(stalest)) {
+		if s.look != nil && (!s.at.Before(oldest) || s.sig == sig) {
 			out := s.look
 			c.mu.Unlock()
 			return out, nil

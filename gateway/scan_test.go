@@ -24,13 +24,7 @@ import (
 func TestPullAnyOverEmptyShards(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctx, nc, gateway.Config{RepollInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	ns, nc, g := startCoreWith(t, ctx, gateway.Config{RepollInterval: 50 * time.Millisecond})
 
 	// Queues over many shards, each made by a push and emptied again.
 	const n = 200

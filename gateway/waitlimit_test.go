@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
@@ -20,14 +19,8 @@ import (
 // not counted; a slot freed is taken again.
 func TestWaitingPullLimit(t *testing.T) {
 	t.Parallel()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "waitlimit")
 	ctx := ctxT(t)
-	g, err := gateway.New(ctx, nc, gateway.Config{MaxWaitingPulls: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	_, _, g := startCoreWith(t, ctx, gateway.Config{MaxWaitingPulls: 2})
 
 	type result struct {
 		d   *gateway.Delivery
