@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,7 +15,9 @@ func TestStoreRestartKeepsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(t.Context()) })
+	// Not t.Context(): it is canceled before cleanups run, and the data
+	// directory may only be removed once the server has stopped writing.
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	nc, err := s.Connect("test")
 	if err != nil {
 		t.Fatal(err)
