@@ -53,7 +53,7 @@ func newEntry(queue string, rm *jetstream.RawStreamMsg) *Entry {
 // large body goes to the Object Store now, once, however often StorePart is
 // tried. When no window takes the part, DropBody removes that body.
 func (g *Gateway) EncodePart(ctx context.Context, queue string, msg Message, retry int) (*Entry, error) {
-	m, err := g.encodeMessage(ctx, queue, mapping.PartSubject(queue), msg, retry)
+	m, err := g.store.Encode(ctx, queue, mapping.PartSubject(queue), msg.content(), retry)
 	if err != nil {
 		return nil, err
 	}
@@ -70,18 +70,18 @@ func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) err
 	}
 	part.msg.Header.Set(mapping.HdrWindow, window)
 	part.Window = window
-	part.Seq, err = g.publish(ctx, "store part", q, part.msg)
+	part.Seq, err = g.store.Publish(ctx, "store part", q.name, part.msg)
 	return err
 }
 
 // PartContent reads back the content of a part (QueueLog.NextPart).
 func (g *Gateway) PartContent(ctx context.Context, part *Entry) (Message, error) {
-	return g.decodeMessage(ctx, part.msg)
+	return decoded(g.store.Decode(ctx, part.msg))
 }
 
 // DropBody removes the Object Store body of an entry, if it has one: for a
 // part no window took, or parts whose compound message is stored.
-func (g *Gateway) DropBody(ctx context.Context, e *Entry) { g.dropObject(ctx, e.msg) }
+func (g *Gateway) DropBody(ctx context.Context, e *Entry) { g.store.DropBody(ctx, e.msg) }
 
 // QueueLog reads and trims one queue's stream below the level of
 // deliveries, for the accumulator's and migrate's bookkeeping.

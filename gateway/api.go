@@ -3,7 +3,8 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Header is one kept request header (the preserve-header hook); Name is lowercase.
@@ -23,6 +24,41 @@ type Message struct {
 
 	// stored is set by PushStream: the body is in the Object Store already.
 	stored *storedBody
+}
+
+// content is msg as the store encodes it.
+func (m Message) content() store.Content {
+	c := store.Content{ContentType: m.ContentType, Body: m.Body}
+	if len(m.Kept) > 0 {
+		c.Kept = make([]store.Header, len(m.Kept))
+		for i, h := range m.Kept {
+			c.Kept[i] = store.Header(h)
+		}
+	}
+	if m.stored != nil {
+		c.Object = m.stored.name
+	}
+	return c
+}
+
+// decoded is the message the store read back (store.Decode's results).
+func decoded(c store.Content, err error) (Message, error) {
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{ContentType: c.ContentType, Body: c.Body, Kept: keptHeaders(c.Kept)}, nil
+}
+
+// keptHeaders are the store's kept headers as the core's; nil when none.
+func keptHeaders(kept []store.Header) []Header {
+	if len(kept) == 0 {
+		return nil
+	}
+	out := make([]Header, len(kept))
+	for i, h := range kept {
+		out[i] = Header(h)
+	}
+	return out
 }
 
 // AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".
@@ -94,26 +130,27 @@ func (k ReplyKind) String() string {
 	return fmt.Sprintf("ReplyKind(%d)", int(k))
 }
 
-// Errors front ends map onto status codes (with errors.Is).
+// Errors front ends map onto status codes (with errors.Is). Those that
+// describe a store's outcome are the store package's own values.
 var (
 	// ErrNotFound: unknown queue, unknown or expired delivery id. HTTP 404.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = store.ErrNotFound
 	// ErrInvalid: invalid name, properties, regexp, reply. HTTP 400.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = store.ErrInvalid
 	// ErrUnavailable: NATS/JetStream not reachable or not answering. HTTP 503.
-	ErrUnavailable = errors.New("jetstream unavailable")
+	ErrUnavailable = store.ErrUnavailable
 	// ErrTooLarge: message larger than the configured maximum. HTTP 413.
-	ErrTooLarge = errors.New("message too large")
+	ErrTooLarge = store.ErrTooLarge
 	// ErrHeaderTooLarge: a request header the gateway would store with the
 	// message (content-type, a kept header) is beyond mapping.MaxHeaderValue
 	// or mapping.MaxStoredHeaders. HTTP 431.
-	ErrHeaderTooLarge = errors.New("header too large")
+	ErrHeaderTooLarge = store.ErrHeaderTooLarge
 	// ErrUnknown: the request reached JetStream but its answer did not come
 	// back in time (a timeout or a lost connection), so it may or may not
 	// have taken effect: a push may be stored, an ack may be applied. HTTP
 	// 504. It is never wrapped together with ErrUnavailable, which promises
 	// that nothing happened.
-	ErrUnknown = errors.New("outcome unknown")
+	ErrUnknown = store.ErrUnknown
 	// ErrTooManyQueues: the request would create a queue while
 	// Config.MaxQueues exist. HTTP 409; nothing was changed, and the same
 	// request succeeds once a queue is deleted.
@@ -123,6 +160,3 @@ var (
 	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.
 	ErrAlreadyAcked = fmt.Errorf("already acknowledged: %w", ErrNotFound)
 )
-
-// lowerHeaderName normalizes a kept header name.
-func lowerHeaderName(s string) string { return strings.ToLower(s) }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -43,7 +42,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 		// Not committed (nil once it is, or may be): drop the large
 		// bodies it stored.
 		for _, m := range stored {
-			g.dropObject(context.Background(), m)
+			g.store.DropBody(context.Background(), m)
 		}
 	}()
 	var size int
@@ -56,7 +55,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
 		}
 		// A batch takes the queue's priority property (priority.go).
-		m, err := g.encodeMessage(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), msg, eff.Retry)
+		m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), msg.content(), eff.Retry)
 		if err != nil {
 			return err
 		}
@@ -74,7 +73,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	}
 	last := stored[len(stored)-1]
 	last.Header.Set("Nats-Batch-Commit", "1")
-	if err := g.commitBatch(ctx, stored); err != nil {
+	if err := g.store.PublishBatch(ctx, stored); err != nil {
 		if errors.Is(err, ErrUnknown) {
 			stored = nil // it may be stored: its bodies stay
 		}
@@ -84,29 +83,4 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	g.obs.Pushed(queue, size)
 	g.Notify(queue)
 	return nil
-}
-
-// commitBatch publishes a batch's messages, the last one carrying the commit,
-// with publish's classification of the outcome (storage.go): the commit's
-// PubAck not coming back in time leaves the batch maybe stored (ErrUnknown,
-// which a client must not take for "retry"); no stream responding, or a
-// message before the commit failing to go out, means nothing is stored
-// (JetStream drops an uncommitted batch).
-func (g *Gateway) commitBatch(ctx context.Context, msgs []*nats.Msg) error {
-	if err := g.store.precheck("store batch"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	for _, m := range msgs[:len(msgs)-1] {
-		if err := g.nc.PublishMsg(m); err != nil {
-			return jsErr("store batch", err)
-		}
-	}
-	_, err := g.publishOnce(ctx, msgs[len(msgs)-1])
-	g.store.note(err)
-	if errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return fmt.Errorf("store batch: %w: no stream took the batch", ErrUnavailable)
-	}
-	return outcomeErr("store batch", err)
 }

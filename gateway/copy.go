@@ -66,7 +66,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	if c.Parts != nil && prio == 0 {
 		prio = g.props.effective(queue).Priority
 	}
-	m, err := g.encodeMessage(ctx, queue, mapping.PrioritySubject(queue, prio), content, c.Retry)
+	m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, prio), content.content(), c.Retry)
 	if err != nil {
 		return 0, err
 	}
@@ -88,10 +88,10 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	if c.Origin != "" {
 		m.Header.Set(mapping.HdrMigrated, c.Origin)
 	}
-	seq, err = g.publish(ctx, "store message", q, m)
+	seq, err = g.store.Publish(ctx, "store message", q.name, m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
-			g.dropObject(ctx, m) // certainly not stored (see PushWith)
+			g.store.DropBody(ctx, m) // certainly not stored (see PushWith)
 		}
 		return 0, err
 	}

@@ -33,7 +33,7 @@ func (g *Gateway) bury(r *raw) error {
 	if cp.Data, err = g.body(ctx, r); err != nil {
 		return err
 	}
-	if _, err := g.publish(ctx, "store dead letter", r.q, cp); err != nil {
+	if _, err := g.store.Publish(ctx, "store dead letter", r.q.name, cp); err != nil {
 		return err
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
@@ -69,7 +69,7 @@ func (g *Gateway) nextDead(ctx context.Context, st jetstream.Stream, queue strin
 		return nil, jsErr("read dead letter", err)
 	}
 	m := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
-	msg, err := g.decodeMessage(ctx, m)
+	msg, err := decoded(g.store.Decode(ctx, m))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		m.Data = raw.Data
 		// Store the live copy first: a crash in between leaves a duplicate
 		// dead letter, never a lost message.
-		if _, err := g.publish(ctx, "respawn dead letter", q, m); err != nil {
+		if _, err := g.store.Publish(ctx, "respawn dead letter", q.name, m); err != nil {
 			return moved, err
 		}
 		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -138,7 +138,7 @@ func (g *Gateway) DeleteDeadLetters(ctx context.Context, queue string) (uint64, 
 		if err != nil {
 			break
 		}
-		g.dropObject(ctx, &nats.Msg{Header: raw.Header})
+		g.store.DropBody(ctx, &nats.Msg{Header: raw.Header})
 		seq = raw.Sequence + 1
 	}
 	resp, err := purgeSubject(ctx, st, mapping.DeadSubject(queue))

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 type deliveryState int
@@ -114,8 +115,8 @@ func (g *Gateway) newID() string {
 // timer from the queue's current timeout.
 func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	q := r.q
-	msg, err := g.decodeMessage(ctx, r.msg)
-	if bodyGoneForGood(err) {
+	msg, err := decoded(g.store.Decode(ctx, r.msg))
+	if store.BodyLost(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
 		// out as stored, without that body, so the client can see and ack it.
@@ -128,7 +129,7 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 				stripped.Header[k] = v
 			}
 		}
-		msg, err = g.decodeMessage(ctx, &stripped)
+		msg, err = decoded(g.store.Decode(ctx, &stripped))
 	}
 	if err != nil {
 		g.spawn(func(context.Context) { g.release(r, false) })
@@ -261,7 +262,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
 	}
-	if _, err := g.publish(ctx, "release message", r.q, cp); err != nil {
+	if _, err := g.store.Publish(ctx, "release message", r.q.name, cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
 		return
@@ -324,7 +325,7 @@ func (g *Gateway) drop(r *raw) {
 		g.log.Warn("could not remove message", "queue", r.q.name, "err", err)
 		return
 	}
-	g.dropObject(ctx, r.msg)
+	g.store.DropBody(ctx, r.msg)
 }
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
@@ -382,7 +383,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 			if expired {
 				g.expire(d)
 			}
-			return outcomeErr("ack", err)
+			return store.Outcome("ack", err)
 		}
 		d.mu.Lock()
 		d.state = finished
@@ -390,8 +391,8 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.mu.Unlock()
 		g.dels.del(d.id)
 		g.acked.add(d.id)
-		// deleteObject runs on its own deadline, whatever ctx does.
-		g.dropObject(ctx, d.raw.msg)
+		// DropBody runs on its own deadline, whatever ctx does.
+		g.store.DropBody(ctx, d.raw.msg)
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound()
@@ -447,22 +448,4 @@ func (g *Gateway) nackRelease(r *raw) {
 	case <-done:
 	case <-t.C:
 	}
-}
-
-// outcomeErr classifies a failed request to JetStream whose effect is a
-// state change (a store, an ack): if the request may have reached JetStream
-// and only the answer is missing, the outcome is unknown (ErrUnknown);
-// otherwise, e.g. no responders, nothing happened (ErrUnavailable).
-func outcomeErr(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("%s: %w", op, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
-		errors.Is(err, nats.ErrDisconnected):
-		return fmt.Errorf("%s: %w: %w", op, ErrUnknown, err)
-	}
-	return jsErr(op, err)
 }

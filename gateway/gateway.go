@@ -2,6 +2,14 @@
 // reply, properties, the queue registry, deliveries and stats, on JetStream.
 // Both front ends (HTTP and MessagePack-RPC) call it; it knows neither.
 //
+// The core decides what to store and when; package store owns how: every
+// write of a queue message to JetStream (the health check, the publish and
+// its retries, atomic batches), large bodies in the Object Store, reading a
+// stored message's content back, and the classification of each outcome as
+// stored, not stored (ErrUnavailable) or unknown (ErrUnknown). Nothing else
+// in the core publishes queue data. The core's error sentinels that name a
+// store's outcome are the store's own values.
+//
 // Layout: queues are subjects, sharded over mapping.ShardCount (64)
 // WorkQueue streams LMQS_00..63 (mapping.StreamName): a queue's deliverable
 // messages are on lmq.q.<kk>.<enc> in its shard's stream, its parts, delays
@@ -103,7 +111,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -115,6 +122,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Config configures a Gateway.
@@ -182,14 +190,13 @@ type Gateway struct {
 	// prioPfx[p] is the payload of a notification of priority p (notifyPayload).
 	prioPfx [mapping.MaxPriority + 1][]byte
 	kv      jetstream.KeyValue
-	objMu   sync.Mutex
-	obj     jetstream.ObjectStore
 	props   *propCache
 	queues  *registry
 	dels    *deliveryTable
-	store   storeHealth
-	acked   *ackedIDs
-	noise   *noiseLimiter
+	// store is the one writer (and reader back) of queue data in JetStream.
+	store *store.Store
+	acked *ackedIDs
+	noise *noiseLimiter
 
 	pulls    *pullTable
 	fetchSeq atomic.Uint64
@@ -262,7 +269,19 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.prioPfx[p] = append(append([]byte(nil), idb...), byte(p))
 	}
 	g.dels = newDeliveryTable()
-	g.store.check = cfg.StoreHealth
+	g.store = store.New(nc, js, store.Config{
+		Replicas: cfg.Replicas,
+		Health:   cfg.StoreHealth,
+		Logger:   cfg.Logger,
+		// A queue's shard stream deleted behind the gateways' backs: forget
+		// it and create it again (g.queues exists by the time a store runs).
+		RemakeStream: func(ctx context.Context, queue string) error {
+			k := mapping.Shard(queue)
+			g.queues.shardLost(k)
+			_, err := g.queues.shard(ctx, k)
+			return err
+		},
+	})
 	g.acked = newAckedIDs(nil)
 	g.noise = newNoiseLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
@@ -364,37 +383,5 @@ func (g *Gateway) Close() {
 // Closing is closed when StopWaiting or Close starts: a shutdown is under way.
 func (g *Gateway) Closing() <-chan struct{} { return g.closing }
 
-func (g *Gateway) objectStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	g.objMu.Lock()
-	defer g.objMu.Unlock()
-	if g.obj != nil {
-		return g.obj, nil
-	}
-	obj, err := g.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      mapping.ObjectBucket,
-		Description: "lmq-gateway bodies too large for one NATS message",
-		Replicas:    g.cfg.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("object store: %w", err)
-	}
-	g.obj = obj
-	return obj, nil
-}
-
-// jsErr classifies JetStream/NATS failures for front ends.
-func jsErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if cerr, ok := classifyAPIError(op, err); ok {
-		return cerr
-	}
-	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
-}
+// jsErr classifies JetStream/NATS failures for front ends (store.Classify).
+func jsErr(op string, err error) error { return store.Classify(op, err) }

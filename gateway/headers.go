@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -41,32 +38,4 @@ func CheckHeaders(msg Message) error {
 		return fmt.Errorf("%w: the stored headers take %d bytes, the maximum is %d", ErrHeaderTooLarge, total, mapping.MaxStoredHeaders)
 	}
 	return nil
-}
-
-// JetStream API error codes (nats-server's jetstream_errors_generated.go)
-// that jsErr classifies by code; nats.go names none of them.
-const (
-	jsErrInsufficientResources jetstream.ErrorCode = 10023 // disk full, account limits
-	jsErrMemoryResources       jetstream.ErrorCode = 10028
-	jsErrStorageResources      jetstream.ErrorCode = 10047
-	jsErrHeaderTooLarge        jetstream.ErrorCode = 10097 // headers beyond 64 KiB
-)
-
-// classifyAPIError is jsErr's rule for the JetStream API errors it knows by
-// code; ok is false for the others. A store out of resources (the disk full,
-// a limit reached) may take the next attempt once space is freed: unavailable,
-// which front ends answer 503 with Retry-After. Headers too large never will:
-// CheckHeaders should have caught them, this is the backstop.
-func classifyAPIError(op string, err error) (_ error, ok bool) {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return nil, false
-	}
-	switch apiErr.ErrorCode {
-	case jsErrInsufficientResources, jsErrMemoryResources, jsErrStorageResources:
-		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err), true
-	case jsErrHeaderTooLarge:
-		return fmt.Errorf("%s: %w: %w", op, ErrHeaderTooLarge, err), true
-	}
-	return nil, false
 }

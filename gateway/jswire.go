@@ -11,7 +11,7 @@ import (
 )
 
 // Where the core speaks JetStream's wire protocol itself (here, and the
-// PubAck of a stored message in puback.go); everything else goes through
+// PubAck of a stored message in store/puback.go); everything else goes through
 // nats.go's jetstream package.
 //
 // The no_wait pull request: the dispatcher (dispatcher.go) keeps exactly one

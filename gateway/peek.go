@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Read-only views of a queue for the web console (package console): looking
@@ -232,21 +233,13 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	if v := h.Get(mapping.HdrDeadAt); v != "" {
 		p.DiedAt, _ = time.Parse(time.RFC3339Nano, v) // garbage reads as unknown
 	}
-	for k, vs := range h {
-		if name, ok := cutPrefixFold(k, mapping.HdrKeepPrefix); ok {
-			for _, v := range vs {
-				p.Kept = append(p.Kept, Header{Name: lowerHeaderName(name), Value: v})
-			}
-		}
-	}
+	p.Kept = append(p.Kept, keptHeaders(store.KeptHeaders(h))...)
 	p.Kept = lastByName(p.Kept) // map order is random: sorted for the page
 	if ref := h.Get(mapping.HdrObject); ref != "" {
 		// A large body stays where it is: its size is enough for a look.
 		p.Object, p.Size = true, -1
-		if obj, err := g.objectStore(ctx); err == nil {
-			if info, err := obj.GetInfo(ctx, ref); err == nil && info.Size <= 1<<62 {
-				p.Size = int64(info.Size)
-			}
+		if size, ok := g.store.BodySize(ctx, ref); ok {
+			p.Size = size
 		}
 		return p
 	}

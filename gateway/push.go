@@ -18,10 +18,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// headerRoom is what a message's headers may take besides its body when
-// deciding whether the body fits one NATS message.
-const headerRoom = 8 << 10
-
 // Push stores msg in queue, creating the queue if needed. It returns once
 // JetStream has the message (or, on accumulating queues, the part).
 func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
@@ -140,7 +136,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
-	m, err := g.encodeMessage(ctx, queue, subject, msg, eff.Retry)
+	m, err := g.store.Encode(ctx, queue, subject, msg.content(), eff.Retry)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +166,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
 		m.Header.Set("Nats-Schedule-Target", mapping.PrioritySubject(queue, prio))
 	}
-	seq, err := g.publish(ctx, "store message", q, m)
+	seq, err := g.store.Publish(ctx, "store message", q.name, m)
 	if err == nil && !mayCreate {
 		err = g.unlessDeleted(ctx, q, seq)
 	}
@@ -179,7 +175,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 			// Certainly not stored: its large body goes too. When the
 			// outcome is unknown the message may be stored, and a body
 			// left behind is better than a message without one.
-			g.dropObject(ctx, m)
+			g.store.DropBody(ctx, m)
 		}
 		return "", err
 	}

@@ -753,7 +753,7 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := g.dropOwnProps(ctx, queue); err != nil {
 		return err
 	}
-	g.deleteQueueObjects(ctx, queue)
+	g.store.DeleteQueueBodies(ctx, queue)
 	return nil
 }
 

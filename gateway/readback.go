@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -61,14 +59,4 @@ func stampedInt(h nats.Header, name string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil
-}
-
-// bodyGoneForGood reports whether decodeMessage failed because the Object
-// Store body a message names is missing or unreadable, which no retry mends
-// (unlike a JetStream that does not answer).
-func bodyGoneForGood(err error) bool {
-	return errors.Is(err, jetstream.ErrObjectNotFound) ||
-		errors.Is(err, jetstream.ErrBadObjectMeta) ||
-		errors.Is(err, jetstream.ErrDigestMismatch) ||
-		errors.Is(err, jetstream.ErrNameRequired)
 }

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"context"
@@ -52,10 +52,10 @@ func rawAnswer(t *testing.T, nc *nats.Conn, m *nats.Msg) []byte {
 func TestPubAckRealAnswers(t *testing.T) {
 	nc, js := pubAckStream(t)
 	ctx := pubAckCtx(t)
-	g := &Gateway{nc: nc}
+	s := &Store{nc: nc}
 
 	for want := uint64(1); want <= 3; want++ {
-		ack, err := g.publishOnce(ctx, nats.NewMsg("pa.x"))
+		ack, err := s.publishOnce(ctx, nats.NewMsg("pa.x"))
 		if err != nil || ack != (pubAck{seq: want}) {
 			t.Fatalf("publishOnce: %+v %v, want seq %d", ack, err, want)
 		}
@@ -63,7 +63,7 @@ func TestPubAckRealAnswers(t *testing.T) {
 	// No header at all: PublishMsg with an option gives the message an
 	// empty one, and so does publishOnce.
 	bare := &nats.Msg{Subject: "pa.bare"}
-	if ack, err := g.publishOnce(ctx, bare); err != nil || ack.seq != 4 || bare.Header == nil {
+	if ack, err := s.publishOnce(ctx, bare); err != nil || ack.seq != 4 || bare.Header == nil {
 		t.Fatalf("publishOnce without header: %+v %v, header %v", ack, err, bare.Header)
 	}
 
@@ -72,11 +72,11 @@ func TestPubAckRealAnswers(t *testing.T) {
 		m.Header.Set(jetstream.MsgIDHeader, id)
 		return m
 	}
-	first, err := g.publishOnce(ctx, withID("one"))
+	first, err := s.publishOnce(ctx, withID("one"))
 	if err != nil || first != (pubAck{seq: 5}) {
 		t.Fatalf("first with Nats-Msg-Id: %+v %v", first, err)
 	}
-	again, err := g.publishOnce(ctx, withID("one"))
+	again, err := s.publishOnce(ctx, withID("one"))
 	if err != nil || again != (pubAck{seq: 5, duplicate: true}) {
 		t.Fatalf("second with Nats-Msg-Id: %+v %v, want seq 5 duplicate", again, err)
 	}
@@ -136,21 +136,21 @@ func TestPubAckDomain(t *testing.T) {
 	if got, stream, ok := scanPubAck(raw); !ok || !stream || got != (pubAck{seq: 1}) {
 		t.Fatalf("hand parser on %s: %+v stream %v ok %v", raw, got, stream, ok)
 	}
-	g := &Gateway{nc: nc}
-	if ack, err := g.publishOnce(ctx, nats.NewMsg("pd")); err != nil || ack.seq != 2 {
+	st := &Store{nc: nc}
+	if ack, err := st.publishOnce(ctx, nats.NewMsg("pd")); err != nil || ack.seq != 2 {
 		t.Fatalf("publishOnce: %+v %v", ack, err)
 	}
 }
 
-// TestPubAckErrorsAsPublishMsg: the errors publish's retry loop and
+// TestPubAckErrorsAsPublishMsg: the errors Publish's retry loop and
 // classification depend on come back as jetstream.PublishMsg gives them.
 func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 	nc, js := pubAckStream(t)
 	ctx := pubAckCtx(t)
-	g := &Gateway{nc: nc}
+	s := &Store{nc: nc}
 
 	// No stream takes the subject: "no responders".
-	_, err := g.publishOnce(ctx, nats.NewMsg("nostream"))
+	_, err := s.publishOnce(ctx, nats.NewMsg("nostream"))
 	if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 		t.Fatalf("publish to no stream: %v, want ErrNoStreamResponse", err)
 	}
@@ -163,7 +163,7 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 		name  string
 		msg   func() *nats.Msg
 		code  jetstream.ErrorCode
-		class error // what jsErr makes of it, if it classifies it
+		class error // what Outcome makes of it, if it classifies it
 	}{
 		{"expected stream mismatch", func() *nats.Msg {
 			m := nats.NewMsg("pa.exp")
@@ -177,7 +177,7 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 		}, jsErrHeaderTooLarge, ErrHeaderTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := g.publishOnce(ctx, c.msg())
+			_, err := s.publishOnce(ctx, c.msg())
 			_, ref := js.PublishMsg(ctx, c.msg(), jetstream.WithRetryAttempts(0))
 			var got, want *jetstream.APIError
 			if !errors.As(err, &got) {
@@ -190,8 +190,8 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 				t.Fatalf("publishOnce: %v %+v; PublishMsg: %v %+v; want err_code %d", err, *got, ref, *want, c.code)
 			}
 			if c.class != nil {
-				if cls := outcomeErr("store message", err); !errors.Is(cls, c.class) {
-					t.Fatalf("outcomeErr(%v) = %v, want %v", err, cls, c.class)
+				if cls := Outcome("store message", err); !errors.Is(cls, c.class) {
+					t.Fatalf("Outcome(%v) = %v, want %v", err, cls, c.class)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"context"
@@ -31,24 +31,24 @@ import (
 // Nats-Msg-Id it has seen (or by a batch's or a counter's fields, which the
 // gateway does not use); errors are json.Marshal of JSPubAckResponse.
 
-// pubAck is what the gateway reads from a PubAck.
+// pubAck is what the store reads from a PubAck.
 type pubAck struct {
 	seq       uint64 // the message's stream sequence
 	duplicate bool   // the stream already had a message with its Nats-Msg-Id (seq is that message's)
 }
 
 // publishOnce sends m to the stream that takes its subject and waits for the
-// PubAck, once: no retry after "no responders" (publish has its own). ctx
-// must have a deadline (publish's storeTimeout), as PublishMsg would
+// PubAck, once: no retry after "no responders" (Publish has its own). ctx
+// must have a deadline (Publish's storeTimeout), as PublishMsg would
 // otherwise add its default one.
-func (g *Gateway) publishOnce(ctx context.Context, m *nats.Msg) (pubAck, error) {
+func (s *Store) publishOnce(ctx context.Context, m *nats.Msg) (pubAck, error) {
 	// As PublishMsg with an option: it gives the message an empty header.
 	// Nothing goes differently on the wire; a caller that reuses m finds it
 	// as before.
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
-	resp, err := g.nc.RequestMsgWithContext(ctx, m)
+	resp, err := s.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return pubAck{}, jetstream.ErrNoStreamResponse

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"context"
@@ -32,12 +32,12 @@ func TestClassifyAPIError(t *testing.T) {
 		{apiErr(500, 10999, "something new"), ErrUnavailable, ErrHeaderTooLarge},
 		{errors.New("no space left on device"), ErrUnavailable, ErrHeaderTooLarge},
 	} {
-		got := jsErr("store message", tc.err)
+		got := Classify("store message", tc.err)
 		if !errors.Is(got, tc.want) || errors.Is(got, tc.notWant) {
-			t.Errorf("jsErr(%v) = %v: want %v, not %v", tc.err, got, tc.want, tc.notWant)
+			t.Errorf("Classify(%v) = %v: want %v, not %v", tc.err, got, tc.want, tc.notWant)
 		}
 		if !strings.Contains(got.Error(), tc.err.Error()) {
-			t.Errorf("jsErr(%v) = %v: lost the cause", tc.err, got)
+			t.Errorf("Classify(%v) = %v: lost the cause", tc.err, got)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func TestJetStreamHeaderLimitClassified(t *testing.T) {
 	if err == nil {
 		t.Fatal("JetStream stored a message with 70 KiB of headers")
 	}
-	if got := jsErr("store message", err); !errors.Is(got, ErrHeaderTooLarge) {
-		t.Fatalf("jsErr(%v) = %v, want ErrHeaderTooLarge", err, got)
+	if got := Classify("store message", err); !errors.Is(got, ErrHeaderTooLarge) {
+		t.Fatalf("Classify(%v) = %v, want ErrHeaderTooLarge", err, got)
 	}
 }

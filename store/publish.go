@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// The one way messages go into queue streams. Every writer of the core
+// (push, release, dead letters and their respawn, accumulation parts and
+// compounds, migrated messages) encodes with Encode and stores with Publish
+// (the store-health check, one retry policy, one classification of
+// outcomes, the outcome recorded for readiness); atomic batches go through
+// PublishBatch, which keeps the same check, classification and record.
+
+// Publish stores m, a message of queue, and returns its stream sequence,
+// re-creating the queue's stream once (Config.RemakeStream) if it was
+// deleted behind the gateways' backs. op names the store in errors. While
+// the NATS server reports a store failure (a full disk) nothing is
+// attempted; every outcome is recorded (Failure).
+//
+// Its errors are honest about the outcome: "no responders" means no stream
+// took the message, so it is retried (a leader election, a reconnect) until
+// the deadline and then answered ErrUnavailable; a PubAck that does not come
+// back in time means the message may be stored, ErrUnknown. Retrying only
+// after "no responders" cannot store a message twice.
+func (s *Store) Publish(ctx context.Context, op, queue string, m *nats.Msg) (uint64, error) {
+	if err := s.health.precheck(op); err != nil {
+		return 0, err
+	}
+	seq, err := s.publishRetrying(ctx, op, queue, m)
+	s.health.note(err)
+	return seq, err
+}
+
+// publishRetrying is Publish after the store-health check.
+func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.Msg) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	looked := false
+	wait := 20 * time.Millisecond
+	for {
+		// publishOnce rather than js.PublishMsg (WithRetryAttempts(0)): the
+		// same request and errors, without PublishMsg's options and
+		// encoding/json's reflection, once per stored message (puback.go).
+		ack, err := s.publishOnce(ctx, m)
+		if err == nil {
+			return ack.seq, nil
+		}
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return 0, Outcome(op, err)
+		}
+		// Either the stream is gone (an operator deleted it) or it has no
+		// leader for the moment (an election in a cluster, or this
+		// gateway's NATS node just went away). Only the first calls for
+		// re-creating it; the lookup is short so that it never holds up a
+		// push that a new leader could take.
+		if !looked && s.cfg.RemakeStream != nil {
+			looked = true
+			sctx, scancel := context.WithTimeout(ctx, time.Second)
+			_, serr := s.js.Stream(sctx, mapping.StreamName(queue))
+			scancel()
+			if errors.Is(serr, jetstream.ErrStreamNotFound) {
+				if err := s.cfg.RemakeStream(ctx, queue); err != nil {
+					return 0, err
+				}
+				continue
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return 0, fmt.Errorf("%s: %w", op, ctx.Err())
+			}
+			return 0, fmt.Errorf("%s: %w: no stream leader took the message in time", op, ErrUnavailable)
+		case <-t.C:
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
+// PublishBatch stores msgs with JetStream's atomic batch publish: all or
+// none, in order. The caller has set Nats-Batch-Id and Nats-Batch-Sequence
+// on each and Nats-Batch-Commit on the last. Its outcomes are Publish's:
+// the commit's PubAck not coming back in time leaves the batch maybe stored
+// (ErrUnknown, which a client must not take for "retry"); no stream
+// responding, or a message before the commit failing to go out, means
+// nothing is stored (JetStream drops an uncommitted batch).
+func (s *Store) PublishBatch(ctx context.Context, msgs []*nats.Msg) error {
+	if err := s.health.precheck("store batch"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := s.nc.PublishMsg(m); err != nil {
+			return Classify("store batch", err)
+		}
+	}
+	_, err := s.publishOnce(ctx, msgs[len(msgs)-1])
+	s.health.note(err)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("store batch: %w: no stream took the batch", ErrUnavailable)
+	}
+	return Outcome("store batch", err)
+}

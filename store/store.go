@@ -1,0 +1,78 @@
+// Package store is the one seam between the gateway's core and JetStream
+// for queue data: every message the core stores goes through a *Store, and
+// so does every large body in the Object Store and every read of a stored
+// message's content. It owns the store-health check (a full disk fails a
+// store at once), the publish and its hand-read PubAck, the one retry
+// policy (only after "no responders", which cannot store twice), atomic
+// batches, the large-body writer with flow control, and the classification
+// of every outcome as stored, not stored (ErrUnavailable) or unknown
+// (ErrUnknown).
+//
+// Why one seam: the same rules used to be repeated (and missed) at each
+// writer, and one writer answered a timed-out batch "retry" where the
+// others said "maybe stored"; here a change to how queue data is stored, or
+// to what an outcome means, is a change in one package. Package gateway
+// decides what to store and when (delivery rules, retries, priorities);
+// this package decides how, and what came of it. It knows the message
+// layout of package mapping but nothing of queues' state.
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Replicas of the buckets the store creates (large bodies, health
+	// probes): the queues' replicas.
+	Replicas int
+	// Health, when set, reports the NATS server's standing store failure
+	// (a full disk), nil when it has none. Meanwhile stores fail at once
+	// with ErrUnavailable.
+	Health func() error
+	// RemakeStream creates the stream that holds queue's messages again
+	// after JetStream said it is gone (an operator deleted it). Publish
+	// calls it at most once per store; nil: Publish does not try.
+	RemakeStream func(ctx context.Context, queue string) error
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Store writes queue data to JetStream and reads it back. Create it with
+// New; it is safe for concurrent use.
+type Store struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	cfg Config
+	log *slog.Logger
+
+	health health
+
+	// objMu guards obj, the large-body bucket once opened.
+	objMu sync.Mutex
+	obj   jetstream.ObjectStore
+}
+
+// storeTimeout bounds one store (publish and its PubAck) when the caller's
+// context has no earlier deadline.
+const storeTimeout = 5 * time.Second
+
+// cleanupTimeout bounds a clean-up that runs on its own deadline (removing
+// a body nothing refers to any more).
+const cleanupTimeout = 10 * time.Second
+
+// New returns a Store writing over nc to the JetStream js.
+func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) *Store {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Store{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
+	s.health.check = cfg.Health
+	return s
+}
