@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -36,7 +35,6 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	if eff.Accum > 0 {
 		return fmt.Errorf("%w: batch push is not available on accumulating queues", ErrInvalid)
 	}
-	batch := uuid.NewString()
 	stored := make([]*nats.Msg, 0, len(msgs))
 	defer func() {
 		// Not committed (nil once it is, or may be): drop the large
@@ -66,13 +64,9 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 			m.Header.Set(mapping.HdrExpires, strconv.FormatInt(time.Now().Add(ttl).UnixNano(), 10))
 			setNatsTTL(m, ttl)
 		}
-		m.Header.Set("Nats-Batch-Id", batch)
-		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		stored = append(stored, m)
 		size += len(msg.Body)
 	}
-	last := stored[len(stored)-1]
-	last.Header.Set("Nats-Batch-Commit", "1")
 	if err := g.store.PublishBatch(ctx, stored); err != nil {
 		if errors.Is(err, ErrUnknown) {
 			stored = nil // it may be stored: its bodies stay

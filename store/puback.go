@@ -1,16 +1,14 @@
 package store
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Storing one message: the request and its PubAck, without jetstream.PublishMsg.
+// Reading the PubAck of one stored message without jetstream.PublishMsg
+// (the request itself is publishOnce, publish.go).
 //
 // Every push, release, dead letter, accumulated compound and copied message
 // is one JetStream publish, and jetstream.PublishMsg spends on each an options
@@ -35,27 +33,6 @@ import (
 type pubAck struct {
 	seq       uint64 // the message's stream sequence
 	duplicate bool   // the stream already had a message with its Nats-Msg-Id (seq is that message's)
-}
-
-// publishOnce sends m to the stream that takes its subject and waits for the
-// PubAck, once: no retry after "no responders" (Publish has its own). ctx
-// must have a deadline (Publish's storeTimeout), as PublishMsg would
-// otherwise add its default one.
-func (s *Store) publishOnce(ctx context.Context, m *nats.Msg) (pubAck, error) {
-	// As PublishMsg with an option: it gives the message an empty header.
-	// Nothing goes differently on the wire; a caller that reuses m finds it
-	// as before.
-	if m.Header == nil {
-		m.Header = nats.Header{}
-	}
-	resp, err := s.nc.RequestMsgWithContext(ctx, m)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return pubAck{}, jetstream.ErrNoStreamResponse
-		}
-		return pubAck{}, err
-	}
-	return parsePubAck(resp.Data)
 }
 
 // parsePubAck reads the answer to a publish as jetstream.PublishMsg does:

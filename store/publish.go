@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -48,7 +50,8 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.M
 	for {
 		// publishOnce rather than js.PublishMsg (WithRetryAttempts(0)): the
 		// same request and errors, without PublishMsg's options and
-		// encoding/json's reflection, once per stored message (puback.go).
+		// encoding/json's reflection, once per stored message (puback.go
+		// reads the answer).
 		ack, err := s.publishOnce(ctx, m)
 		if err == nil {
 			return ack.seq, nil
@@ -87,9 +90,38 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.M
 	}
 }
 
+// publishOnce sends m to the stream that takes its subject and waits for the
+// PubAck, once: no retry after "no responders" (Publish has its own). ctx
+// must have a deadline (Publish's storeTimeout), as PublishMsg would
+// otherwise add its default one.
+func (s *Store) publishOnce(ctx context.Context, m *nats.Msg) (pubAck, error) {
+	// As PublishMsg with an option: it gives the message an empty header.
+	// Nothing goes differently on the wire; a caller that reuses m finds it
+	// as before.
+	if m.Header == nil {
+		m.Header = nats.Header{}
+	}
+	resp, err := s.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return pubAck{}, jetstream.ErrNoStreamResponse
+		}
+		return pubAck{}, err
+	}
+	return parsePubAck(resp.Data)
+}
+
+// JetStream's atomic batch headers (ADR-50); nats.go names none of them.
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+)
+
 // PublishBatch stores msgs with JetStream's atomic batch publish: all or
-// none, in order. The caller has set Nats-Batch-Id and Nats-Batch-Sequence
-// on each and Nats-Batch-Commit on the last. Its outcomes are Publish's:
+// none, in order. It marks them as one batch, the last one committing it;
+// msgs holds 1 to 1000 messages (JetStream's limit; gateway.MaxBatch).
+// Its outcomes are Publish's:
 // the commit's PubAck not coming back in time leaves the batch maybe stored
 // (ErrUnknown, which a client must not take for "retry"); no stream
 // responding, or a message before the commit failing to go out, means
@@ -98,6 +130,12 @@ func (s *Store) PublishBatch(ctx context.Context, msgs []*nats.Msg) error {
 	if err := s.health.precheck("store batch"); err != nil {
 		return err
 	}
+	id := uuid.NewString()
+	for i, m := range msgs {
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+	}
+	msgs[len(msgs)-1].Header.Set(hdrBatchCommit, "1")
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	for _, m := range msgs[:len(msgs)-1] {

@@ -126,17 +126,14 @@ func TestPublishNoStreamIsUnavailable(t *testing.T) {
 	}
 }
 
-// batch is n messages of queue marked as one atomic batch.
+// batch is n messages of queue.
 func batch(queue string, n int) []*nats.Msg {
 	msgs := make([]*nats.Msg, n)
 	for i := range msgs {
 		m := nats.NewMsg(mapping.QueueSubject(queue))
 		m.Data = []byte(strconv.Itoa(i))
-		m.Header.Set("Nats-Batch-Id", "b-"+queue)
-		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		msgs[i] = m
 	}
-	msgs[n-1].Header.Set("Nats-Batch-Commit", "1")
 	return msgs
 }
 
