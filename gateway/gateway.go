@@ -114,6 +114,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -198,16 +200,16 @@ type Gateway struct {
 
 	subs    []*nats.Subscription
 	closing chan struct{}
-	// followers mirror KV buckets (kvwatch.go); Close stops them.
+	// followers mirror KV buckets (buckets.go); Close stops them.
 	followMu  sync.Mutex
-	followers []*kvFollower
+	followers []*kvfollow.Follower
 	stopWait  sync.Once // closes closing (drain.go)
 	closeOne  sync.Once
 	// bg counts the core's long-lived goroutines (re-poll, wake-ups); work
 	// counts everything started on the way and holds the context that lives
-	// as long as the gateway (background.go). Close waits for both.
+	// as long as the gateway (lifecycle.Work). Close waits for both.
 	bg    sync.WaitGroup
-	work  *background
+	work  *lifecycle.Work
 	wakes *wakeups
 	peers *peers
 }
@@ -253,7 +255,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		id:      hex.EncodeToString(idb),
 		idPfx:   idb,
 		closing: make(chan struct{}),
-		work:    newBackground(),
+		work:    lifecycle.New(closeGrace),
 	}
 	if g.obs == nil {
 		g.obs = nopObserver{}
@@ -356,7 +358,7 @@ func (g *Gateway) Close() {
 		g.stopFollowers()
 		g.queues.stop()
 		g.dels.stopTimers()
-		g.work.close()
+		g.work.Close()
 		g.bg.Wait()
 	})
 }

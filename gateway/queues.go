@@ -21,7 +21,7 @@ import (
 type registry struct {
 	g  *Gateway
 	kv jetstream.KeyValue
-	f  *kvFollower // follows kv; own writes are noted there (ownwrites.go)
+	f  *kvFollower // follows kv; own writes are noted there (kvfollow)
 
 	mu      sync.Mutex
 	known   map[string]string       // encoded name → queue name, every existing queue
@@ -182,7 +182,7 @@ func (r *registry) register(ctx context.Context, queue string) error {
 		return jsErr("create queue", err)
 	}
 	if err == nil {
-		r.f.wrote(enc, rev)
+		r.f.Wrote(enc, rev)
 	}
 	r.addKnown(enc, queue)
 	return nil
@@ -258,7 +258,7 @@ func (r *registry) countLocked() int {
 // deleteKey deletes the queue's registry key at the revision it reads
 // (ErrNotFound when there is none), marked as this gateway's own write.
 func (r *registry) deleteKey(ctx context.Context, queue, enc string) (err error) {
-	done := r.f.removing(enc)
+	done := r.f.Removing(enc)
 	defer func() { done(ctx, err == nil) }()
 	for attempt := 0; ; attempt++ {
 		e, err := r.kv.Get(ctx, enc)

@@ -145,7 +145,7 @@ func (w *wakeups) run() {
 		}
 		t.Reset(next)
 		select {
-		case <-w.g.work.ctx.Done():
+		case <-w.g.work.Context().Done():
 			return
 		case <-w.kick:
 		case <-t.C:
