@@ -464,7 +464,7 @@ func (q *queueState) abandonFetchLocked() {
 // still arrives on the queue's subscription and is handed over or released
 // as usual.)
 func (g *Gateway) onReconnect() {
-	_ = g.peers.announce()
+	_ = g.peers.Announce()
 	g.queues.mu.Lock()
 	states := make([]*queueState, 0, len(g.queues.states))
 	for _, q := range g.queues.states {

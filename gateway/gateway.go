@@ -87,7 +87,7 @@
 // because JetStream acknowledges a publish before the consumer counts the
 // message.) While a queue is empty its waiters sleep until a notification on
 // lmq.n.<enc> (published by any gateway after every stored push or release,
-// while other gateways are known to be running: peers.go) or
+// while other gateways are known to be running: package peers) or
 // a periodic re-poll (which also catches messages published by plain NATS
 // programs and JetStream's own redeliveries). An idle long-poll therefore
 // costs no JetStream requests between re-polls. Pull-any does not bind the
@@ -116,6 +116,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
+	"github.com/lmq-gateway/lmq-gateway/internal/peers"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -211,7 +212,7 @@ type Gateway struct {
 	bg    sync.WaitGroup
 	work  *lifecycle.Work
 	wakes *wakeups
-	peers *peers
+	peers *peers.Peers
 }
 
 const (
@@ -270,7 +271,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
-	g.peers = newPeers(g)
+	g.peers = peers.New(nc, idb)
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -302,7 +303,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("subscribe pull replies: %w", err)
 	}
-	if err := g.peers.start(); err != nil {
+	subs, err := g.peers.Start(g.counted)
+	g.subs = append(g.subs, subs...)
+	if err != nil {
 		g.Close()
 		return nil, fmt.Errorf("peers: %w", err)
 	}
@@ -313,7 +316,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	g.bg.Add(3)
 	go g.repollLoop()
 	go g.wakes.run()
-	go g.peers.run()
+	go func() {
+		defer g.bg.Done()
+		g.peers.Run(g.closing)
+	}()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB
@@ -344,6 +350,11 @@ func (g *Gateway) SetAccumulator(a Accumulator) { g.acc.Store(&a) }
 
 // ID is this gateway instance's id (hex), the prefix of its delivery ids.
 func (g *Gateway) ID() string { return g.id }
+
+// Peers is the ids of the other gateways this one knows to share its NATS
+// system (their hellos, or their notifications, were heard within the last
+// 15 s).
+func (g *Gateway) Peers() []string { return g.peers.List() }
 
 // Close stops the core: waiting pulls answer empty; in-flight deliveries stay
 // pending in JetStream and come back after the consumer's AckWait. It

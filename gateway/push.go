@@ -269,8 +269,8 @@ func (g *Gateway) notifyLevel(queue string, p int) {
 		enc = mapping.EncodeName(queue)
 	}
 	g.queues.notifyAny(enc)
-	if g.peers.any() {
-		// Only other gateways' waiting clients need it (peers.go says why
+	if g.peers.Any() {
+		// Only other gateways' waiting clients need it (package peers says why
 		// leaving it out while alone is safe).
 		_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
 	}
@@ -282,7 +282,7 @@ func (g *Gateway) onNotify(m *nats.Msg) {
 		return // our own, already applied locally
 	}
 	if len(id) == len(g.idPfx) {
-		g.peers.heard(id) // a gateway that notifies is a peer (older ones send no hellos)
+		g.peers.Heard(id) // a gateway that notifies is a peer (older ones send no hellos)
 	}
 	_, enc, ok := mapping.EncFromSubject(m.Subject)
 	if !ok {
