@@ -116,7 +116,9 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
+	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
+	"github.com/lmq-gateway/lmq-gateway/internal/recent"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -191,8 +193,13 @@ type Gateway struct {
 	queues  *registry
 	dels    *deliveryTable
 	store   storeHealth
-	acked   *ackedIDs
-	noise   *noiseLimiter
+	// acked are the delivery ids acked lately: LMQ answers any reply to a
+	// finished delivery with 404, and so does the gateway, but a retried ack
+	// whose first try took effect gets ErrAlreadyAcked in the text, which a
+	// client can read as done. Kept up to 2^16 ids and 10 minutes; older
+	// ones are answered as LMQ would ("not found").
+	acked *recent.IDs
+	noise *noise.Limiter
 
 	pulls    *pullTable
 	fetchSeq atomic.Uint64
@@ -266,8 +273,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.dels = newDeliveryTable()
 	g.store.check = cfg.StoreHealth
-	g.acked = newAckedIDs(nil)
-	g.noise = newNoiseLimiter(5*time.Second, nil)
+	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
+	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)

@@ -125,7 +125,7 @@ func (w *wakeups) run() {
 		}
 		left := w.left
 		if left > 0 {
-			if _, ok := w.g.noise.allow("wake-ups full"); ok {
+			if _, ok := w.g.noise.Allow("wake-ups full"); ok {
 				w.left = 0
 			} else {
 				left = 0
