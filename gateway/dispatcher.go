@@ -152,7 +152,7 @@ func (q *queueState) consumerMissing() {
 			if n, ok := q.g.noise.Allow("re-creating queue consumer failed"); ok {
 				q.g.log.Warn("re-creating queue consumer failed", "queue", q.name, "err", err, "suppressed", n)
 			}
-			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.mu.Lock()
@@ -321,7 +321,7 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 		return // the caller sends the next request itself
 	}
 	if retryAfter > 0 {
-		q.g.wakes.retryAt(q, time.Now().Add(retryAfter))
+		q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(retryAfter))
 		return
 	}
 	if !empty || q.dirty {

@@ -119,6 +119,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
+	"github.com/lmq-gateway/lmq-gateway/internal/wakeups"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -218,7 +219,7 @@ type Gateway struct {
 	// as long as the gateway (lifecycle.Work). Close waits for both.
 	bg    sync.WaitGroup
 	work  *lifecycle.Work
-	wakes *wakeups
+	wakes *wakeups.Timer[wakeTarget]
 	peers *peers.Peers
 }
 
@@ -322,7 +323,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.bg.Add(3)
 	go g.repollLoop()
-	go g.wakes.run()
+	go func() {
+		defer g.bg.Done()
+		g.wakes.Run(g.work.Context())
+	}()
 	go func() {
 		defer g.bg.Done()
 		g.peers.Run(g.closing)

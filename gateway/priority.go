@@ -112,7 +112,7 @@ func (q *queueState) makeLevelLocked(p int) {
 			if n, ok := q.g.noise.Allow("creating priority consumer failed"); ok {
 				q.g.log.Warn("creating priority consumer failed", "queue", q.name, "priority", p, "err", err, "suppressed", n)
 			}
-			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.prio.ready |= 1 << p

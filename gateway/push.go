@@ -187,7 +187,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
-		g.wakeAt(queue, time.Now().Add(opts.Delay+300*time.Millisecond))
+		g.wakes.AtSlot(wakeTarget{queue: queue}, time.Now().Add(opts.Delay+300*time.Millisecond))
 		if prio > 0 {
 			// Mark the queue as using priorities everywhere, so that the
 			// wake-up (and other gateways' re-polls) look at its levels.
