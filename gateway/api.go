@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// Header is one kept request header (the preserve-header hook); Name is lowercase.
-type Header struct {
-	Name  string
-	Value string
-}
+// Header is one kept request header (the preserve-header hook); Name is
+// lowercase. An alias, so that a message's headers go to and from the
+// compound body format (mapping.Part) without a copy.
+type Header = mapping.Header
 
 // Message is what a client pushes, and one part of a compound delivery.
 type Message struct {

@@ -239,7 +239,7 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 			}
 		}
 	}
-	p.Kept = lastByName(p.Kept) // map order is random: sorted for the page
+	p.Kept = mapping.LastByName(p.Kept) // map order is random: sorted for the page
 	if ref := h.Get(mapping.HdrObject); ref != "" {
 		// A large body stays where it is: its size is enough for a look.
 		p.Object, p.Size = true, -1
