@@ -97,6 +97,13 @@
 //
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
+//
+// Built from: internal/kvfollow (following a KV bucket, skipping echoes of
+// own writes: the registry and properties), internal/peers (the other
+// gateways, by heartbeats), internal/lifecycle (background work owned and
+// waited for by Close), internal/wakeups (timed pokes of queues and
+// dispatchers), internal/noise (log-noise limiter), internal/recent
+// (recently acked ids) and mapping's compound body format.
 package gateway
 
 import (
