@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// Header is one kept request header (the preserve-header hook); Name is lowercase.
-type Header struct {
-	Name  string
-	Value string
-}
+// Header is one kept request header (the preserve-header hook); Name is
+// lowercase. An alias, so that a message's headers go to and from the
+// compound body format (mapping.Part) without a copy.
+type Header = mapping.Header
 
 // Message is what a client pushes, and one part of a compound delivery.
 type Message struct {
@@ -28,13 +28,7 @@ type Message struct {
 
 // content is msg as the store encodes it.
 func (m Message) content() store.Content {
-	c := store.Content{ContentType: m.ContentType, Body: m.Body}
-	if len(m.Kept) > 0 {
-		c.Kept = make([]store.Header, len(m.Kept))
-		for i, h := range m.Kept {
-			c.Kept[i] = store.Header(h)
-		}
-	}
+	c := store.Content{ContentType: m.ContentType, Body: m.Body, Kept: m.Kept}
 	if m.stored != nil {
 		c.Object = m.stored.name
 	}
@@ -46,19 +40,7 @@ func decoded(c store.Content, err error) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{ContentType: c.ContentType, Body: c.Body, Kept: keptHeaders(c.Kept)}, nil
-}
-
-// keptHeaders are the store's kept headers as the core's; nil when none.
-func keptHeaders(kept []store.Header) []Header {
-	if len(kept) == 0 {
-		return nil
-	}
-	out := make([]Header, len(kept))
-	for i, h := range kept {
-		out[i] = Header(h)
-	}
-	return out
+	return Message{ContentType: c.ContentType, Body: c.Body, Kept: c.Kept}, nil
 }
 
 // AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".

@@ -1,86 +1,28 @@
 package gateway
 
-import (
-	"bytes"
-	"fmt"
-	"sort"
+import "github.com/lmq-gateway/lmq-gateway/mapping"
 
-	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
-)
-
-// A compound message's body is a MessagePack array of [headers, content]
-// pairs, one per part in push order: headers is a map of the part's metadata
-// ("content-type" when one was given, and kept request headers), content is
-// binary. It is the shape of LMQ's cf=msgpack delivery.
-
-// EncodeCompound encodes parts as a compound message body.
+// EncodeCompound encodes parts as a compound message body
+// (mapping.EncodeCompound: the format is mapping's).
 func EncodeCompound(parts []Message) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	if err := enc.EncodeArrayLen(len(parts)); err != nil {
+	ps := make([]mapping.Part, len(parts))
+	for i, m := range parts {
+		ps[i] = mapping.Part{ContentType: m.ContentType, Body: m.Body, Kept: m.Kept}
+	}
+	return mapping.EncodeCompound(ps)
+}
+
+// DecodeCompound decodes a compound message body (mapping.DecodeCompound:
+// memory follows the bytes present; maxParts > 0 bounds the parts). Part
+// bodies share memory with body.
+func DecodeCompound(body []byte, maxParts int) ([]Message, error) {
+	ps, err := mapping.DecodeCompound(body, maxParts)
+	if err != nil {
 		return nil, err
 	}
-	for _, p := range parts {
-		hdr := make(map[string]string, 1+len(p.Kept))
-		for _, h := range p.Kept {
-			hdr[h.Name] = h.Value
-		}
-		if p.ContentType != "" {
-			hdr["content-type"] = p.ContentType
-		}
-		if err := enc.EncodeArrayLen(2); err != nil {
-			return nil, err
-		}
-		if err := enc.Encode(hdr); err != nil {
-			return nil, err
-		}
-		if err := enc.EncodeBytes(p.Body); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
-}
-
-// DecodeCompound decodes a compound message body. The body is outside input
-// (a batch push, or whatever was published on a queue subject), so it is read
-// by mpack, whose memory follows the bytes present, never a declared count.
-// maxParts > 0 bounds the parts accepted. Part bodies share memory with body.
-func DecodeCompound(body []byte, maxParts int) ([]Message, error) {
-	parts, err := mpack.DecodeParts(body, maxParts)
-	if err != nil {
-		return nil, fmt.Errorf("decode compound: %w", err)
-	}
-	out := make([]Message, 0, len(parts))
-	for _, p := range parts {
-		m := Message{Body: p.Body}
-		for _, h := range p.Headers {
-			if h.Name == "content-type" {
-				m.ContentType = h.Value // a map has one value per name: the last sent wins
-				continue
-			}
-			m.Kept = append(m.Kept, Header{Name: h.Name, Value: h.Value})
-		}
-		m.Kept = lastByName(m.Kept)
-		out = append(out, m)
+	out := make([]Message, len(ps))
+	for i, p := range ps {
+		out[i] = Message{ContentType: p.ContentType, Body: p.Body, Kept: p.Kept}
 	}
 	return out, nil
-}
-
-// lastByName sorts headers by name and keeps the last sent of each name, as a
-// map decoder would; sorting first keeps this O(n log n) for hostile bodies.
-func lastByName(hs []Header) []Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Name < hs[b].Name })
-	out := hs[:0]
-	for i, h := range hs {
-		if i+1 < len(hs) && hs[i+1].Name == h.Name {
-			continue
-		}
-		out = append(out, h)
-	}
-	return out
 }

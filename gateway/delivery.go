@@ -345,7 +345,7 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 	}
 	d := g.dels.get(id)
 	if d == nil {
-		if g.acked.has(id) {
+		if g.acked.Has(id) {
 			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
 		}
 		return g.relayReply(ctx, queue, id, kind)
@@ -390,7 +390,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.timer.Stop()
 		d.mu.Unlock()
 		g.dels.del(d.id)
-		g.acked.add(d.id)
+		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
 		g.store.DropBody(ctx, d.raw.msg)
 	case Nack:

@@ -149,10 +149,10 @@ func (q *queueState) consumerMissing() {
 		if err := q.ensureConsumer(ctx); err != nil {
 			// A consumer without a leader (an election) answers the same
 			// way and cannot be made either: try again in a second.
-			if n, ok := q.g.noise.allow("re-creating queue consumer failed"); ok {
+			if n, ok := q.g.noise.Allow("re-creating queue consumer failed"); ok {
 				q.g.log.Warn("re-creating queue consumer failed", "queue", q.name, "err", err, "suppressed", n)
 			}
-			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.mu.Lock()
@@ -321,7 +321,7 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 		return // the caller sends the next request itself
 	}
 	if retryAfter > 0 {
-		q.g.wakes.retryAt(q, time.Now().Add(retryAfter))
+		q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(retryAfter))
 		return
 	}
 	if !empty || q.dirty {
@@ -464,7 +464,7 @@ func (q *queueState) abandonFetchLocked() {
 // still arrives on the queue's subscription and is handed over or released
 // as usual.)
 func (g *Gateway) onReconnect() {
-	_ = g.peers.announce()
+	_ = g.peers.Announce()
 	g.queues.mu.Lock()
 	states := make([]*queueState, 0, len(g.queues.states))
 	for _, q := range g.queues.states {
@@ -521,7 +521,7 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 		case pullRefused:
 			// During an election every queue's requests are refused at
 			// once, hundreds a second: one line per interval says it.
-			if n, ok := g.noise.allow("pull request refused"); ok {
+			if n, ok := g.noise.Allow("pull request refused"); ok {
 				g.log.Warn("pull request refused", "queue", fr.q.name, "status", status,
 					"description", m.Header.Get("Description"), "suppressed", n)
 			}

@@ -95,7 +95,7 @@
 // because JetStream acknowledges a publish before the consumer counts the
 // message.) While a queue is empty its waiters sleep until a notification on
 // lmq.n.<enc> (published by any gateway after every stored push or release,
-// while other gateways are known to be running: peers.go) or
+// while other gateways are known to be running: package peers) or
 // a periodic re-poll (which also catches messages published by plain NATS
 // programs and JetStream's own redeliveries). An idle long-poll therefore
 // costs no JetStream requests between re-polls. Pull-any does not bind the
@@ -105,6 +105,13 @@
 //
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
+//
+// Built from: internal/kvfollow (following a KV bucket, skipping echoes of
+// own writes: the registry and properties), internal/peers (the other
+// gateways, by heartbeats), internal/lifecycle (background work owned and
+// waited for by Close), internal/wakeups (timed pokes of queues and
+// dispatchers), internal/noise (log-noise limiter), internal/recent
+// (recently acked ids) and mapping's compound body format.
 package gateway
 
 import (
@@ -121,6 +128,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
+	"github.com/lmq-gateway/lmq-gateway/internal/noise"
+	"github.com/lmq-gateway/lmq-gateway/internal/peers"
+	"github.com/lmq-gateway/lmq-gateway/internal/recent"
+	"github.com/lmq-gateway/lmq-gateway/internal/wakeups"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -195,8 +208,13 @@ type Gateway struct {
 	dels    *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
-	acked *ackedIDs
-	noise *noiseLimiter
+	// acked are the delivery ids acked lately: LMQ answers any reply to a
+	// finished delivery with 404, and so does the gateway, but a retried ack
+	// whose first try took effect gets ErrAlreadyAcked in the text, which a
+	// client can read as done. Kept up to 2^16 ids and 10 minutes; older
+	// ones are answered as LMQ would ("not found").
+	acked *recent.IDs
+	noise *noise.Limiter
 
 	pulls    *pullTable
 	fetchSeq atomic.Uint64
@@ -205,18 +223,18 @@ type Gateway struct {
 
 	subs    []*nats.Subscription
 	closing chan struct{}
-	// followers mirror KV buckets (kvwatch.go); Close stops them.
+	// followers mirror KV buckets (buckets.go); Close stops them.
 	followMu  sync.Mutex
-	followers []*kvFollower
+	followers []*kvfollow.Follower
 	stopWait  sync.Once // closes closing (drain.go)
 	closeOne  sync.Once
 	// bg counts the core's long-lived goroutines (re-poll, wake-ups); work
 	// counts everything started on the way and holds the context that lives
-	// as long as the gateway (background.go). Close waits for both.
+	// as long as the gateway (lifecycle.Work). Close waits for both.
 	bg    sync.WaitGroup
-	work  *background
-	wakes *wakeups
-	peers *peers
+	work  *lifecycle.Work
+	wakes *wakeups.Timer[wakeTarget]
+	peers *peers.Peers
 }
 
 const (
@@ -260,7 +278,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		id:      hex.EncodeToString(idb),
 		idPfx:   idb,
 		closing: make(chan struct{}),
-		work:    newBackground(),
+		work:    lifecycle.New(closeGrace),
 	}
 	if g.obs == nil {
 		g.obs = nopObserver{}
@@ -282,12 +300,12 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 			return err
 		},
 	})
-	g.acked = newAckedIDs(nil)
-	g.noise = newNoiseLimiter(5*time.Second, nil)
+	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
+	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.queues = newRegistry(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
-	g.peers = newPeers(g)
+	g.peers = peers.New(nc, idb)
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -319,7 +337,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("subscribe pull replies: %w", err)
 	}
-	if err := g.peers.start(); err != nil {
+	subs, err := g.peers.Start(g.counted)
+	g.subs = append(g.subs, subs...)
+	if err != nil {
 		g.Close()
 		return nil, fmt.Errorf("peers: %w", err)
 	}
@@ -329,8 +349,14 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.bg.Add(3)
 	go g.repollLoop()
-	go g.wakes.run()
-	go g.peers.run()
+	go func() {
+		defer g.bg.Done()
+		g.wakes.Run(g.work.Context())
+	}()
+	go func() {
+		defer g.bg.Done()
+		g.peers.Run(g.closing)
+	}()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB
@@ -362,6 +388,11 @@ func (g *Gateway) SetAccumulator(a Accumulator) { g.acc.Store(&a) }
 // ID is this gateway instance's id (hex), the prefix of its delivery ids.
 func (g *Gateway) ID() string { return g.id }
 
+// Peers is the ids of the other gateways this one knows to share its NATS
+// system (their hellos, or their notifications, were heard within the last
+// 15 s).
+func (g *Gateway) Peers() []string { return g.peers.List() }
+
 // Close stops the core: waiting pulls answer empty; in-flight deliveries stay
 // pending in JetStream and come back after the consumer's AckWait. It
 // returns when none of the core's goroutines is left (background work under
@@ -375,7 +406,7 @@ func (g *Gateway) Close() {
 		g.stopFollowers()
 		g.queues.stop()
 		g.dels.stopTimers()
-		g.work.close()
+		g.work.Close()
 		g.bg.Wait()
 	})
 }

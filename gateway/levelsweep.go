@@ -56,7 +56,7 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 		now := time.Now()
 		looks, err := g.queues.lookAt(ctx, shards, now.Add(-g.cfg.RepollInterval))
 		if err != nil {
-			if n, ok := g.noise.allow("priority level sweep failed"); ok {
+			if n, ok := g.noise.Allow("priority level sweep failed"); ok {
 				g.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)
 			}
 			return

@@ -233,8 +233,8 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	if v := h.Get(mapping.HdrDeadAt); v != "" {
 		p.DiedAt, _ = time.Parse(time.RFC3339Nano, v) // garbage reads as unknown
 	}
-	p.Kept = append(p.Kept, keptHeaders(store.KeptHeaders(h))...)
-	p.Kept = lastByName(p.Kept) // map order is random: sorted for the page
+	p.Kept = append(p.Kept, store.KeptHeaders(h)...)
+	p.Kept = mapping.LastByName(p.Kept) // map order is random: sorted for the page
 	if ref := h.Get(mapping.HdrObject); ref != "" {
 		// A large body stays where it is: its size is enough for a look.
 		p.Object, p.Size = true, -1

@@ -109,10 +109,10 @@ func (q *queueState) makeLevelLocked(p int) {
 		defer q.mu.Unlock()
 		q.prio.making = false
 		if err != nil {
-			if n, ok := q.g.noise.allow("creating priority consumer failed"); ok {
+			if n, ok := q.g.noise.Allow("creating priority consumer failed"); ok {
 				q.g.log.Warn("creating priority consumer failed", "queue", q.name, "priority", p, "err", err, "suppressed", n)
 			}
-			q.g.wakes.retryAt(q, time.Now().Add(time.Second))
+			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.prio.ready |= 1 << p

@@ -33,7 +33,7 @@ type propCache struct {
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
-	// f follows the bucket; own writes are noted there (ownwrites.go).
+	// f follows the bucket; own writes are noted there (kvfollow).
 	f *kvFollower
 
 	// resolved[queue] is mapping.Resolve(defaults, queue, own[enc]) as of
@@ -214,7 +214,7 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 			wrote, err = g.kv.Update(ctx, key, next.JSON(), rev)
 		}
 		if err == nil {
-			g.props.f.wrote(key, wrote) // first: no older echo lands after the local write
+			g.props.f.Wrote(key, wrote) // first: no older echo lands after the local write
 			g.props.setLocal(enc, next, true)
 			if _, err := g.queues.ensure(ctx, queue); err != nil {
 				return err
@@ -245,7 +245,7 @@ func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
 
 func (g *Gateway) dropOwnProps(ctx context.Context, queue string) error {
 	enc := mapping.EncodeName(queue)
-	done := g.props.f.removing(ownKeyPrefix + enc)
+	done := g.props.f.Removing(ownKeyPrefix + enc)
 	err := g.kv.Purge(ctx, ownKeyPrefix+enc)
 	done(ctx, err == nil)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -263,7 +263,7 @@ func (g *Gateway) DefaultProps(context.Context) (mapping.DefaultList, error) {
 // SetDefaultProps replaces the default-properties list (nil or empty clears it).
 func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
 	if len(list) == 0 {
-		done := g.props.f.removing(defaultsKey)
+		done := g.props.f.Removing(defaultsKey)
 		err := g.kv.Purge(ctx, defaultsKey)
 		done(ctx, err == nil)
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -276,7 +276,7 @@ func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList)
 	if err != nil {
 		return jsErr("write default properties", err)
 	}
-	g.props.f.wrote(defaultsKey, rev)
+	g.props.f.Wrote(defaultsKey, rev)
 	g.props.setDefaultsLocal(list)
 	return nil
 }

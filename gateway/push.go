@@ -183,7 +183,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
-		g.wakeAt(queue, time.Now().Add(opts.Delay+300*time.Millisecond))
+		g.wakes.AtSlot(wakeTarget{queue: queue}, time.Now().Add(opts.Delay+300*time.Millisecond))
 		if prio > 0 {
 			// Mark the queue as using priorities everywhere, so that the
 			// wake-up (and other gateways' re-polls) look at its levels.
@@ -265,8 +265,8 @@ func (g *Gateway) notifyLevel(queue string, p int) {
 		enc = mapping.EncodeName(queue)
 	}
 	g.queues.notifyAny(enc)
-	if g.peers.any() {
-		// Only other gateways' waiting clients need it (peers.go says why
+	if g.peers.Any() {
+		// Only other gateways' waiting clients need it (package peers says why
 		// leaving it out while alone is safe).
 		_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
 	}
@@ -278,7 +278,7 @@ func (g *Gateway) onNotify(m *nats.Msg) {
 		return // our own, already applied locally
 	}
 	if len(id) == len(g.idPfx) {
-		g.peers.heard(id) // a gateway that notifies is a peer (older ones send no hellos)
+		g.peers.Heard(id) // a gateway that notifies is a peer (older ones send no hellos)
 	}
 	_, enc, ok := mapping.EncFromSubject(m.Subject)
 	if !ok {

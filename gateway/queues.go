@@ -8,7 +8,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,7 +20,7 @@ import (
 type registry struct {
 	g  *Gateway
 	kv jetstream.KeyValue
-	f  *kvFollower // follows kv; own writes are noted there (ownwrites.go)
+	f  *kvFollower // follows kv; own writes are noted there (kvfollow)
 
 	mu      sync.Mutex
 	known   map[string]string       // encoded name → queue name, every existing queue
@@ -182,7 +181,7 @@ func (r *registry) register(ctx context.Context, queue string) error {
 		return jsErr("create queue", err)
 	}
 	if err == nil {
-		r.f.wrote(enc, rev)
+		r.f.Wrote(enc, rev)
 	}
 	r.addKnown(enc, queue)
 	return nil
@@ -258,7 +257,7 @@ func (r *registry) countLocked() int {
 // deleteKey deletes the queue's registry key at the revision it reads
 // (ErrNotFound when there is none), marked as this gateway's own write.
 func (r *registry) deleteKey(ctx context.Context, queue, enc string) (err error) {
-	done := r.f.removing(enc)
+	done := r.f.Removing(enc)
 	defer func() { done(ctx, err == nil) }()
 	for attempt := 0; ; attempt++ {
 		e, err := r.kv.Get(ctx, enc)
@@ -277,182 +276,6 @@ func (r *registry) deleteKey(ctx context.Context, queue, enc string) (err error)
 			return jsErr("delete queue", err)
 		}
 	}
-}
-
-// cachedShard is shard k's stream if this gateway has made or seen it.
-func (r *registry) cachedShard(k int) jetstream.Stream {
-	s := &r.shards[k]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st
-}
-
-// shard returns shard k's stream, creating it on first use (or bringing
-// one made by an older version up to date).
-func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := r.cachedShard(k); st != nil {
-		return st, nil
-	}
-	r.shardMu.Lock()
-	defer r.shardMu.Unlock()
-	if st := r.cachedShard(k); st != nil {
-		return st, nil
-	}
-	want := shardConfig(k, r.g.cfg.Replicas)
-	st, err := r.g.js.CreateStream(ctx, want)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		st, err = r.upgradeShard(ctx, want)
-	}
-	if err != nil {
-		return nil, jsErr("create queue stream", err)
-	}
-	s := &r.shards[k]
-	s.mu.Lock()
-	s.st = st
-	s.mu.Unlock()
-	return st, nil
-}
-
-// lookupShard returns shard k's stream if it exists (nil if not), without
-// creating it: another gateway may have made it since this one started.
-func (r *registry) lookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := r.cachedShard(k); st != nil {
-		return st, nil
-	}
-	_, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, jsErr("queue stream", err)
-	}
-	return r.shard(ctx, k)
-}
-
-// shardLost forgets shard k's stream after JetStream said it is gone (an
-// operator deleted it): the next use creates it again.
-func (r *registry) shardLost(k int) {
-	s := &r.shards[k]
-	s.mu.Lock()
-	s.st = nil
-	s.mu.Unlock()
-}
-
-// adopt finds the shard streams that exist and registers queues that have
-// messages but no registry key: pushed by a gateway that had not yet seen
-// the queue deleted, or published by a NATS program straight into a new
-// queue's subject. A message is never left where no client can reach it.
-func (r *registry) adopt(ctx context.Context) error {
-	names := r.g.js.StreamNames(ctx)
-	var shards []int
-	for s := range names.Name() {
-		if k, ok := mapping.ShardFromStream(s); ok {
-			shards = append(shards, k)
-		}
-	}
-	if err := names.Err(); err != nil {
-		return fmt.Errorf("list queue streams: %w", err)
-	}
-	for _, k := range shards {
-		st, err := r.shard(ctx, k)
-		if err != nil {
-			return err
-		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
-		if err != nil {
-			return jsErr("list queues", err)
-		}
-		for subj := range info.State.Subjects {
-			_, enc, ok := mapping.ParseSubject(subj)
-			if !ok {
-				continue
-			}
-			name, ok := mapping.DecodeName(enc)
-			if !ok || r.isKnown(name) {
-				continue
-			}
-			r.g.log.Info("registering a queue that has messages but no registry key", "queue", name)
-			if err := r.register(ctx, name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// shardConfig is shard k's stream. The features beyond LMQ need stream
-// settings that JetStream does not let us turn off again (per-message TTL,
-// schedules for delays, atomic batches); they cost nothing while unused, so
-// every shard gets them from the start.
-//
-// Block churn (issue 19), measured and left as it is: JetStream's file
-// store deletes a message block when its last message goes
-// (fileStore.removeMsgFromBlock → removeMsgBlock, server/filestore.go in
-// nats-server 2.15); when that is the block being written it first rolls to
-// a new one (newMsgBlockForWrite: a new .blk file, hash key, write cache,
-// flush goroutine), writes a tombstone there and unlinks the old file. A
-// queue whose consumers keep up is emptied by nearly every ack, so at 2,000
-// msg/s the store made and removed a block file every ~2 messages. No
-// setting avoids it: the block size only bounds a full block, S2 compression
-// adds a recompression of each rolled block (raw test: 300 against 197
-// µs/msg), SyncInterval/SyncAlways only act on flushing. A message nobody
-// consumes in the block being written avoids it (an ack then only appends a
-// tombstone). Two such keepers were built and measured: republished every
-// second by a JetStream schedule, and written (rolled up) by a gateway at
-// most once a second after pushes into the shard. In-process they cut CPU
-// per pull+ack by 25-50%, but through the binary at a steady 2,000 msg/s
-// (lmq-bench e2e) CPU per message did not move (519-526 against 527-537
-// µs) and p99 latency rose from 11-14 ms to 25-47 ms: each rollup removes
-// the previous keeper from an older block, and blocks emptied while a keeper
-// pins the first sequence stay on disk, tombstones and all, until the
-// store's periodic sync compacts them (numPriorTombsLocked; every 2 min).
-// Neither is used (BENCHMARKS.md "CPU per message", issue 19 closing note).
-func shardConfig(k, replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:               mapping.ShardStream(k),
-		Description:        fmt.Sprintf("lmq queues, shard %d of %d", k, mapping.ShardCount),
-		Subjects:           mapping.ShardSubjects(k),
-		Retention:          jetstream.WorkQueuePolicy,
-		Storage:            jetstream.FileStorage,
-		Replicas:           replicas,
-		AllowMsgTTL:        true,
-		AllowMsgSchedules:  true,
-		AllowAtomicPublish: true,
-		AllowRollup:        true, // implied by schedules; set so configs compare equal
-	}
-}
-
-// upgradeShard brings an existing shard stream (made by an older version, or
-// edited) up to the settings this version needs, keeping its replicas.
-func (r *registry) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := r.g.js.Stream(ctx, want.Name)
-	if err != nil {
-		return nil, err
-	}
-	have := st.CachedInfo().Config
-	if have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish && subjectsCover(have.Subjects, want.Subjects) {
-		return st, nil
-	}
-	have.Subjects = want.Subjects
-	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
-	have.DenyPurge = false
-	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
-		return nil, fmt.Errorf("upgrade stream %s: %w", want.Name, err)
-	}
-	return r.g.js.Stream(ctx, want.Name)
-}
-
-func subjectsCover(have, want []string) bool {
-	set := make(map[string]bool, len(have))
-	for _, s := range have {
-		set[s] = true
-	}
-	for _, s := range want {
-		if !set[s] {
-			return false
-		}
-	}
-	return true
 }
 
 // busy marks q as having waiting clients (called under q.mu).
@@ -584,124 +407,6 @@ func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*que
 	r.states[queue] = q
 	r.byEnc[q.enc] = q
 	return q, nil
-}
-
-// backstop is the consumer AckWait for a queue timeout: JetStream redelivers
-// on its own only when the gateway that held the delivery is gone, so it must
-// stay clear of the gateway's own timer.
-func backstop(timeout time.Duration) time.Duration {
-	margin := timeout / 10
-	if margin < 5*time.Second {
-		margin = 5 * time.Second
-	}
-	return timeout + margin
-}
-
-func consumerConfig(queue string, ackWait time.Duration) jetstream.ConsumerConfig {
-	c := jetstream.ConsumerConfig{
-		Durable:           mapping.ConsumerName(queue),
-		Description:       streamDescription(queue),
-		FilterSubject:     mapping.QueueSubject(queue),
-		AckPolicy:         jetstream.AckExplicitPolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		AckWait:           ackWait,
-		MaxDeliver:        -1,
-		MaxAckPending:     -1,
-		InactiveThreshold: mapping.ConsumerInactive,
-		// Replicas stays 0, "as many as the stream": JetStream refuses a
-		// consumer of a WorkQueue stream with another replica count (10134),
-		// so a fixed count would make queues created by a gateway with
-		// another --replicas, or scaled with nats stream edit, unusable here.
-	}
-	if c.Durable != mapping.EncodeName(queue) {
-		c.Metadata = map[string]string{mapping.MetaQueueName: queue}
-	}
-	return c
-}
-
-// putConsumer creates or updates (update: only updates) a queue's or
-// priority level's consumer c on stream, with the storage the gateway is
-// configured for (Config.FileConsumers). JetStream never changes the storage
-// of an existing consumer: it refuses the update with 10012 ("storage type
-// can not be updated"). Such a consumer, made by an older version or by a
-// gateway with the other setting, is used as it is: it may hold deliveries
-// in flight, which deleting it would hand out again at once. It gives way to
-// the configured storage when JetStream removes it unused
-// (InactiveThreshold) and the next pull makes it again.
-func (g *Gateway) putConsumer(ctx context.Context, stream string, c jetstream.ConsumerConfig, update bool) (jetstream.Consumer, error) {
-	put := g.js.CreateOrUpdateConsumer
-	if update {
-		put = g.js.UpdateConsumer
-	}
-	c.MemoryStorage = !g.cfg.FileConsumers
-	cons, err := put(ctx, stream, c)
-	var apiErr *jetstream.APIError
-	if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeConsumerCreate {
-		return cons, err
-	}
-	// 10012 is JetStream's code for every refused consumer config: only a
-	// consumer that is there with the other storage is worth a second try.
-	have, ierr := g.js.Consumer(ctx, stream, c.Durable)
-	if ierr != nil || have.CachedInfo().Config.MemoryStorage == c.MemoryStorage {
-		return nil, err
-	}
-	c.MemoryStorage = have.CachedInfo().Config.MemoryStorage
-	return put(ctx, stream, c)
-}
-
-// maxDescribedName bounds the queue name quoted in a consumer's description
-// (`nats consumer ls` prints it in one table cell).
-const maxDescribedName = 128
-
-// streamDescription names the queue in its consumer's description, so that
-// NATS tools tell the queues apart; long names are cut.
-func streamDescription(queue string) string {
-	r := []rune(queue)
-	if len(r) > maxDescribedName {
-		return fmt.Sprintf("lmq queue %q…", string(r[:maxDescribedName]))
-	}
-	return fmt.Sprintf("lmq queue %q", queue)
-}
-
-// ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
-// that JetStream's backstop never fires before the gateway's own timer.
-func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
-	want := backstop(timeout)
-	q.mu.Lock()
-	have, ready := q.ackWait, q.ready
-	if !ready && want > have {
-		q.ackWait = want // the consumer, when made, starts with it
-	}
-	q.mu.Unlock()
-	if want <= have || !ready {
-		return nil
-	}
-	if _, err := r.g.putConsumer(ctx, q.stream, consumerConfig(q.name, want), true); err != nil {
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			q.mu.Lock()
-			q.ready = false
-			q.ackWait = max(q.ackWait, want)
-			q.mu.Unlock()
-			return nil
-		}
-		return jsErr("update queue consumer", err)
-	}
-	q.mu.Lock()
-	if want > q.ackWait {
-		q.ackWait = want
-	}
-	q.prio.ready = 0 // priority consumers are updated when next used
-	q.mu.Unlock()
-	return nil
-}
-
-// applyProps brings the consumer in line with changed properties.
-func (r *registry) applyProps(ctx context.Context, queue string) error {
-	q := r.local(queue)
-	if q == nil {
-		return nil
-	}
-	return r.ensureAckWait(ctx, q, r.g.props.effective(queue).TimeoutDuration())
 }
 
 // forget drops the local state of a queue that turned out not to exist.

@@ -84,7 +84,7 @@ func (g *Gateway) onRelayedReply(m *nats.Msg) {
 		err := ErrNotFound
 		if d := g.dels.get(req.ID); d != nil && d.raw.q.name == req.Queue {
 			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
-		} else if g.acked.has(req.ID) {
+		} else if g.acked.Has(req.ID) {
 			err = ErrAlreadyAcked
 		}
 		switch {

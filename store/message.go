@@ -15,12 +15,9 @@ import (
 )
 
 // Header is one kept request header (the preserve-header hook); Name is
-// lowercase. (gateway.Header is its twin, converted field for field: the
-// core's exported type stays the core's.)
-type Header struct {
-	Name  string
-	Value string
-}
+// lowercase. The one type of package mapping (gateway.Header is the same
+// alias), so headers pass between the layers without a copy.
+type Header = mapping.Header
 
 // Content is what a stored message carries for its client: what Encode
 // writes and Decode reads back.

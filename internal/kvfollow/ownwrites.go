@@ -1,4 +1,4 @@
-package gateway
+package kvfollow
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type mark struct {
 
 // skip tells whether the follower must not apply e (older than an own
 // write of its key), and ends the key's mark once its write is echoed.
-func (f *kvFollower) skip(e jetstream.KeyValueEntry) bool {
+func (f *Follower) skip(e jetstream.KeyValueEntry) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied = max(f.applied, e.Revision())
@@ -48,9 +48,9 @@ func (f *kvFollower) skip(e jetstream.KeyValueEntry) bool {
 	return false
 }
 
-// wrote notes this gateway's put of key at revision rev, already applied to
+// Wrote notes this gateway's put of key at revision rev, already applied to
 // its mirror.
-func (f *kvFollower) wrote(key string, rev uint64) {
+func (f *Follower) Wrote(key string, rev uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rev <= f.applied {
@@ -61,10 +61,10 @@ func (f *kvFollower) wrote(key string, rev uint64) {
 	}
 }
 
-// removing marks key before this gateway deletes or purges it; call the
+// Removing marks key before this gateway deletes or purges it; call the
 // function it returns with the outcome. After a failure the key is read
 // back and applied, since the mark may have skipped a put meanwhile.
-func (f *kvFollower) removing(key string) (done func(ctx context.Context, ok bool)) {
+func (f *Follower) Removing(key string) (done func(ctx context.Context, ok bool)) {
 	f.mu.Lock()
 	f.marks[key] = mark{removing: true}
 	f.mu.Unlock()

@@ -1,4 +1,4 @@
-package gateway
+package kvfollow
 
 import (
 	"testing"
@@ -28,11 +28,11 @@ func (e entry) Operation() jetstream.KeyValueOp { return e.op }
 // write's own echo and everything after it, other gateways' writes
 // included, and keeps no mark once a write is echoed.
 func TestOwnWritesSkipOlderEchoes(t *testing.T) {
-	f := &kvFollower{marks: map[string]mark{}}
+	f := &Follower{marks: map[string]mark{}}
 	put := func(key string, rev uint64) entry { return entry{key, rev, jetstream.KeyValuePut} }
 	purge := func(key string, rev uint64) entry { return entry{key, rev, jetstream.KeyValuePurge} }
 
-	f.wrote("a", 5)
+	f.Wrote("a", 5)
 	if !f.skip(put("a", 4)) {
 		t.Fatal("an echo older than an own put was applied")
 	}
@@ -40,7 +40,7 @@ func TestOwnWritesSkipOlderEchoes(t *testing.T) {
 		t.Fatal("another key, the own put's echo or a later put was skipped")
 	}
 
-	f.removing("a") // a purge, its revision unknown
+	f.Removing("a") // a purge, its revision unknown
 	if !f.skip(put("a", 7)) {
 		t.Fatal("a put older than an own purge was applied")
 	}
@@ -48,7 +48,7 @@ func TestOwnWritesSkipOlderEchoes(t *testing.T) {
 		t.Fatal("the own purge's echo or a later put was skipped")
 	}
 
-	f.wrote("c", 3) // echoed already (the follower saw revision 9)
+	f.Wrote("c", 3) // echoed already (the follower saw revision 9)
 	if len(f.marks) != 0 {
 		t.Fatalf("marks left after their echoes: %v", f.marks)
 	}

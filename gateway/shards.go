@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// The shard streams LMQS_00..63 (package doc, "Layout"): made on first
+// use, adopted at start, brought up to date when an older version made them.
+
+// cachedShard is shard k's stream if this gateway has made or seen it.
+func (r *registry) cachedShard(k int) jetstream.Stream {
+	s := &r.shards[k]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// shard returns shard k's stream, creating it on first use (or bringing
+// one made by an older version up to date).
+func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
+	if st := r.cachedShard(k); st != nil {
+		return st, nil
+	}
+	r.shardMu.Lock()
+	defer r.shardMu.Unlock()
+	if st := r.cachedShard(k); st != nil {
+		return st, nil
+	}
+	want := shardConfig(k, r.g.cfg.Replicas)
+	st, err := r.g.js.CreateStream(ctx, want)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		st, err = r.upgradeShard(ctx, want)
+	}
+	if err != nil {
+		return nil, jsErr("create queue stream", err)
+	}
+	s := &r.shards[k]
+	s.mu.Lock()
+	s.st = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// lookupShard returns shard k's stream if it exists (nil if not), without
+// creating it: another gateway may have made it since this one started.
+func (r *registry) lookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
+	if st := r.cachedShard(k); st != nil {
+		return st, nil
+	}
+	_, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, jsErr("queue stream", err)
+	}
+	return r.shard(ctx, k)
+}
+
+// shardLost forgets shard k's stream after JetStream said it is gone (an
+// operator deleted it): the next use creates it again.
+func (r *registry) shardLost(k int) {
+	s := &r.shards[k]
+	s.mu.Lock()
+	s.st = nil
+	s.mu.Unlock()
+}
+
+// adopt finds the shard streams that exist and registers queues that have
+// messages but no registry key: pushed by a gateway that had not yet seen
+// the queue deleted, or published by a NATS program straight into a new
+// queue's subject. A message is never left where no client can reach it.
+func (r *registry) adopt(ctx context.Context) error {
+	names := r.g.js.StreamNames(ctx)
+	var shards []int
+	for s := range names.Name() {
+		if k, ok := mapping.ShardFromStream(s); ok {
+			shards = append(shards, k)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("list queue streams: %w", err)
+	}
+	for _, k := range shards {
+		st, err := r.shard(ctx, k)
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
+		if err != nil {
+			return jsErr("list queues", err)
+		}
+		for subj := range info.State.Subjects {
+			_, enc, ok := mapping.ParseSubject(subj)
+			if !ok {
+				continue
+			}
+			name, ok := mapping.DecodeName(enc)
+			if !ok || r.isKnown(name) {
+				continue
+			}
+			r.g.log.Info("registering a queue that has messages but no registry key", "queue", name)
+			if err := r.register(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// shardConfig is shard k's stream. The features beyond LMQ need stream
+// settings that JetStream does not let us turn off again (per-message TTL,
+// schedules for delays, atomic batches); they cost nothing while unused, so
+// every shard gets them from the start.
+//
+// Block churn (issue 19), measured and left as it is: JetStream's file
+// store deletes a message block when its last message goes
+// (fileStore.removeMsgFromBlock → removeMsgBlock, server/filestore.go in
+// nats-server 2.15); when that is the block being written it first rolls to
+// a new one (newMsgBlockForWrite: a new .blk file, hash key, write cache,
+// flush goroutine), writes a tombstone there and unlinks the old file. A
+// queue whose consumers keep up is emptied by nearly every ack, so at 2,000
+// msg/s the store made and removed a block file every ~2 messages. No
+// setting avoids it: the block size only bounds a full block, S2 compression
+// adds a recompression of each rolled block (raw test: 300 against 197
+// µs/msg), SyncInterval/SyncAlways only act on flushing. A message nobody
+// consumes in the block being written avoids it (an ack then only appends a
+// tombstone). Two such keepers were built and measured: republished every
+// second by a JetStream schedule, and written (rolled up) by a gateway at
+// most once a second after pushes into the shard. In-process they cut CPU
+// per pull+ack by 25-50%, but through the binary at a steady 2,000 msg/s
+// (lmq-bench e2e) CPU per message did not move (519-526 against 527-537
+// µs) and p99 latency rose from 11-14 ms to 25-47 ms: each rollup removes
+// the previous keeper from an older block, and blocks emptied while a keeper
+// pins the first sequence stay on disk, tombstones and all, until the
+// store's periodic sync compacts them (numPriorTombsLocked; every 2 min).
+// Neither is used (BENCHMARKS.md "CPU per message", issue 19 closing note).
+func shardConfig(k, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               mapping.ShardStream(k),
+		Description:        fmt.Sprintf("lmq queues, shard %d of %d", k, mapping.ShardCount),
+		Subjects:           mapping.ShardSubjects(k),
+		Retention:          jetstream.WorkQueuePolicy,
+		Storage:            jetstream.FileStorage,
+		Replicas:           replicas,
+		AllowMsgTTL:        true,
+		AllowMsgSchedules:  true,
+		AllowAtomicPublish: true,
+		AllowRollup:        true, // implied by schedules; set so configs compare equal
+	}
+}
+
+// upgradeShard brings an existing shard stream (made by an older version, or
+// edited) up to the settings this version needs, keeping its replicas.
+func (r *registry) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := r.g.js.Stream(ctx, want.Name)
+	if err != nil {
+		return nil, err
+	}
+	have := st.CachedInfo().Config
+	if have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish && subjectsCover(have.Subjects, want.Subjects) {
+		return st, nil
+	}
+	have.Subjects = want.Subjects
+	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
+	have.DenyPurge = false
+	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
+		return nil, fmt.Errorf("upgrade stream %s: %w", want.Name, err)
+	}
+	return r.g.js.Stream(ctx, want.Name)
+}
+
+func subjectsCover(have, want []string) bool {
+	set := make(map[string]bool, len(have))
+	for _, s := range have {
+		set[s] = true
+	}
+	for _, s := range want {
+		if !set[s] {
+			return false
+		}
+	}
+	return true
+}

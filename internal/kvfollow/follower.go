@@ -1,0 +1,164 @@
+// Package kvfollow mirrors a JetStream KV bucket in memory for as long as its
+// owner lives: it replays the bucket's current values, then applies every
+// change made by any gateway, and skips the late echoes of the owner's own
+// writes (ownwrites.go). The core's bucket mirrors (the queue registry, the
+// properties, the access tokens) are built on it.
+package kvfollow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// replayTimeout bounds a replay after a lost watch: the core's bound on one
+// JetStream operation (gateway's opTimeout).
+const replayTimeout = 10 * time.Second
+
+// Follower mirrors a KV bucket. Should the watch end by itself (a NATS
+// reconnect to a server that lost the watch, say), a new one replaces it
+// after a replay: a gateway must not go on with a mirror it no longer hears
+// about.
+type Follower struct {
+	kv   jetstream.KeyValue
+	log  *slog.Logger
+	what string
+	// apply takes one entry (a put, or a delete/purge marker).
+	apply func(jetstream.KeyValueEntry)
+	// replayed runs at the end of each replay with the keys that hold a
+	// value now, so that the mirror can forget what the bucket lost.
+	replayed func(present map[string]bool)
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu      sync.Mutex
+	applied uint64          // the revision of the last entry seen
+	marks   map[string]mark // own writes not yet echoed (ownwrites.go)
+}
+
+// Follow replays kv (ctx bounds the wait) and follows it on a goroutine of
+// its own until Stop or until life ends. what names the bucket in errors and
+// logs; apply takes every entry, replayed (may be nil) the keys present at
+// the end of each replay.
+func Follow(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger, what string,
+	apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*Follower, error) {
+	wctx, cancel := context.WithCancel(life)
+	f := &Follower{kv: kv, log: log, what: what, apply: apply, replayed: replayed, cancel: cancel, done: make(chan struct{}),
+		marks: make(map[string]mark)}
+	w, err := f.replay(ctx, wctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go f.follow(wctx, w)
+	return f, nil
+}
+
+func (f *Follower) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, error) {
+	w, err := f.kv.WatchAll(wctx)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", f.what, err)
+	}
+	present := make(map[string]bool)
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("%s watcher closed", f.what)
+			}
+			if e == nil { // the end of the current values
+				if f.replayed != nil {
+					f.replayed(present)
+				}
+				return w, nil
+			}
+			if e.Operation() == jetstream.KeyValuePut {
+				present[e.Key()] = true
+			} else {
+				delete(present, e.Key())
+			}
+			f.Offer(e)
+		case <-ctx.Done():
+			_ = w.Stop()
+			return nil, fmt.Errorf("load %s: %w", f.what, ctx.Err())
+		}
+	}
+}
+
+func (f *Follower) follow(wctx context.Context, w jetstream.KeyWatcher) {
+	defer close(f.done)
+	for {
+		for e := range w.Updates() {
+			if e != nil {
+				f.Offer(e)
+			}
+		}
+		_ = w.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			rctx, cancel := context.WithTimeout(wctx, replayTimeout)
+			nw, err := f.replay(rctx, wctx)
+			cancel()
+			if err == nil {
+				w = nw
+				break
+			}
+			f.log.Warn(f.what+" watch lost; retrying", "err", err)
+		}
+	}
+}
+
+// Offer applies e as the watcher does with every entry: unless it is the
+// late echo of an entry older than an own write of its key (ownwrites.go).
+// Tests call it to hand over such an echo at the worst moment.
+func (f *Follower) Offer(e jetstream.KeyValueEntry) {
+	if !f.skip(e) {
+		f.apply(e)
+	}
+}
+
+// Pending is the number of own writes not echoed yet: 0 once the follower
+// caught up with this gateway's writes.
+func (f *Follower) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.marks)
+}
+
+// Stop ends the follower and waits for its goroutine.
+func (f *Follower) Stop() {
+	f.cancel()
+	<-f.done
+}
+
+// OpenBucket opens a KV bucket shared by every gateway, creating it when it
+// does not exist yet. It is created once, with the creator's replicas, and
+// never updated, so that a gateway started with another count does not
+// rescale it under the others (an R1 bucket dies with its one server).
+func OpenBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: description,
+			History:     1,
+			Replicas:    replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, name) // another gateway was first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
