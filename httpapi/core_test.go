@@ -102,7 +102,7 @@ func (f *fakeCore) PushStream(_ context.Context, q string, msg gateway.Message, 
 	return f.push(q, msg), nil
 }
 
-func (f *fakeCore) PushAll(_ context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error) {
+func (f *fakeCore) PushAll(_ context.Context, re *regexp.Regexp, msg gateway.Message, scope gateway.Scope) (map[string]gateway.AccumState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("PushAll"); err != nil {
@@ -110,7 +110,7 @@ func (f *fakeCore) PushAll(_ context.Context, re *regexp.Regexp, msg gateway.Mes
 	}
 	out := make(map[string]gateway.AccumState)
 	for q := range f.queues {
-		if re.MatchString(q) {
+		if re.MatchString(q) && scope.Allows(q) {
 			out[q] = f.push(q, msg)
 		}
 	}
@@ -196,8 +196,8 @@ func (f *fakeCore) Pull(ctx context.Context, q string, wait time.Duration) (*gat
 	return f.pull(ctx, "Pull", func(s string) bool { return s == q }, q, wait)
 }
 
-func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error) {
-	return f.pull(ctx, "PullAny", re.MatchString, "", wait)
+func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error) {
+	return f.pull(ctx, "PullAny", func(q string) bool { return re.MatchString(q) && scope.Allows(q) }, "", wait)
 }
 
 func (f *fakeCore) Abandon(_ context.Context, d *gateway.Delivery) {
@@ -353,9 +353,12 @@ func (f *fakeCore) QueueDetail(ctx context.Context, q string) (gateway.QueueDeta
 	return qi, nil
 }
 
-func (f *fakeCore) QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error) {
+func (f *fakeCore) QueueStatuses(ctx context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error) {
 	var out []gateway.QueueStatus
 	for _, name := range f.QueueNames() {
+		if !scope.Allows(name) {
+			continue
+		}
 		qi, err := f.Queue(ctx, name)
 		if errors.Is(err, gateway.ErrNotFound) {
 			continue

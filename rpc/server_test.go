@@ -79,11 +79,11 @@ func (f *fakeCore) Push(_ context.Context, q string, msg gateway.Message) (gatew
 	return gateway.AccumNo, nil
 }
 
-func (f *fakeCore) PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error) {
+func (f *fakeCore) PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message, scope gateway.Scope) (map[string]gateway.AccumState, error) {
 	f.mu.Lock()
 	var names []string
 	for q := range f.queues {
-		if re.MatchString(q) {
+		if re.MatchString(q) && scope.Allows(q) {
 			names = append(names, q)
 		}
 	}
@@ -171,8 +171,8 @@ func (f *fakeCore) Pull(ctx context.Context, q string, wait time.Duration) (*gat
 	return f.pull(ctx, func(s string) bool { return s == q }, q, wait)
 }
 
-func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error) {
-	return f.pull(ctx, re.MatchString, "", wait)
+func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error) {
+	return f.pull(ctx, func(q string) bool { return re.MatchString(q) && scope.Allows(q) }, "", wait)
 }
 
 func (f *fakeCore) Abandon(_ context.Context, d *gateway.Delivery) {
