@@ -17,12 +17,13 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/console"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 
 // opsCore is the fake core seen by package ops.
-type opsCore struct{ *fakeCore }
+type opsCore struct{ *fakecore.Core }
 
 func (opsCore) InFlight() int                    { return 0 }
 func (opsCore) Closing() <-chan struct{}         { return nil }
@@ -59,7 +60,7 @@ func startFullAPI(t *testing.T) *fullAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := newFakeCore()
+	core := fakecore.New()
 	o := ops.New(opsCore{core}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	ui, err := console.New(g, o, console.Options{Logger: quiet()})
 	if err != nil {
