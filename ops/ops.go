@@ -1,7 +1,8 @@
 // Package ops is lmq-gateway's operations side: LMQ's /stats document,
 // Prometheus metrics (/metrics), health endpoints (/healthz, /readyz), the
-// HTTP access log and authentication (as middleware of the HTTP API),
-// StatsD output, and the client side of the status command.
+// HTTP access log, the middleware of the HTTP API that has package auth
+// authenticate and authorize each request, StatsD output, and the client
+// side of the status command.
 //
 // It sits beside the core: Stats is the core's gateway.Observer and counts
 // this gateway's events (pushes, pulls, replies, retention), while queue
