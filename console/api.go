@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/ops"
@@ -147,7 +148,7 @@ func (c *Console) serveQueues(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	views, err := c.inv.Queues(r.Context())
+	views, err := c.inv.Queues(r.Context(), nil)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
@@ -487,7 +488,7 @@ func (c *Console) serveMatch(w http.ResponseWriter, r *http.Request) {
 	var name string
 	var list mapping.DefaultList
 	if r.Method == http.MethodPost {
-		if !ops.RequireJSON(w, r) {
+		if !auth.RequireJSON(w, r) {
 			return
 		}
 		var body struct {
@@ -567,12 +568,12 @@ type Replica struct {
 // serveCluster answers what `lmq-gateway status` prints and more: the NATS
 // servers, and per stream holding queues its leader and replicas.
 func (c *Console) serveCluster(w http.ResponseWriter, r *http.Request) {
-	doc, err := c.inv.Document(r.Context())
+	doc, err := c.inv.Document(r.Context(), nil)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
 	}
-	views, err := c.inv.Queues(r.Context())
+	views, err := c.inv.Queues(r.Context(), nil)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return

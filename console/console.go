@@ -68,11 +68,13 @@ type Core interface {
 // implements it.
 type Inventory interface {
 	// Queues are every queue's sizes and placement, cached briefly.
-	Queues(ctx context.Context) ([]ops.QueueView, error)
+	// Its routes need admin on every queue (route.OnAll), so it asks for
+	// every queue (a nil scope).
+	Queues(ctx context.Context, scope gateway.Scope) ([]ops.QueueView, error)
 	// Stats are this gateway's per-queue event counters.
 	Stats() *ops.Stats
 	// Document is the /stats document (for the servers of the cluster).
-	Document(ctx context.Context) (*ops.StatsDoc, error)
+	Document(ctx context.Context, scope gateway.Scope) (*ops.StatsDoc, error)
 	// AuthMode names the configured authentication.
 	AuthMode() string
 }
@@ -171,7 +173,7 @@ func (c *Console) Run(ctx context.Context) { c.rates.run(ctx) }
 // meant to be called from httpapi.Options.Mount. They need admin on every
 // queue: the console shows and changes every queue, and the cluster.
 func (c *Console) Mount(t *route.Table) {
-	admin := route.OnAll(gateway.RightAdmin)
+	admin := route.OnAll(route.RightAdmin)
 	t.Handle(strings.TrimSuffix(Prefix, "/"), admin, http.RedirectHandler(Prefix, http.StatusMovedPermanently), http.MethodGet, http.MethodHead)
 	api := Prefix + "api/"
 	t.HandleFunc(api+"queues", admin, c.serveQueues, http.MethodGet)

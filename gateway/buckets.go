@@ -2,27 +2,17 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 )
 
-// kvFollower is a bucket follower owned by the gateway (Close stops it).
-// The wrote/removing spellings are kept for the token store (tokens.go)
-// until it leaves the package (issue 26); the others call kvfollow's own.
-type kvFollower struct{ *kvfollow.Follower }
-
-func (f *kvFollower) wrote(key string, rev uint64) { f.Wrote(key, rev) }
-
-func (f *kvFollower) removing(key string) func(ctx context.Context, ok bool) {
-	return f.Removing(key)
-}
-
 // followBucket follows kv (kvfollow.Follow) for the gateway's lifetime:
 // Close stops the follower and waits for it.
 func (g *Gateway) followBucket(ctx context.Context, kv jetstream.KeyValue, what string,
-	apply func(jetstream.KeyValueEntry), replayed func(map[string]bool)) (*kvFollower, error) {
+	apply func(jetstream.KeyValueEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 	f, err := kvfollow.Follow(ctx, g.work.Context(), kv, g.log, what, apply, replayed)
 	if err != nil {
 		return nil, err
@@ -30,7 +20,7 @@ func (g *Gateway) followBucket(ctx context.Context, kv jetstream.KeyValue, what 
 	g.followMu.Lock()
 	g.followers = append(g.followers, f)
 	g.followMu.Unlock()
-	return &kvFollower{f}, nil
+	return f, nil
 }
 
 // stopFollowers stops every follower started by Gateway.followBucket.
@@ -48,4 +38,52 @@ func (g *Gateway) stopFollowers() {
 // replicas) a KV bucket shared by every gateway (kvfollow.OpenBucket).
 func (g *Gateway) openBucket(ctx context.Context, name, description string) (jetstream.KeyValue, error) {
 	return kvfollow.OpenBucket(ctx, g.js, name, description, g.cfg.Replicas)
+}
+
+// SharedBucket is a KV bucket every gateway shares, mirrored in memory by
+// this gateway for its lifetime: the way a package beside the core (the
+// access tokens of package auth) keeps its own bucket without knowing how
+// the core follows one.
+type SharedBucket struct {
+	kv jetstream.KeyValue
+	f  *kvfollow.Follower
+}
+
+// OpenSharedBucket opens the KV bucket name (creating it the first time,
+// with this gateway's replicas), replays its current values into apply and
+// then follows it until the gateway closes: Close stops the follower and
+// waits for it. replayed, when not nil, gets the keys that hold a value at
+// the end of each replay, so that the mirror can forget what the bucket
+// lost while unwatched. ctx bounds the first replay. Call it before
+// serving, not concurrently with Close.
+func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string,
+	apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*SharedBucket, error) {
+	select {
+	case <-g.closing:
+		return nil, fmt.Errorf("open %s: %w: the gateway is stopping", name, ErrUnavailable)
+	default:
+	}
+	kv, err := g.openBucket(ctx, name, description)
+	if err != nil {
+		return nil, jsErr("open "+name, err)
+	}
+	f, err := g.followBucket(ctx, kv, name, apply, replayed)
+	if err != nil {
+		return nil, err
+	}
+	return &SharedBucket{kv: kv, f: f}, nil
+}
+
+// KV is the bucket.
+func (b *SharedBucket) KV() jetstream.KeyValue { return b.kv }
+
+// Wrote notes this gateway's put of key at revision rev, which the caller
+// has already applied to its mirror: the echo of an older write of the key
+// is then not applied over it (kvfollow).
+func (b *SharedBucket) Wrote(key string, rev uint64) { b.f.Wrote(key, rev) }
+
+// Removing is to be called before this gateway deletes or purges key; call
+// the function it returns with the outcome (kvfollow).
+func (b *SharedBucket) Removing(key string) (done func(ctx context.Context, ok bool)) {
+	return b.f.Removing(key)
 }

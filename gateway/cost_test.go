@@ -47,7 +47,7 @@ func BenchmarkIdlePullAnyCost(b *testing.B) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = g.PullAny(ctx, regexp.MustCompile(`^idle-`), 4*time.Second)
+			_, _ = g.PullAny(ctx, regexp.MustCompile(`^idle-`), 4*time.Second, nil)
 		}()
 		// The initial probe of every queue: it has no observable end (the
 		// pull keeps waiting), so the time must pass.

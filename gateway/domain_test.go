@@ -67,7 +67,7 @@ func exercise(t *testing.T, g *gateway.Gateway) {
 	}
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second)
+		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second, nil)
 		got <- d
 	}()
 	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })

@@ -282,7 +282,7 @@ func TestPullAnyFairAndExactlyOnce(t *testing.T) {
 	served := make(map[string]int)
 	// The first 300 pulls must spread over all queues.
 	for i := 0; i < 3*perQueue; i++ {
-		d, err := g.PullAny(ctx, re, 0)
+		d, err := g.PullAny(ctx, re, 0, nil)
 		if err != nil || d == nil {
 			t.Fatalf("pull-any %d: %v %v", i, d, err)
 		}
@@ -303,7 +303,7 @@ func TestPullAnyFairAndExactlyOnce(t *testing.T) {
 			t.Fatalf("queue %s starved: %v", q, served)
 		}
 	}
-	if d, err := g.PullAny(ctx, re, 0); d != nil || err != nil {
+	if d, err := g.PullAny(ctx, re, 0, nil); d != nil || err != nil {
 		t.Fatalf("left over: %+v %v", d, err)
 	}
 }
@@ -314,7 +314,7 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	ctx := ctxT(t)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second)
+		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
 		got <- d
 	}()
 	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
@@ -327,7 +327,7 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	case <-time.After(20 * time.Second): // a guard against a hang, not a timing claim
 		t.Fatal("not woken")
 	}
-	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0); d != nil || err != nil {
+	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0, nil); d != nil || err != nil {
 		t.Fatalf("no queue: %v %v", d, err)
 	}
 }
@@ -339,11 +339,11 @@ func TestPushAll(t *testing.T) {
 	mustPush(t, g, "pa/1", "x")
 	mustPush(t, g, "pa/2", "x")
 	mustPush(t, g, "other", "x")
-	res, err := g.PushAll(ctx, regexp.MustCompile(`^pa/`), gateway.Message{Body: []byte("all")})
+	res, err := g.PushAll(ctx, regexp.MustCompile(`^pa/`), gateway.Message{Body: []byte("all")}, nil)
 	if err != nil || len(res) != 2 || res["pa/1"] != gateway.AccumNo || res["pa/2"] != gateway.AccumNo {
 		t.Fatalf("push all: %v %v", res, err)
 	}
-	if res, err := g.PushAll(ctx, regexp.MustCompile(`^none`), gateway.Message{}); err != nil || len(res) != 0 {
+	if res, err := g.PushAll(ctx, regexp.MustCompile(`^none`), gateway.Message{}, nil); err != nil || len(res) != 0 {
 		t.Fatalf("no match: %v %v", res, err)
 	}
 }

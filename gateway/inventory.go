@@ -120,18 +120,17 @@ func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, e
 // looks at what is down. Its queues are reported with Err meanwhile.
 const shardViewTimeout = 3 * time.Second
 
-// QueueStatuses returns every existing queue's view (those the context's
-// queue filter allows, scope.go), sorted by name, from one look at each
+// QueueStatuses returns the view of every existing queue of scope (nil:
+// all), sorted by name, from one look at each
 // shard stream and its consumers. A queue whose shard did not answer has
 // Err set.
-func (g *Gateway) QueueStatuses(ctx context.Context) ([]QueueStatus, error) {
-	allow := queueFilter(ctx)
+func (g *Gateway) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus, error) {
 	names := g.queues.names()
 	// The shards of the queues that exist, looked up if this gateway has
 	// not used them (another gateway made them).
 	shards := make(map[int]bool)
 	for _, name := range names {
-		if allow == nil || allow(name) {
+		if scope.Allows(name) {
 			shards[mapping.Shard(name)] = true
 		}
 	}
@@ -181,7 +180,7 @@ func (g *Gateway) QueueStatuses(ctx context.Context) ([]QueueStatus, error) {
 	wg.Wait()
 	out := make([]QueueStatus, 0, len(names))
 	for _, name := range names {
-		if allow != nil && !allow(name) {
+		if !scope.Allows(name) {
 			continue
 		}
 		s := QueueStatus{Nodes: []string{}, Current: []string{}}

@@ -151,10 +151,10 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		// a may not have heard of the deletion yet: exactly the race.
-		if _, err := a.PushAll(ctx, re, gateway.Message{Body: []byte("y")}); err != nil {
+		if _, err := a.PushAll(ctx, re, gateway.Message{Body: []byte("y")}, nil); err != nil {
 			t.Fatalf("push-all: %v", err)
 		}
-		if _, err := a.PullAny(ctx, re, 0); err != nil {
+		if _, err := a.PullAny(ctx, re, 0, nil); err != nil {
 			t.Fatalf("pull-any: %v", err)
 		}
 		if _, err := reg.Get(ctx, mapping.EncodeName(name)); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -196,7 +196,7 @@ func TestOtherGatewaysShards(t *testing.T) {
 		mustPush(t, a, fmt.Sprintf("late/%d", i), "x")
 	}
 	testwait.For(t, "b sees the late queues", func() bool {
-		all, err := b.QueueStatuses(ctx)
+		all, err := b.QueueStatuses(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func TestOtherGatewaysShards(t *testing.T) {
 		return n == 8
 	})
 	for range 8 {
-		d, err := b.PullAny(ctx, regexp.MustCompile(`^late/`), 0)
+		d, err := b.PullAny(ctx, regexp.MustCompile(`^late/`), 0, nil)
 		if err != nil || d == nil {
 			t.Fatalf("pull-any through the other gateway: %v, %v", d, err)
 		}

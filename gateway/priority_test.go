@@ -452,7 +452,7 @@ func TestPriorityPullAny(t *testing.T) {
 	t.Cleanup(g2.Close)
 	re := regexp.MustCompile(`^pa/`)
 	for _, want := range []string{"p6-1", "p2-1"} {
-		d, err := g2.PullAny(prioCtx(t), re, 0)
+		d, err := g2.PullAny(prioCtx(t), re, 0, nil)
 		if err != nil || d == nil || string(d.Message.Body) != want {
 			t.Fatalf("pull-any: %+v %v, want %s", d, err, want)
 		}
@@ -460,7 +460,7 @@ func TestPriorityPullAny(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d, err := g2.PullAny(prioCtx(t), re, 0); d != nil || err != nil {
+	if d, err := g2.PullAny(prioCtx(t), re, 0, nil); d != nil || err != nil {
 		t.Fatalf("pull-any after: %+v %v", d, err)
 	}
 	if qi, err := g2.Queue(prioCtx(t), "pa/x"); err != nil || qi.Size != 0 {

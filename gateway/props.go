@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -34,7 +35,7 @@ type propCache struct {
 	own      map[string]mapping.Props // by encoded queue name
 	defaults mapping.DefaultList
 	// f follows the bucket; own writes are noted there (kvfollow).
-	f *kvFollower
+	f *kvfollow.Follower
 
 	// resolved[queue] is mapping.Resolve(defaults, queue, own[enc]) as of
 	// generation gen; at most maxResolved entries (emptied when full).

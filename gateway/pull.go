@@ -45,8 +45,8 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 	return g.deliver(ctx, r)
 }
 
-// PullAny is Pull over every queue whose name matches re (and the context's
-// queue filter, scope.go), including queues created while it waits. Queues
+// PullAny is Pull over every queue of scope (nil: all) whose name matches
+// re, including queues created while it waits. Queues
 // are not created by it.
 //
 // It never binds every matching queue: with thousands of queues that would
@@ -61,7 +61,7 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 // (which also catches messages published by plain NATS programs and
 // JetStream's own redeliveries). An idle pull-any thus costs nothing but
 // one shared scan per re-poll interval.
-func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*Delivery, error) {
+func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope Scope) (*Delivery, error) {
 	release, err := g.waitSlot(wait)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Dura
 		defer t.Stop()
 		deadline = t.C
 	}
-	w := newAnyWaiter(re, queueFilter(ctx))
+	w := newAnyWaiter(re, scope)
 	g.queues.addAny(w)
 	defer g.queues.removeAny(w)
 	var tick <-chan time.Time
@@ -212,7 +212,7 @@ func (g *Gateway) tryQueue(ctx context.Context, name string) (*raw, error) {
 // (registry.notifyAny) and wake it.
 type anyWaiter struct {
 	re       *regexp.Regexp
-	allow    func(string) bool
+	scope    Scope
 	ch       chan struct{} // holds one wake-up
 	mu       sync.Mutex
 	hits     []string // queues notified since the last take, at most maxAnyHits
@@ -222,12 +222,12 @@ type anyWaiter struct {
 // maxAnyHits bounds the notified queues a pull-any remembers between looks.
 const maxAnyHits = 64
 
-func newAnyWaiter(re *regexp.Regexp, allow func(string) bool) *anyWaiter {
-	return &anyWaiter{re: re, allow: allow, ch: make(chan struct{}, 1)}
+func newAnyWaiter(re *regexp.Regexp, scope Scope) *anyWaiter {
+	return &anyWaiter{re: re, scope: scope, ch: make(chan struct{}, 1)}
 }
 
 func (w *anyWaiter) matches(name string) bool {
-	return w.re.MatchString(name) && (w.allow == nil || w.allow(name))
+	return w.re.MatchString(name) && w.scope.Allows(name)
 }
 
 func (w *anyWaiter) hit(name string) {

@@ -221,9 +221,9 @@ func setNatsTTL(m *nats.Msg, ttl time.Duration) {
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).
-// Queues are not created by it.
-func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message) (map[string]AccumState, error) {
-	names := g.queues.matching(ctx, re)
+// Queues are not created by it; those out of scope are left alone.
+func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
+	names := g.queues.matching(re, scope)
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
 		st, err := g.push(ctx, name, msg, PushOptions{}, false)

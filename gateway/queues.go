@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -20,7 +21,7 @@ import (
 type registry struct {
 	g  *Gateway
 	kv jetstream.KeyValue
-	f  *kvFollower // follows kv; own writes are noted there (kvfollow)
+	f  *kvfollow.Follower // follows kv; own writes are noted there (kvfollow)
 
 	mu      sync.Mutex
 	known   map[string]string       // encoded name → queue name, every existing queue
@@ -318,15 +319,14 @@ func (r *registry) localByEnc(enc string) *queueState {
 	return r.byEnc[enc]
 }
 
-// matching returns the existing queues whose names match re (and the
-// context's queue filter, see scope.go), sorted.
-func (r *registry) matching(ctx context.Context, re *regexp.Regexp) []string {
-	allow := queueFilter(ctx)
+// matching returns the existing queues of scope whose names match re,
+// sorted.
+func (r *registry) matching(re *regexp.Regexp, scope Scope) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, name := range r.known {
-		if re.MatchString(name) && (allow == nil || allow(name)) {
+		if re.MatchString(name) && scope.Allows(name) {
 			out = append(out, name)
 		}
 	}

@@ -71,7 +71,7 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.PullAny(context.WithoutCancel(ctx), regexp.MustCompile(`^empty/`), 15*time.Second)
+		d, _ := g.PullAny(context.WithoutCancel(ctx), regexp.MustCompile(`^empty/`), 15*time.Second, nil)
 		got <- d
 	}()
 	// The first scan looks at the held message's shard (a scan lists, then

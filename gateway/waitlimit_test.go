@@ -35,14 +35,14 @@ func TestWaitingPullLimit(t *testing.T) {
 		first <- result{d, err}
 	}()
 	go func() {
-		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour)
+		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour, nil)
 		second <- result{d, err}
 	}()
 	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
 
 	for name, pull := range map[string]func() (*gateway.Delivery, error){
 		"pull":     func() (*gateway.Delivery, error) { return g.Pull(ctx, "wl-c", time.Hour) },
-		"pull-any": func() (*gateway.Delivery, error) { return g.PullAny(ctx, regexp.MustCompile(`^wl-c`), -1) },
+		"pull-any": func() (*gateway.Delivery, error) { return g.PullAny(ctx, regexp.MustCompile(`^wl-c`), -1, nil) },
 	} {
 		d, err := pull()
 		if !errors.Is(err, gateway.ErrBusy) || !errors.Is(err, gateway.ErrUnavailable) || d != nil {

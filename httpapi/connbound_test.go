@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 )
 
 // TestConnBoundRefused: the pull header is checked before the pull; a
@@ -26,7 +27,7 @@ func TestConnBoundRefused(t *testing.T) {
 			t.Errorf("%v: %d, want %d", tc.hdr, a.status, tc.want)
 		}
 	}
-	if NewConnBound(newFakeCore(), nil) != nil {
+	if NewConnBound(fakecore.New(), nil) != nil {
 		t.Error("a core that cannot bind deliveries got a ConnBound")
 	}
 }

@@ -17,9 +17,11 @@ import (
 type Core interface {
 	// LMQ's API (httpapi.go).
 	PushStream(ctx context.Context, queue string, msg gateway.Message, body io.Reader, opts gateway.PushOptions) (gateway.AccumState, error)
-	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error)
+	// PushAll, PullAny and QueueStatuses see the queues of scope: the
+	// request's token's (auth.ScopeOf).
+	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message, scope gateway.Scope) (map[string]gateway.AccumState, error)
 	Pull(ctx context.Context, queue string, wait time.Duration) (*gateway.Delivery, error)
-	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error)
+	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error)
 	// Abandon gives back a delivery its client did not receive.
 	Abandon(ctx context.Context, d *gateway.Delivery)
 	Reply(ctx context.Context, queue, id string, kind gateway.ReplyKind) error
@@ -35,7 +37,7 @@ type Core interface {
 	PushBatch(ctx context.Context, queue string, msgs []gateway.Message) error
 	QueueNames() []string
 	// QueueStatuses is every queue's view, sorted by name (GET /queues).
-	QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error)
+	QueueStatuses(ctx context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error)
 	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
 	DeadLetterHead(ctx context.Context, queue string) (*gateway.DeadLetter, error)
 	RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error)

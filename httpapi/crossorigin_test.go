@@ -55,9 +55,7 @@ func TestCrossOrigin(t *testing.T) {
 				wantError(t, rq.method+" "+rq.path+" "+strings.Join(hdr, " "), http.StatusForbidden, "cross-origin request refused")
 		}
 	}
-	s.core.mu.Lock()
-	queues := len(s.core.queues)
-	s.core.mu.Unlock()
+	queues := s.core.Queues()
 	if queues != 0 || mounted.Load() != 0 {
 		t.Fatalf("refused requests made %d queues, reached a mounted route %d times", queues, mounted.Load())
 	}

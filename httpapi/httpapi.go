@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/docs"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
@@ -351,7 +352,7 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.core.PushAll(r.Context(), re, msg)
+	res, err := a.core.PushAll(r.Context(), re, msg, auth.ScopeOf(r))
 	if err != nil {
 		return err
 	}
@@ -390,7 +391,7 @@ func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := a.core.PullAny(r.Context(), re, wait)
+	d, err := a.core.PullAny(r.Context(), re, wait, auth.ScopeOf(r))
 	return a.answerPull(w, r, d, err, cf, bound)
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -31,15 +32,17 @@ import (
 
 type apiServer struct {
 	t    *testing.T
-	core *fakeCore
+	core *fakecore.Core
 	srv  *httptest.Server
 }
+
+var _ Core = (*fakecore.Core)(nil)
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func startAPI(t *testing.T, opts Options) *apiServer {
 	t.Helper()
-	core := newFakeCore()
+	core := fakecore.New()
 	if opts.Logger == nil {
 		opts.Logger = quiet()
 	}
@@ -277,9 +280,7 @@ func TestPushOptions(t *testing.T) {
 	t.Parallel()
 	s := startAPI(t, Options{})
 	s.do("POST", "/messages/o?delay=1.5&ttl=60", "x", "Idempotency-Key", "k1").want(t, "push", 200, `{"accum":"no"}`)
-	s.core.mu.Lock()
-	got := s.core.lastOpts
-	s.core.mu.Unlock()
+	got := s.core.LastOptions()
 	if want := (gateway.PushOptions{Delay: 1500 * time.Millisecond, TTL: time.Minute, IdempotencyKey: "k1"}); got != want {
 		t.Errorf("push options %+v, want %+v", got, want)
 	}
@@ -316,7 +317,7 @@ func TestLongPoll(t *testing.T) {
 	s := startAPI(t, Options{})
 	got := make(chan answer, 1)
 	go func() { got <- s.do("GET", "/messages/lp", "") }()
-	<-s.core.waiting
+	<-s.core.Waiting()
 	s.do("POST", "/messages/lp", "late").want(t, "push", 200, `{"accum":"no"}`)
 	(<-got).want(t, "waiting pull", 200, "late")
 
@@ -329,11 +330,9 @@ func TestLongPoll(t *testing.T) {
 	// A client that leaves while its pull is being answered: the message
 	// reaches the core's hands as the request's context ends (deliverOnCancel)
 	// and is given back, not written to nobody.
-	s.core.mu.Lock()
-	s.core.deliverOnCancel = true
-	s.core.mu.Unlock()
-	for len(s.core.waiting) > 0 {
-		<-s.core.waiting // signals of the pulls above
+	s.core.DeliverOnCancel()
+	for len(s.core.Waiting()) > 0 {
+		<-s.core.Waiting() // signals of the pulls above
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -345,16 +344,14 @@ func TestLongPoll(t *testing.T) {
 		}
 		done <- err
 	}()
-	<-s.core.waiting
-	s.core.mu.Lock()
-	s.core.queues["gone"] = append(s.core.queues["gone"], gateway.Message{Body: []byte("m")}) // no wake-up
-	s.core.mu.Unlock()
+	<-s.core.Waiting()
+	s.core.Put("gone", gateway.Message{Body: []byte("m")}) // no wake-up
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled client got an answer")
 	}
 	deadline := time.Now().Add(20 * time.Second) // a hang guard, not a time bound
-	for len(s.core.abandonedIDs()) == 0 {
+	for len(s.core.Abandoned()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the delivery of a client that left was never given back")
 		}
@@ -461,9 +458,7 @@ func TestBatch(t *testing.T) {
 	s := startAPI(t, Options{})
 	body := "--XX\r\ncontent-type: text/plain\r\n\r\none\r\n--XX\r\n\r\ntwo\r\n--XX--\r\n"
 	s.do("POST", "/messages/b?batch=1", body, "Content-Type", multipartXX).want(t, "batch", 200, `{"accum":"no","count":2}`)
-	s.core.mu.Lock()
-	n := len(s.core.batches)
-	s.core.mu.Unlock()
+	n := s.core.Batches()
 	if n != 1 {
 		t.Fatalf("%d batches reached the core", n)
 	}
@@ -477,9 +472,7 @@ func TestInventory(t *testing.T) {
 	s.do("GET", "/queues", "").want(t, "no queues", 200, `{"queues":[]}`)
 	s.do("POST", "/messages/inv-a", "x").want(t, "push", 200, "*")
 	s.do("POST", "/messages/inv-b", "x").want(t, "push", 200, "*")
-	s.core.mu.Lock()
-	s.core.sizeErr["inv-b"] = fmt.Errorf("stream info: %w", gateway.ErrUnavailable)
-	s.core.mu.Unlock()
+	s.core.FailSize("inv-b", fmt.Errorf("stream info: %w", gateway.ErrUnavailable))
 	s.do("GET", "/queues", "").want(t, "queues", 200,
 		`{"queues":[{"name":"inv-a","size":1},{"name":"inv-b","size":null,"error":"stream info: jetstream unavailable"}]}`)
 	s.do("GET", "/queues/inv-a", "").want(t, "detail", 200,
@@ -494,13 +487,11 @@ func TestDeadLetters(t *testing.T) {
 	s.do("GET", "/queues/dl/dead", "").want(t, "no dead letters", 200, `{"size":0}`)
 	s.do("GET", "/queues/dl/dead/head", "").want(t, "no head", 204, "")
 	died := time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC)
-	s.core.mu.Lock()
-	s.core.dead["dl"] = []gateway.DeadLetter{
-		{Message: gateway.Message{ContentType: textPlain, Body: []byte("d1"), Kept: []gateway.Header{{Name: "x-trace", Value: "t"}}}, Deliveries: 3, DiedAt: died},
-		{Message: gateway.Message{Body: []byte("d2")}, Deliveries: 3, DiedAt: died},
-		{Message: gateway.Message{Body: []byte("d3")}, Deliveries: 3, DiedAt: died},
-	}
-	s.core.mu.Unlock()
+	s.core.AddDeadLetters("dl",
+		gateway.DeadLetter{Message: gateway.Message{ContentType: textPlain, Body: []byte("d1"), Kept: []gateway.Header{{Name: "x-trace", Value: "t"}}}, Deliveries: 3, DiedAt: died},
+		gateway.DeadLetter{Message: gateway.Message{Body: []byte("d2")}, Deliveries: 3, DiedAt: died},
+		gateway.DeadLetter{Message: gateway.Message{Body: []byte("d3")}, Deliveries: 3, DiedAt: died},
+	)
 	s.do("GET", "/queues/dl/dead", "").want(t, "dead letters", 200, `{"size":3}`)
 	a := s.do("GET", "/queues/dl/dead/head", "")
 	a.want(t, "head", 200, "d1")
@@ -518,9 +509,7 @@ func TestDeadLetters(t *testing.T) {
 	for _, n := range []string{"0", "-1", "x"} {
 		s.do("POST", "/queues/dl/dead/respawn?n="+n, "").wantError(t, "respawn n="+n, 400, "positive")
 	}
-	s.core.mu.Lock()
-	s.core.dead["dl"] = append(s.core.dead["dl"], gateway.DeadLetter{}, gateway.DeadLetter{})
-	s.core.mu.Unlock()
+	s.core.AddDeadLetters("dl", gateway.DeadLetter{}, gateway.DeadLetter{})
 	s.do("DELETE", "/queues/dl/dead", "").want(t, "delete", 200, `{"deleted":2}`)
 	s.do("GET", "/queues/none/dead", "").wantError(t, "dead letters of no queue", 404, "not found")
 }
@@ -552,7 +541,7 @@ func TestErrorMapping(t *testing.T) {
 		for _, m := range []string{"PushStream", "PushAll", "Pull", "PullAny", "Reply", "DeleteQueue", "QueueProps",
 			"UpdateProps", "ResetProps", "DefaultProps", "SetDefaultProps", "PushBatch", "QueueDetail",
 			"DeadLetterHead", "RespawnDeadLetters", "DeleteDeadLetters"} {
-			s.core.failing(m, c.err)
+			s.core.Fail(m, c.err)
 		}
 		for _, r := range []struct{ method, path, body, ctype string }{
 			{"POST", "/messages/e", "x", ""},

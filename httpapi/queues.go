@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/lmq-gateway/lmq-gateway/auth"
 )
 
 // The queue inventory (beyond LMQ): GET /queues and GET /queues/{name}.
@@ -17,7 +19,7 @@ type queueSummary struct {
 }
 
 func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
-	all, err := a.core.QueueStatuses(r.Context())
+	all, err := a.core.QueueStatuses(r.Context(), auth.ScopeOf(r))
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
@@ -14,9 +13,9 @@ import (
 // queue list act on the queues of the token's scope only.
 func (a *api) routes(t *route.Table) {
 	const (
-		push  = gateway.RightPush
-		pull  = gateway.RightPull
-		admin = gateway.RightAdmin
+		push  = route.RightPush
+		pull  = route.RightPull
+		admin = route.RightAdmin
 	)
 	// Push, pull and reply first: the router tries the routes in order,
 	// and these are nearly every request (no two routes here match the same

@@ -13,15 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/console"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 
 // opsCore is the fake core seen by package ops.
-type opsCore struct{ *fakeCore }
+type opsCore struct{ *fakecore.Core }
 
 func (opsCore) InFlight() int                    { return 0 }
 func (opsCore) Closing() <-chan struct{}         { return nil }
@@ -37,7 +39,7 @@ func (opsCore) Peers() []string                  { return nil }
 type fullAPI struct {
 	srv    *httptest.Server
 	table  *route.Table
-	tokens *gateway.Tokens
+	tokens *auth.Store
 }
 
 // startFullAPI serves the whole API. The tokens are real (a core on an
@@ -54,12 +56,12 @@ func startFullAPI(t *testing.T) *fullAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	ts, err := g.OpenTokens(ctx)
+	ts, err := auth.Open(ctx, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := newFakeCore()
-	o := ops.New(opsCore{core}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: ops.Auth{BearerToken: "op"}})
+	core := fakecore.New()
+	o := ops.New(opsCore{core}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	ui, err := console.New(g, o, console.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,7 @@ func TestEveryRouteDeclaresItsNeed(t *testing.T) {
 			need[m+" "+rt.Template] = rt.Need
 		}
 	}
-	push, pull, admin := gateway.RightPush, gateway.RightPull, gateway.RightAdmin
+	push, pull, admin := route.RightPush, route.RightPull, route.RightAdmin
 	for route, want := range map[string]route.Need{
 		"POST /messages/{name}":            route.OnQueue(push),
 		"POST /msgs/{name}":                route.OnQueue(push),
@@ -180,11 +182,11 @@ func TestTokenScopeOfQueueRoutes(t *testing.T) {
 	t.Parallel()
 	api := startFullAPI(t)
 	ctx := context.Background()
-	pushPull, _, err := api.tokens.CreateToken(ctx, gateway.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push", "pull"}})
+	pushPull, _, err := api.tokens.CreateToken(ctx, auth.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push", "pull"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushOnly, _, err := api.tokens.CreateToken(ctx, gateway.TokenSpec{Name: "p", Prefix: "a", Rights: []string{"push"}})
+	pushOnly, _, err := api.tokens.CreateToken(ctx, auth.TokenSpec{Name: "p", Prefix: "a", Rights: []string{"push"}})
 	if err != nil {
 		t.Fatal(err)
 	}

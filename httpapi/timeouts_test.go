@@ -32,7 +32,7 @@ func TestWriteTimeoutOnDelivery(t *testing.T) {
 	}
 	// Reads nothing; the bound below is reached only on failure.
 	deadline := time.Now().Add(20 * time.Second)
-	for len(s.core.abandonedIDs()) == 0 {
+	for len(s.core.Abandoned()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("delivery to a client that reads nothing was not given back")
 		}

@@ -231,7 +231,7 @@ func (q *Queues) PullAny(ctx context.Context, re *regexp.Regexp) (*Delivery, err
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	d, err := q.core.PullAny(ctx, re, -1)
+	d, err := q.core.PullAny(ctx, re, -1, nil)
 	return q.delivery(ctx, d, err)
 }
 

@@ -10,32 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 )
 
-func TestRedactQuery(t *testing.T) {
-	for raw, want := range map[string]string{
-		"":                      "",
-		"t=0":                   "t=0",
-		"token=abc.def":         "token=REDACTED",
-		"t=0&token=abc&x=1":     "t=0&token=REDACTED&x=1",
-		"tok%65n=abc":           "tok%65n=REDACTED",
-		"tokens=3&mytoken=a":    "tokens=3&mytoken=a",
-		"token=a&token=b":       "token=REDACTED&token=REDACTED",
-		"qre=token&token=s3cr":  "qre=token&token=REDACTED",
-		"token":                 "token=REDACTED",
-		"token=%zz&t=1;token=x": "token=REDACTED&t=1;token=x",
-	} {
-		if got := redactQuery(raw); got != want {
-			t.Errorf("redactQuery(%q) = %q, want %q", raw, got, want)
-		}
-	}
-}
-
 // tokenOps is Ops with real tokens on an embedded NATS, around handler's
 // router.
-func tokenOps(t testing.TB) (http.Handler, *gateway.Tokens) {
+func tokenOps(t testing.TB) (http.Handler, *auth.Store) {
 	t.Helper()
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "ops")
@@ -46,17 +28,17 @@ func tokenOps(t testing.TB) (http.Handler, *gateway.Tokens) {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	ts, err := g.OpenTokens(ctx)
+	ts, err := auth.Open(ctx, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Tokens: ts, Auth: Auth{BearerToken: "op"}})
+	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	return handler(o, nil), ts
 }
 
 func TestTokenAuthorization(t *testing.T) {
 	h, ts := tokenOps(t)
-	tok, _, err := ts.CreateToken(context.Background(), gateway.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push"}})
+	tok, _, err := ts.CreateToken(context.Background(), auth.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +76,7 @@ func TestTokenAuthorization(t *testing.T) {
 // handler that does nothing.
 func BenchmarkTokenRequest(b *testing.B) {
 	h, ts := tokenOps(b)
-	tok, _, err := ts.CreateToken(context.Background(), gateway.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push"}})
+	tok, _, err := ts.CreateToken(context.Background(), auth.TokenSpec{Name: "n", Prefix: "a", Rights: []string{"push"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,5 +105,34 @@ func BenchmarkOperatorRequest(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatal(w.Code)
 		}
+	}
+}
+
+// TestCreateTokenWantsJSON: POST /tokens creates nothing from a body a
+// plain form of another site could send (text/plain), even with the
+// operator's credential.
+func TestCreateTokenWantsJSON(t *testing.T) {
+	h, ts := tokenOps(t)
+	spec := `{"name":"n","rights":["admin"]}`
+	post := func(ct string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, auth.PathTokens, strings.NewReader(spec))
+		req.Header.Set("Authorization", "Bearer op")
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded"} {
+		if w := post(ct); w.Code != http.StatusUnsupportedMediaType {
+			t.Errorf("POST /tokens %q: %d %s, want 415", ct, w.Code, w.Body)
+		}
+	}
+	if n := len(ts.ListTokens(context.Background())); n != 0 {
+		t.Fatalf("%d tokens after refused creations", n)
+	}
+	if w := post("application/json; charset=utf-8"); w.Code != http.StatusCreated {
+		t.Errorf("POST /tokens JSON: %d %s", w.Code, w.Body)
 	}
 }

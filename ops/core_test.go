@@ -60,7 +60,7 @@ func TestWithCore(t *testing.T) {
 	}
 	// The second delivery stays in flight.
 
-	doc, err := o.Document(ctx)
+	doc, err := o.Document(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,68 +1,15 @@
 package ops
 
 import (
-	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
-
-// Auth is the optional authentication of the HTTP API (LMQ had none). When
-// both are set, either credential is accepted. Health endpoints never ask.
-type Auth struct {
-	// BearerToken: "Authorization: Bearer <token>".
-	BearerToken string
-	// BasicUser and BasicPassword: "Authorization: Basic ...".
-	BasicUser, BasicPassword string
-}
-
-// Enabled reports whether any credential is configured.
-func (a Auth) Enabled() bool { return a.BearerToken != "" || a.BasicUser != "" }
-
-// check reports whether r carries a configured credential.
-func (a Auth) check(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	if a.BearerToken != "" {
-		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && secretEqual(tok, a.BearerToken) {
-			return true
-		}
-	}
-	if a.BasicUser != "" {
-		if u, p, ok := r.BasicAuth(); ok && secretEqual(u, a.BasicUser) && secretEqual(p, a.BasicPassword) {
-			return true
-		}
-	}
-	return false
-}
-
-// secretEqual compares in constant time; hashing first hides the length too.
-func secretEqual(a, b string) bool {
-	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
-	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
-}
-
-// challenge is the WWW-Authenticate of a 401.
-func (o *Ops) challenge() string {
-	if o.opt.Tokens != nil {
-		return `Bearer realm="lmq-gateway"`
-	}
-	return o.opt.Auth.challenge()
-}
-
-func (a Auth) challenge() string {
-	if a.BearerToken != "" {
-		return `Bearer realm="lmq-gateway"`
-	}
-	return `Basic realm="lmq-gateway"`
-}
 
 // Paths of the endpoints package ops adds.
 const (
@@ -89,8 +36,8 @@ func routeOf(w http.ResponseWriter) *recorder {
 	}
 }
 
-// Mount adds /stats, /metrics, /healthz and /readyz (and /tokens with
-// Options.Tokens) to the API's route table, and the per-route middleware
+// Mount adds /stats, /metrics, /healthz and /readyz (and auth's /tokens
+// with Options.Tokens) to the API's route table, and the per-route middleware
 // that labels requests with their route and authorizes them by what the
 // route needs. It is meant for httpapi.Options.Mount, and must have run
 // before Middleware serves: the health probes it declares public are the
@@ -98,11 +45,11 @@ func routeOf(w http.ResponseWriter) *recorder {
 // waiting pulls is the core's: gateway.Config.MaxWaitingPulls.)
 func (o *Ops) Mount(t *route.Table) {
 	t.HandleFunc(PathStats, route.Listed(route.AnyRight), o.serveStats, http.MethodGet, http.MethodHead)
-	t.Handle(PathMetrics, route.OnAll(gateway.RightAdmin), o.metrics.handler, http.MethodGet, http.MethodHead)
+	t.Handle(PathMetrics, route.OnAll(route.RightAdmin), o.metrics.handler, http.MethodGet, http.MethodHead)
 	t.HandleFunc(PathHealthz, route.Public, o.serveHealthz, http.MethodGet, http.MethodHead)
 	t.HandleFunc(PathReadyz, route.Public, o.serveReadyz, http.MethodGet, http.MethodHead)
 	if o.opt.Tokens != nil {
-		o.mountTokens(t)
+		auth.Mount(t, o.opt.Tokens, o.log)
 	}
 	t.Use(o.routeMiddleware)
 	o.routes = t
@@ -124,13 +71,16 @@ func (o *Ops) routeMiddleware(next http.Handler) http.Handler {
 			writeJSONError(w, http.StatusInternalServerError, "route declares no need")
 			return
 		}
-		if !o.authorize(w, r, need) {
-			return
-		}
-		if p := principalOf(r.Context()); p != nil && p.tok != nil && need.Scope() == route.ScopeListed {
-			// push-all, pull-any and the listings see the token's queues
-			// only: the core and Queues read the filter from the context.
-			r = r.WithContext(gateway.WithQueueFilter(r.Context(), p.tok.InScope))
+		// The handlers of the routes that list queues (route.ScopeListed)
+		// narrow what they hand the core to the token's scope
+		// (auth.ScopeOf).
+		if p := auth.PrincipalOf(r.Context()); p != nil {
+			deny := auth.Authorize(r, need)
+			o.metrics.auth.requests.WithLabelValues(p.Namespace(), auth.RightLabel(need.Right()), strconv.FormatBool(deny == "")).Inc()
+			if deny != "" {
+				writePlain(w, http.StatusForbidden, deny+"\n")
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -142,18 +92,18 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		var who *principal
+		var who *auth.Principal
 		public := o.public(r.URL.Path)
-		if o.authEnabled() && !public {
-			who = o.authenticate(r)
+		if o.guard.Enabled() && !public {
+			who = o.guard.Authenticate(r)
 		}
 		switch {
-		case o.authEnabled() && !public && who == nil:
+		case o.guard.Enabled() && !public && who == nil:
 			o.metrics.auth.failures.Inc()
-			rec.Header().Set("WWW-Authenticate", o.challenge())
+			rec.Header().Set("WWW-Authenticate", o.guard.Challenge())
 			writeJSONError(rec, http.StatusUnauthorized, "missing or wrong credentials")
 		case who != nil:
-			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
+			next.ServeHTTP(rec, r.WithContext(auth.WithPrincipal(r.Context(), who)))
 		default:
 			next.ServeHTTP(rec, r)
 		}
@@ -172,7 +122,7 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 			attrs := []slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.EscapedPath()),
-				slog.String("query", redactQuery(r.URL.RawQuery)),
+				slog.String("query", auth.RedactQuery(r.URL.RawQuery)),
 				slog.Int("status", rec.status),
 				slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d),
@@ -180,7 +130,7 @@ func (o *Ops) Middleware(next http.Handler) http.Handler {
 			}
 			if who != nil {
 				// Who asked: a token's namespace, "*" for the operator.
-				attrs = append(attrs, slog.String("namespace", who.namespace()))
+				attrs = append(attrs, slog.String("namespace", who.Namespace()))
 			}
 			o.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 		}
@@ -249,25 +199,17 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 }
 
 // AuthMode names the configured authentication, for the start-up log.
-func (o *Ops) AuthMode() string {
-	m := o.opt.Auth.mode()
-	if o.opt.Tokens != nil {
-		if m == "none" {
-			return authModeTokens + " (no operator credential)"
-		}
-		return authModeTokens + " and operator " + m
-	}
-	return m
-}
+func (o *Ops) AuthMode() string { return o.guard.Mode() }
 
-func (a Auth) mode() string {
-	switch {
-	case a.BearerToken != "" && a.BasicUser != "":
-		return "bearer or basic"
-	case a.BearerToken != "":
-		return "bearer"
-	case a.BasicUser != "":
-		return "basic"
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, err.Error())
+		return
 	}
-	return "none"
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }

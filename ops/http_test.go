@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
 
@@ -23,7 +22,7 @@ func TestAbandonedPullIs499(t *testing.T) {
 	var buf bytes.Buffer
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), AccessLog: true})
 	r := route.NewTable()
-	r.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPull), func(w http.ResponseWriter, r *http.Request) {
+	r.HandleFunc("/messages/{name}", route.OnQueue(route.RightPull), func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // a long-poll until the client leaves
 		if r.URL.Query().Get("say") != "" {
 			w.WriteHeader(statusClientClosed)

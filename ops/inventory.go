@@ -15,7 +15,7 @@ import (
 type Core interface {
 	QueueNames() []string
 	// QueueStatuses is every queue's sizes and placement, sorted by name.
-	QueueStatuses(ctx context.Context) ([]gateway.QueueStatus, error)
+	QueueStatuses(ctx context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error)
 	InFlight() int
 	Closing() <-chan struct{}
 	// ProbeStore checks that JetStream answers and stores (readiness).
@@ -107,7 +107,7 @@ func (inv *inventory) recent(maxAge time.Duration) (views []QueueView, ok bool) 
 }
 
 func (inv *inventory) gather(ctx context.Context) ([]QueueView, error) {
-	all, err := inv.core.QueueStatuses(ctx)
+	all, err := inv.core.QueueStatuses(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("queue statistics: %w", err)
 	}

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // authMetrics count requests per namespace (a token's name; "*" for the
 // operator's credential) and right. Their series are bounded by the tokens'
-// names (gateway.MaxTokens) times the four rights and two outcomes.
+// names (auth.MaxTokens in package auth) times the four rights and two outcomes.
 type authMetrics struct {
 	requests *prometheus.CounterVec
 	failures prometheus.Counter

@@ -1,7 +1,8 @@
 // Package ops is lmq-gateway's operations side: LMQ's /stats document,
 // Prometheus metrics (/metrics), health endpoints (/healthz, /readyz), the
-// HTTP access log and authentication (as middleware of the HTTP API),
-// StatsD output, and the client side of the status command.
+// HTTP access log, the middleware of the HTTP API that has package auth
+// authenticate and authorize each request, StatsD output, and the client
+// side of the status command.
 //
 // It sits beside the core: Stats is the core's gateway.Observer and counts
 // this gateway's events (pushes, pulls, replies, retention), while queue
@@ -23,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 )
@@ -37,11 +39,11 @@ type Options struct {
 	// Auth protects every endpoint but /healthz and /readyz when enabled.
 	// With Tokens it is the operator's credential: every right on every
 	// queue.
-	Auth Auth
-	// Tokens, when set, turns token authentication on (auth.go): every
-	// endpoint but /healthz and /readyz then needs Auth's credential or a
-	// token of the store, and /tokens manages them.
-	Tokens TokenStore
+	Auth auth.Credential
+	// Tokens, when set, turns token authentication on (package auth):
+	// every endpoint but /healthz and /readyz then needs Auth's credential
+	// or a token of the store, and /tokens manages them.
+	Tokens *auth.Store
 	// Version is reported by lmq_build_info.
 	Version string
 	// Nodes lists NATS servers for /stats (the embedded server's view of its
@@ -73,6 +75,8 @@ type Ops struct {
 	log     *slog.Logger
 	inv     *inventory
 	metrics *Metrics
+	// guard authenticates the requests (Options.Auth and Tokens).
+	guard *auth.Guard
 	// routes is the table Mount declared this package's routes on, set
 	// before serving: Middleware asks it which paths are public.
 	routes *route.Table
@@ -103,6 +107,7 @@ func New(core Core, stats *Stats, opt Options) *Ops {
 		stats: stats,
 		opt:   opt,
 		log:   opt.Logger,
+		guard: auth.NewGuard(opt.Auth, opt.Tokens),
 		inv: &inventory{
 			core:      core,
 			log:       opt.Logger,
@@ -124,39 +129,38 @@ func (o *Ops) Metrics() *Metrics { return o.metrics }
 // so that load balancers stop sending new clients.
 func (o *Ops) Drain() { o.draining.Store(true) }
 
-// Queues returns every queue's JetStream view (cached for StatsTTL).
-// With a queue filter in ctx (a token's request, gateway.WithQueueFilter),
-// only the queues it allows.
-func (o *Ops) Queues(ctx context.Context) ([]QueueView, error) {
+// Queues returns the JetStream view of every queue of scope (nil: all),
+// cached for StatsTTL.
+func (o *Ops) Queues(ctx context.Context, scope gateway.Scope) ([]QueueView, error) {
 	views, err := o.collect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]QueueView, 0, len(views))
 	for _, v := range views {
-		if gateway.QueueAllowed(ctx, v.Name) {
+		if scope.Allows(v.Name) {
 			out = append(out, v)
 		}
 	}
 	return out, nil
 }
 
-// collect is the shared, cached collection of every queue: never under the
-// queue filter of the request that happens to start it, which would cut the
+// collect is the shared, cached collection of every queue: never cut to
+// the scope of the request that happens to start it, which would cut the
 // cache to that request's scope for everyone.
 func (o *Ops) collect(ctx context.Context) ([]QueueView, error) {
-	return o.inv.collect(gateway.WithQueueFilter(ctx, nil))
+	return o.inv.collect(ctx)
 }
 
-// Document builds the /stats document.
-func (o *Ops) Document(ctx context.Context) (*StatsDoc, error) {
+// Document builds the /stats document of the queues of scope (nil: all).
+func (o *Ops) Document(ctx context.Context, scope gateway.Scope) (*StatsDoc, error) {
 	views, err := o.collect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	doc := &StatsDoc{Queues: make(map[string]QueueDoc, len(views))}
 	for _, v := range views {
-		if !gateway.QueueAllowed(ctx, v.Name) {
+		if !scope.Allows(v.Name) {
 			continue // a token's request sees the queues of its scope
 		}
 		doc.Queues[v.Name] = QueueDoc{
@@ -244,7 +248,7 @@ type QueueDoc struct {
 }
 
 func (o *Ops) serveStats(w http.ResponseWriter, r *http.Request) {
-	doc, err := o.Document(r.Context())
+	doc, err := o.Document(r.Context(), auth.ScopeOf(r))
 	if err != nil {
 		if r.Context().Err() == nil {
 			o.log.Warn("stats", "err", err)
@@ -304,7 +308,7 @@ func (o *Ops) serveReadyz(w http.ResponseWriter, r *http.Request) {
 // (/readyz itself needs none), and a server that is down does not make this
 // gateway unready (the cluster serves while a majority is up).
 func (o *Ops) readyDetail(r *http.Request) string {
-	if o.authEnabled() && o.authenticate(r) == nil {
+	if o.guard.Enabled() && o.guard.Authenticate(r) == nil {
 		return "nodes: not shown without credentials\n"
 	}
 	// A recent collection of the queues' views rather than a fresh one:

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
@@ -51,7 +52,7 @@ func (c *fakeCore) QueueNames() []string {
 	return names
 }
 
-func (c *fakeCore) QueueStatuses(context.Context) ([]gateway.QueueStatus, error) {
+func (c *fakeCore) QueueStatuses(context.Context, gateway.Scope) ([]gateway.QueueStatus, error) {
 	names := c.QueueNames()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,14 +134,14 @@ func handler(o *Ops, release <-chan struct{}) http.Handler {
 		release = ch
 	}
 	t := route.NewTable()
-	t.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPull), func(w http.ResponseWriter, r *http.Request) {
+	t.HandleFunc("/messages/{name}", route.OnQueue(route.RightPull), func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}, http.MethodGet)
-	t.HandleFunc("/messages/{name}", route.OnQueue(gateway.RightPush), func(w http.ResponseWriter, _ *http.Request) {
+	t.HandleFunc("/messages/{name}", route.OnQueue(route.RightPush), func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"accum":"no"}`)
 	}, http.MethodPost)
 	o.Mount(t)
@@ -243,7 +244,7 @@ func TestInventoryCachedAndBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			views, err := o.Queues(t.Context())
+			views, err := o.Queues(t.Context(), nil)
 			if err != nil || len(views) != 2 {
 				t.Errorf("views %v, %v", views, err)
 			}
@@ -305,7 +306,7 @@ func TestMetricsNames(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Auth: Auth{BearerToken: "s3cret", BasicUser: "u", BasicPassword: "p"}})
+	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Auth: auth.Credential{BearerToken: "s3cret", BasicUser: "u", BasicPassword: "p"}})
 	h := handler(o, nil)
 	for _, path := range []string{"/stats", "/metrics", "/messages/q?t=0", "/nowhere"} {
 		w := get(t, h, path)
@@ -515,7 +516,7 @@ func TestStatsDRunSendsUDP(t *testing.T) {
 func TestStatusClientAndPrint(t *testing.T) {
 	core := newFakeCore(gateway.QueueInfo{Name: "q1", Size: 3, Bytes: 300, Props: props()})
 	o := New(core, NewStats(StatsOptions{}), Options{
-		Auth: Auth{BearerToken: "tok"},
+		Auth: auth.Credential{BearerToken: "tok"},
 		Nodes: func(context.Context) (Nodes, error) {
 			return Nodes{Active: []string{"n1"}, All: []string{"n1", "n2"}}, nil
 		},
@@ -525,7 +526,7 @@ func TestStatusClientAndPrint(t *testing.T) {
 	if _, err := (StatusClient{Base: srv.URL}).Fetch(t.Context(), false); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("without the token: %v", err)
 	}
-	doc, err := StatusClient{Base: strings.TrimPrefix(srv.URL, "http://"), Auth: Auth{BearerToken: "tok"}}.Fetch(t.Context(), true)
+	doc, err := StatusClient{Base: strings.TrimPrefix(srv.URL, "http://"), Auth: auth.Credential{BearerToken: "tok"}}.Fetch(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lmq-gateway/lmq-gateway/auth"
 )
 
 // StatusClient asks a running gateway for its /stats, for the status command.
@@ -20,7 +22,7 @@ type StatusClient struct {
 	// host:port (then http); an empty host means localhost.
 	Base string
 	// Auth is sent when the gateway requires it.
-	Auth Auth
+	Auth auth.Credential
 	// Insecure skips TLS certificate verification.
 	Insecure bool
 }
@@ -51,12 +53,7 @@ func (c StatusClient) Fetch(ctx context.Context, brief bool) (*StatsDoc, error) 
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
-	switch {
-	case c.Auth.BearerToken != "":
-		req.Header.Set("Authorization", "Bearer "+c.Auth.BearerToken)
-	case c.Auth.BasicUser != "":
-		req.SetBasicAuth(c.Auth.BasicUser, c.Auth.BasicPassword)
-	}
+	c.Auth.Set(req)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.Insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by --insecure

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 )
 
 // discardCore answers every push at once and keeps nothing: what is left of
 // a push's cost is the front end's (and the client's).
-type discardCore struct{ *fakeCore }
+type discardCore struct{ *fakecore.Core }
 
 func (discardCore) PushWith(context.Context, string, gateway.Message, gateway.PushOptions) (gateway.AccumState, error) {
 	return gateway.AccumNo, nil
@@ -24,7 +25,7 @@ func (discardCore) PushWith(context.Context, string, gateway.Message, gateway.Pu
 // flight per connection, as many connections as GOMAXPROCS×4. cpu-µs/op is
 // the process's CPU (server and client) per push.
 func BenchmarkPushRoundTrip(b *testing.B) {
-	addr, _ := startServer(b, discardCore{newFakeCore()}, Options{})
+	addr, _ := startServer(b, discardCore{fakecore.New()}, Options{})
 	req := encodeRequest(b, 1, "push", "bench", strings.Repeat("x", 256))
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)

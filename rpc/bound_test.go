@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
@@ -31,7 +32,7 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 // newcomer is then served.
 func TestStalledRequestsCut(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{MaxConns: 3, RequestTimeout: 300 * time.Millisecond})
 	var stalled []*testClient
 	for range 3 {
@@ -53,11 +54,11 @@ func TestStalledRequestsCut(t *testing.T) {
 // while a client waiting in a long-poll pull is never cut.
 func TestIdleConnectionsReclaimed(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, s := startServer(t, core, Options{MaxConns: 3, RequestTimeout: time.Hour})
 	waiting := dialRPC(t, addr)
 	waiting.send("pull", "waited", 3600)
-	<-core.waiting // the pull is being served: the connection is not idle
+	<-core.Waiting() // the pull is being served: the connection is not idle
 	var idle []net.Conn
 	for range 2 {
 		idle = append(idle, dialRaw(t, addr))
@@ -90,11 +91,11 @@ func TestIdleConnectionsReclaimed(t *testing.T) {
 // in the queue.
 func TestUnreadAnswersBounded(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	const n, size = 1000, 64 << 10
 	body := bytes.Repeat([]byte("x"), size)
 	for range n {
-		core.put("big", gateway.Message{Body: body})
+		core.Put("big", gateway.Message{Body: body})
 	}
 	addr, s := startServer(t, core, Options{MaxAnswerBytes: 256 << 10, WriteTimeout: 500 * time.Millisecond})
 	nc := dialRaw(t, addr)
@@ -111,7 +112,7 @@ func TestUnreadAnswersBounded(t *testing.T) {
 	// closed the connection, then the client's sees the end.
 	// (Served first: a pull took a message. Before it was accepted, the
 	// server had no connection either.)
-	testwait.For(t, "a pull served", func() bool { return core.size("big") < n })
+	testwait.For(t, "a pull served", func() bool { return core.Size("big") < n })
 	testwait.For(t, "the connection closed by the server", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -122,16 +123,9 @@ func TestUnreadAnswersBounded(t *testing.T) {
 		t.Errorf("%d answer bytes still counted after the close", held)
 	}
 	// The kernel's buffers took some answers; far from all were taken.
-	left := core.size("big")
+	left := core.Size("big")
 	t.Logf("%d of %d messages left in the queue", left, n)
 	if left < n/2 {
 		t.Errorf("only %d of %d messages left: pulls kept taking messages for a client that did not read", left, n)
 	}
-}
-
-// size is the number of messages waiting in queue q.
-func (f *fakeCore) size(q string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.queues[q])
 }

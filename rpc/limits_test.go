@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -15,7 +16,7 @@ import (
 // overflowed past the year 2262.
 func TestFakeDurationLimits(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 
@@ -46,9 +47,8 @@ func TestFakeDurationLimits(t *testing.T) {
 			t.Errorf("%s%v: error %q, want prefix %q", tc.method, tc.params, e, tc.prefix)
 		}
 	}
-	core.mu.Lock()
-	pushes, props, defaults := core.pushes, len(core.props), len(core.defaults)
-	core.mu.Unlock()
+	pushes := core.Pushes()
+	props, defaults := core.PropsSet()
 	if pushes != 0 || props != 0 || defaults != 0 {
 		t.Fatalf("refused calls changed the core: %d pushes, %d props, %d defaults", pushes, props, defaults)
 	}

@@ -365,7 +365,7 @@ func (c *conn) pushAll(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if _, err := c.s.core.PushAll(c.ctx, re, content(p[1])); err != nil {
+	if _, err := c.s.core.PushAll(c.ctx, re, content(p[1]), nil); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -395,7 +395,7 @@ func (c *conn) pullAny(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	return c.deliver(func(ctx context.Context) (*gateway.Delivery, error) {
-		return c.s.core.PullAny(ctx, re, wait)
+		return c.s.core.PullAny(ctx, re, wait, nil)
 	})
 }
 

@@ -32,9 +32,11 @@ import (
 type Core interface {
 	Push(ctx context.Context, queue string, msg gateway.Message) (gateway.AccumState, error)
 	PushWith(ctx context.Context, queue string, msg gateway.Message, opts gateway.PushOptions) (gateway.AccumState, error)
-	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error)
+	// PushAll and PullAny get a nil scope (every queue): the RPC server
+	// has no tokens.
+	PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message, scope gateway.Scope) (map[string]gateway.AccumState, error)
 	Pull(ctx context.Context, queue string, wait time.Duration) (*gateway.Delivery, error)
-	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error)
+	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error)
 	Abandon(ctx context.Context, d *gateway.Delivery)
 	Reply(ctx context.Context, queue, id string, kind gateway.ReplyKind) error
 	DeleteQueue(ctx context.Context, queue string) error

@@ -9,241 +9,17 @@ import (
 	"log/slog"
 	"net"
 	"reflect"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// fakeCore is an in-memory Core for testing the front end alone. Queues whose
-// name starts with "pkg" accumulate: pushes join one package until it is pulled.
-type fakeCore struct {
-	mu        sync.Mutex
-	queues    map[string][]gateway.Message
-	wake      chan struct{} // closed and replaced on every push
-	inflight  map[string]fakeInflight
-	nextID    int
-	abandoned []string
-	props     map[string]mapping.Props
-	defaults  mapping.DefaultList
-	pushes    int
-	// deliverOnCancel makes Pull hand out a message at the moment its context
-	// ends, as a real core may when the two race.
-	deliverOnCancel bool
-	waiting         chan struct{} // gets a value whenever a Pull starts waiting
-}
-
-type fakeInflight struct {
-	queue string
-	msgs  []gateway.Message
-	pkg   bool
-}
-
-func newFakeCore() *fakeCore {
-	return &fakeCore{
-		queues:   make(map[string][]gateway.Message),
-		wake:     make(chan struct{}),
-		inflight: make(map[string]fakeInflight),
-		props:    make(map[string]mapping.Props),
-		waiting:  make(chan struct{}, 100),
-	}
-}
-
-func (f *fakeCore) PushWith(ctx context.Context, q string, msg gateway.Message, _ gateway.PushOptions) (gateway.AccumState, error) {
-	return f.Push(ctx, q, msg)
-}
-
-func (f *fakeCore) Push(_ context.Context, q string, msg gateway.Message) (gateway.AccumState, error) {
-	if err := mapping.ValidateQueueName(q); err != nil {
-		return "", fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pushes++
-	msg.Body = bytes.Clone(msg.Body)
-	first := len(f.queues[q]) == 0
-	f.queues[q] = append(f.queues[q], msg)
-	close(f.wake)
-	f.wake = make(chan struct{})
-	if strings.HasPrefix(q, "pkg") {
-		if first {
-			return gateway.AccumNew, nil
-		}
-		return gateway.AccumYes, nil
-	}
-	return gateway.AccumNo, nil
-}
-
-func (f *fakeCore) PushAll(ctx context.Context, re *regexp.Regexp, msg gateway.Message) (map[string]gateway.AccumState, error) {
-	f.mu.Lock()
-	var names []string
-	for q := range f.queues {
-		if re.MatchString(q) {
-			names = append(names, q)
-		}
-	}
-	f.mu.Unlock()
-	out := make(map[string]gateway.AccumState)
-	for _, q := range names {
-		st, err := f.Push(ctx, q, msg)
-		if err != nil {
-			return nil, err
-		}
-		out[q] = st
-	}
-	return out, nil
-}
-
-// take hands out the first message of a matching queue; f.mu is held.
-func (f *fakeCore) take(match func(string) bool) *gateway.Delivery {
-	for q, msgs := range f.queues {
-		if !match(q) || len(msgs) == 0 {
-			continue
-		}
-		f.nextID++
-		id := fmt.Sprintf("id-%d", f.nextID)
-		d := &gateway.Delivery{Queue: q, ID: id, RetryRemaining: 2}
-		in := fakeInflight{queue: q}
-		if strings.HasPrefix(q, "pkg") {
-			d.Compound, d.Parts, in.msgs, in.pkg = true, msgs, msgs, true
-			f.queues[q] = nil
-		} else {
-			d.Message, in.msgs = msgs[0], msgs[:1]
-			f.queues[q] = msgs[1:]
-		}
-		f.inflight[id] = in
-		return d
-	}
-	return nil
-}
-
-func (f *fakeCore) pull(ctx context.Context, match func(string) bool, create string, wait time.Duration) (*gateway.Delivery, error) {
-	var timeout <-chan time.Time
-	if wait > 0 {
-		tm := time.NewTimer(wait)
-		defer tm.Stop()
-		timeout = tm.C
-	}
-	for {
-		f.mu.Lock()
-		if _, ok := f.queues[create]; !ok && create != "" {
-			f.queues[create] = nil
-		}
-		if d := f.take(match); d != nil {
-			f.mu.Unlock()
-			return d, nil
-		}
-		wake := f.wake
-		f.mu.Unlock()
-		if wait == 0 {
-			return nil, nil
-		}
-		select {
-		case f.waiting <- struct{}{}:
-		default:
-		}
-		select {
-		case <-wake:
-		case <-timeout:
-			return nil, nil
-		case <-ctx.Done():
-			if f.deliverOnCancel {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				if d := f.take(match); d != nil {
-					return d, nil
-				}
-			}
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (f *fakeCore) Pull(ctx context.Context, q string, wait time.Duration) (*gateway.Delivery, error) {
-	if err := mapping.ValidateQueueName(q); err != nil {
-		return nil, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-	}
-	return f.pull(ctx, func(s string) bool { return s == q }, q, wait)
-}
-
-func (f *fakeCore) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration) (*gateway.Delivery, error) {
-	return f.pull(ctx, re.MatchString, "", wait)
-}
-
-func (f *fakeCore) Abandon(_ context.Context, d *gateway.Delivery) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.abandoned = append(f.abandoned, d.ID)
-	if in, ok := f.inflight[d.ID]; ok {
-		delete(f.inflight, d.ID)
-		f.queues[in.queue] = append(append([]gateway.Message{}, in.msgs...), f.queues[in.queue]...)
-	}
-}
-
-func (f *fakeCore) Reply(_ context.Context, q, id string, kind gateway.ReplyKind) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	in, ok := f.inflight[id]
-	if !ok || in.queue != q {
-		return fmt.Errorf("delivery %s: %w", id, gateway.ErrNotFound)
-	}
-	switch kind {
-	case gateway.Ack:
-		delete(f.inflight, id)
-	case gateway.Nack:
-		delete(f.inflight, id)
-		f.queues[q] = append(f.queues[q], in.msgs...)
-	}
-	return nil
-}
-
-func (f *fakeCore) DeleteQueue(_ context.Context, q string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.queues[q]; !ok {
-		return fmt.Errorf("queue %s: %w", q, gateway.ErrNotFound)
-	}
-	delete(f.queues, q)
-	return nil
-}
-
-func (f *fakeCore) UpdateProps(_ context.Context, q string, p mapping.Props) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.props[q] = f.props[q].Merge(p)
-	return nil
-}
-
-func (f *fakeCore) ResetProps(_ context.Context, q string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.props, q)
-	return nil
-}
-
-func (f *fakeCore) DefaultProps(context.Context) (mapping.DefaultList, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.defaults, nil
-}
-
-func (f *fakeCore) SetDefaultProps(_ context.Context, l mapping.DefaultList) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.defaults = l
-	return nil
-}
-
-func (f *fakeCore) put(q string, msg gateway.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.queues[q] = append(f.queues[q], msg)
-}
+var _ Core = (*fakecore.Core)(nil)
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -275,7 +51,7 @@ func startServer(t testing.TB, core Core, opt Options) (string, *Server) {
 
 func TestFakeMethods(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 
@@ -323,16 +99,13 @@ func TestFakeMethods(t *testing.T) {
 
 	c.ok("ok", "update_props", "q", map[string]any{"pack": 0.5, "retry": 3})
 	c.ok("ok", "update_props", "r", map[string]any{"accum": 1, "timeout": 2.5})
-	core.mu.Lock()
-	p, pr := core.props["q"], core.props["r"]
-	core.mu.Unlock()
+	p, _ := core.Props("q")
+	pr, _ := core.Props("r")
 	if p.Accum == nil || *p.Accum != 0.5 || p.Retry == nil || *p.Retry != 3 || pr.Accum == nil || *pr.Accum != 1 || *pr.Timeout != 2.5 {
 		t.Fatalf("props %+v %+v", p, pr)
 	}
 	c.ok("ok", "update_props", "q")
-	core.mu.Lock()
-	_, still := core.props["q"]
-	core.mu.Unlock()
+	_, still := core.Props("q")
 	if still {
 		t.Fatal("update_props without props did not reset")
 	}
@@ -356,7 +129,7 @@ func TestFakeMethods(t *testing.T) {
 
 func TestFakeBadInput(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 
@@ -406,9 +179,7 @@ func TestFakeBadInput(t *testing.T) {
 	if r := c.recv(); r.msgid != 0x1001 || r.err == nil {
 		t.Fatalf("method not a string: %+v", r)
 	}
-	core.mu.Lock()
-	pushes := core.pushes
-	core.mu.Unlock()
+	pushes := core.Pushes()
 	if pushes != 0 {
 		t.Fatalf("bad requests pushed %d messages", pushes)
 	}
@@ -418,7 +189,7 @@ func TestFakeBadInput(t *testing.T) {
 // Requests and answers written byte by byte, in both dialects.
 func TestRawFrames(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 
@@ -440,7 +211,7 @@ func TestRawFrames(t *testing.T) {
 		t.Fatalf("new-dialect push: %+v", r)
 	}
 	// A message pushed over HTTP (not MessagePack) comes back as raw bytes.
-	core.put("q", gateway.Message{ContentType: "text/plain", Body: []byte(long)})
+	core.Put("q", gateway.Message{ContentType: "text/plain", Body: []byte(long)})
 
 	// Answers, in LMQ's dialect: no str8, no bin.
 	wantContents := []any{"hello", []any{long, "\x01\x02\x03"}, long}
@@ -454,7 +225,7 @@ func TestRawFrames(t *testing.T) {
 		c.ok("ok", "done", "q", d.ID)
 	}
 	// The exact bytes of a pulled message.
-	core.put("q", gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x91, 0xc0}})
+	core.Put("q", gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x91, 0xc0}})
 	r := c.call("pull", "q", 0)
 	d := r.delivery(t)
 	wantRes := []byte{0x85,
@@ -471,12 +242,12 @@ func TestRawFrames(t *testing.T) {
 
 func TestCurrentDialect(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{Dialect: DialectCurrent})
 	c := dialRPC(t, addr)
 	long := strings.Repeat("y", 40)
 	c.ok("ok", "push", "q", []any{long, []byte{9}})
-	core.put("q", gateway.Message{Body: []byte("bytes")})
+	core.Put("q", gateway.Message{Body: []byte("bytes")})
 	r := c.call("pull", "q", 0)
 	if !bytes.Contains(r.result, append([]byte{0xd9, 40}, long...)) || !bytes.Contains(r.result, []byte{0xc4, 0x01, 9}) {
 		t.Fatalf("current dialect pull: % x", []byte(r.result))
@@ -493,12 +264,12 @@ func TestCurrentDialect(t *testing.T) {
 // answers are matched by msgid.
 func TestPipelining(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 
 	pullID := c.send("pull", "wait-here")
-	<-core.waiting
+	<-core.Waiting()
 	// Several requests in one write.
 	var b []byte
 	for i := range 5 {
@@ -529,22 +300,20 @@ func TestPipelining(t *testing.T) {
 
 func TestNotificationIgnored(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 	// [2, "push", ["q", "x"]] then a request: only the request is answered.
 	c.write([]byte{0x93, 0x02, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xa1, 'x'})
 	c.ok("empty", "pull", "q", 0)
-	core.mu.Lock()
-	defer core.mu.Unlock()
-	if core.pushes != 0 {
+	if core.Pushes() != 0 {
 		t.Fatal("a notification was executed")
 	}
 }
 
 func TestHostileFrames(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{Limits: Limits{MaxFrameSize: 1 << 20}})
 	bystander := dialRPC(t, addr)
 	bystanderPull := bystander.send("pull", "bystander")
@@ -588,19 +357,17 @@ func TestHostileFrames(t *testing.T) {
 // A message handed out while its client is leaving goes back to the queue.
 func TestAbandonOnDisconnect(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
-	core.deliverOnCancel = true
+	core := fakecore.New()
+	core.DeliverOnCancel()
 	addr, _ := startServer(t, core, Options{})
 	c := dialRPC(t, addr)
 	c.send("pull", "q")
-	<-core.waiting
-	core.put("q", gateway.Message{Body: []byte("precious")})
+	<-core.Waiting()
+	core.Put("q", gateway.Message{Body: []byte("precious")})
 	c.conn.Close()
 
 	testwait.ForDetail(t, "the delivery abandoned and back in the queue", func() (bool, string) {
-		core.mu.Lock()
-		n, left := len(core.abandoned), len(core.queues["q"])
-		core.mu.Unlock()
+		n, left := len(core.Abandoned()), core.Size("q")
 		return n == 1 && left == 1, fmt.Sprintf("abandoned %d, left in queue %d", n, left)
 	})
 	c2 := dialRPC(t, addr)
@@ -611,7 +378,7 @@ func TestAbandonOnDisconnect(t *testing.T) {
 
 func TestShutdown(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -621,7 +388,7 @@ func TestShutdown(t *testing.T) {
 	go func() { errc <- s.Serve(context.Background(), l) }()
 	c := dialRPC(t, l.Addr().String())
 	id := c.send("pull", "q")
-	<-core.waiting
+	<-core.Waiting()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -650,7 +417,7 @@ func TestServeContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(newFakeCore(), Options{Logger: quietLogger()})
+	s := New(fakecore.New(), Options{Logger: quietLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ctx, l) }()
@@ -666,7 +433,7 @@ func TestServeContext(t *testing.T) {
 // With MaxInFlight reached, the server stops reading that connection.
 func TestMaxInFlight(t *testing.T) {
 	t.Parallel()
-	core := newFakeCore()
+	core := fakecore.New()
 	addr, _ := startServer(t, core, Options{MaxInFlight: 2})
 	c := dialRPC(t, addr)
 	p1 := c.send("pull", "a", 0.3)

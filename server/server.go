@@ -41,6 +41,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/console"
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
@@ -85,9 +86,9 @@ type Config struct {
 	AccessLog bool
 	// Auth protects the HTTP endpoints but /healthz and /readyz when enabled.
 	// With Tokens it is the operator's credential (every right).
-	Auth ops.Auth
+	Auth auth.Credential
 	// Tokens turns on token authentication (--tokens): the tokens of the
-	// KV bucket gateway.TokensBucket, managed at /tokens (ops/auth.go).
+	// KV bucket auth.TokensBucket, managed at /tokens (package auth).
 	Tokens bool
 	// AllowedOrigins are the browser origins ("https://console.example")
 	// whose state-changing requests are served although they come from a
@@ -288,7 +289,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if cfg.Tokens {
 		// Watched until the core closes (the core owns the watcher).
-		tokens, err := s.core.OpenTokens(ctx)
+		tokens, err := auth.Open(ctx, s.core, s.log)
 		if err != nil {
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/embedded"
-	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
 	"github.com/lmq-gateway/lmq-gateway/server"
 )
@@ -169,8 +169,8 @@ func watchSignals(cancel context.CancelFunc, done <-chan struct{}, log *slog.Log
 	}()
 }
 
-func authOf(c *config) ops.Auth {
-	a := ops.Auth{BearerToken: c.authToken}
+func authOf(c *config) auth.Credential {
+	a := auth.Credential{BearerToken: c.authToken}
 	if c.authBasic != "" {
 		a.BasicUser, a.BasicPassword, _ = strings.Cut(c.authBasic, ":")
 	}

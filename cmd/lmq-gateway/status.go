@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -40,7 +41,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("status: unexpected argument %q", fs.Arg(0))
 	}
-	client := ops.StatusClient{Base: *addr, Auth: ops.Auth{BearerToken: *token}, Insecure: *insecure}
+	client := ops.StatusClient{Base: *addr, Auth: auth.Credential{BearerToken: *token}, Insecure: *insecure}
 	if *basic != "" {
 		client.Auth.BasicUser, client.Auth.BasicPassword, _ = strings.Cut(*basic, ":")
 	}

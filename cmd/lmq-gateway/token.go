@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -78,9 +78,9 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := tokenClient{base: ops.BaseURL(*addr), bearer: *bearer, insecure: *insecure}
+	c := tokenClient{base: ops.BaseURL(*addr), cred: auth.Credential{BearerToken: *bearer}, insecure: *insecure}
 	if *basic != "" {
-		c.user, c.password, _ = strings.Cut(*basic, ":")
+		c.cred.BasicUser, c.cred.BasicPassword, _ = strings.Cut(*basic, ":")
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -89,15 +89,15 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("token create: unexpected argument %q", fs.Arg(0))
 		}
-		spec := gateway.TokenSpec{Name: *name, Prefix: *prefix, Regexp: *re}
+		spec := auth.TokenSpec{Name: *name, Prefix: *prefix, Regexp: *re}
 		for r := range strings.SplitSeq(*rights, ",") {
 			if r = strings.TrimSpace(r); r != "" {
 				spec.Rights = append(spec.Rights, r)
 			}
 		}
 		body, _ := json.Marshal(spec)
-		var out ops.CreatedToken
-		raw, err := c.do(ctx, http.MethodPost, ops.PathTokens, body, http.StatusCreated, &out)
+		var out auth.CreatedToken
+		raw, err := c.do(ctx, http.MethodPost, auth.PathTokens, body, http.StatusCreated, &out)
 		if err != nil {
 			return err
 		}
@@ -113,8 +113,8 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("token list: unexpected argument %q", fs.Arg(0))
 		}
-		var out ops.TokenList
-		raw, err := c.do(ctx, http.MethodGet, ops.PathTokens, nil, http.StatusOK, &out)
+		var out auth.TokenList
+		raw, err := c.do(ctx, http.MethodGet, auth.PathTokens, nil, http.StatusOK, &out)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("token revoke: which token? (an ID from \"lmq-gateway token list\")")
 		}
 		for _, id := range fs.Args() {
-			if _, err := c.do(ctx, http.MethodDelete, ops.PathTokens+"/"+id, nil, http.StatusNoContent, nil); err != nil {
+			if _, err := c.do(ctx, http.MethodDelete, auth.PathTokens+"/"+id, nil, http.StatusNoContent, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "revoked %s\n", id)
@@ -147,7 +147,7 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("token: unknown command %q (want create, list or revoke)", verb)
 }
 
-func scopeText(t gateway.TokenInfo) string {
+func scopeText(t auth.TokenInfo) string {
 	switch {
 	case t.Regexp != "":
 		return "regexp " + t.Regexp
@@ -159,10 +159,9 @@ func scopeText(t gateway.TokenInfo) string {
 
 // tokenClient talks to a gateway's /tokens.
 type tokenClient struct {
-	base           string
-	bearer         string
-	user, password string
-	insecure       bool
+	base     string
+	cred     auth.Credential
+	insecure bool
 }
 
 // do sends a request and decodes an answer of status want into out (when
@@ -175,12 +174,7 @@ func (c tokenClient) do(ctx context.Context, method, path string, body []byte, w
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	switch {
-	case c.bearer != "":
-		req.Header.Set("Authorization", "Bearer "+c.bearer)
-	case c.user != "":
-		req.SetBasicAuth(c.user, c.password)
-	}
+	c.cred.Set(req)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by --insecure
@@ -198,7 +192,7 @@ func (c tokenClient) do(ctx context.Context, method, path string, body []byte, w
 	}
 	if resp.StatusCode != want {
 		hint := ""
-		if resp.StatusCode == http.StatusNotFound && path == ops.PathTokens {
+		if resp.StatusCode == http.StatusNotFound && path == auth.PathTokens {
 			hint = " (is the gateway running with --tokens?)"
 		}
 		return nil, fmt.Errorf("token: %s %s answered %s: %s%s", method, req.URL.Path, resp.Status, strings.TrimSpace(string(raw)), hint)

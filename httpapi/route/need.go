@@ -3,8 +3,6 @@ package route
 import (
 	"fmt"
 	"strings"
-
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // Scope says which queues a route's right applies to.
@@ -28,27 +26,23 @@ const (
 	ScopePublic
 )
 
-// AnyRight is a Need's Right when any one of the rights will do (reading
-// about a queue).
-const AnyRight = gateway.RightPush | gateway.RightPull | gateway.RightAdmin
-
 // Need is what a request must be allowed to use a route: one of the
 // rights of Right (AnyRight: any) on the queues Scope says. OnQueue, Listed
 // and OnAll make one; Authenticated and Public need no right. (A number
 // rather than a struct, so that these can be constants.)
 type Need uint16
 
-func makeNeed(s Scope, r gateway.Right) Need { return Need(s)<<8 | Need(r) }
+func makeNeed(s Scope, r Right) Need { return Need(s)<<8 | Need(r) }
 
 // OnQueue is right on the queue the route's {name} names.
-func OnQueue(right gateway.Right) Need { return makeNeed(ScopeQueue, right) }
+func OnQueue(right Right) Need { return makeNeed(ScopeQueue, right) }
 
 // Listed is right, for a route that sees only the queues of the token's
 // scope.
-func Listed(right gateway.Right) Need { return makeNeed(ScopeListed, right) }
+func Listed(right Right) Need { return makeNeed(ScopeListed, right) }
 
 // OnAll is right on every queue.
-func OnAll(right gateway.Right) Need { return makeNeed(ScopeAll, right) }
+func OnAll(right Right) Need { return makeNeed(ScopeAll, right) }
 
 // The Needs without a right: any credential, and none.
 const (
@@ -57,7 +51,7 @@ const (
 )
 
 // Right is the set of rights any one of which the route needs; 0 for none.
-func (n Need) Right() gateway.Right { return gateway.Right(n & 0xff) }
+func (n Need) Right() Right { return Right(n & 0xff) }
 
 // Scope is the queues the right is needed on.
 func (n Need) Scope() Scope { return Scope(n >> 8) }

@@ -1,8 +1,9 @@
 // Package route is the HTTP server's route table: gorilla/mux, set up for
 // LMQ's queue names, on which every route of the server (the LMQ API of
 // package httpapi, the operations endpoints of package ops, the console) is
-// declared once, together with what a request needs to use it (Need). The
-// authorization middleware (package ops) reads the matched route's Need, so
+// declared once, together with what a request needs to use it (Need: a
+// Right on some queues). The authorization (package auth) reads the matched
+// route's Need, so
 // there is no second list of templates to keep in step, and a route cannot
 // be declared without one: Handle panics, as net/http's ServeMux does on a
 // bad pattern, so that the mistake shows at the first start of any test.

@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/gorilla/mux"
-
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
 // TestUndeclaredFailsLoudly: a route cannot be declared without a need, or
@@ -27,12 +25,12 @@ func TestUndeclaredFailsLoudly(t *testing.T) {
 		method []string
 	}{
 		{"no need", "/x", 0, false, []string{"GET"}},
-		{"a right without a scope", "/x", Need(gateway.RightPush), false, []string{"GET"}},
+		{"a right without a scope", "/x", Need(RightPush), false, []string{"GET"}},
 		{"a scope without a right", "/x", OnAll(0), false, []string{"GET"}},
 		{"an unknown right", "/x", OnAll(1 << 7), false, []string{"GET"}},
 		{"an unknown scope", "/x", makeNeed(ScopePublic+1, 0), false, []string{"GET"}},
-		{"a queue's right without {name}", "/x/{id}", OnQueue(gateway.RightPull), false, []string{"GET"}},
-		{"a right with Public", "/x", makeNeed(ScopePublic, gateway.RightAdmin), false, []string{"GET"}},
+		{"a queue's right without {name}", "/x/{id}", OnQueue(RightPull), false, []string{"GET"}},
+		{"a right with Public", "/x", makeNeed(ScopePublic, RightAdmin), false, []string{"GET"}},
 		{"a public route with a variable", "/x/{name}", Public, false, []string{"GET"}},
 		{"a public prefix", "/x/", Public, true, []string{"GET"}},
 		{"no method", "/x", Authenticated, false, nil},
@@ -46,7 +44,7 @@ func TestUndeclaredFailsLoudly(t *testing.T) {
 				}
 			}()
 			tb := NewTable()
-			tb.Handle("/twice", OnAll(gateway.RightAdmin), nop, http.MethodPost, http.MethodGet)
+			tb.Handle("/twice", OnAll(RightAdmin), nop, http.MethodPost, http.MethodGet)
 			if c.prefix {
 				tb.HandlePrefix(c.tpl, c.need, nop, c.method...)
 			} else {
@@ -74,10 +72,10 @@ func TestMatched(t *testing.T) {
 		})
 	})
 	nop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	tb.Handle("/m/{name}", OnQueue(gateway.RightPush), nop, http.MethodPost)
-	tb.Handle("/m/{name}/{id}", OnQueue(gateway.RightPull), nop, http.MethodPost)
+	tb.Handle("/m/{name}", OnQueue(RightPush), nop, http.MethodPost)
+	tb.Handle("/m/{name}/{id}", OnQueue(RightPull), nop, http.MethodPost)
 	tb.Handle("/health", Public, nop, http.MethodGet)
-	tb.HandlePrefix("/ui/", OnAll(gateway.RightAdmin), nop, http.MethodGet)
+	tb.HandlePrefix("/ui/", OnAll(RightAdmin), nop, http.MethodGet)
 	tb.NotFound(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(404) }))
 	tb.MethodNotAllowed(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(405) }))
 
@@ -144,7 +142,7 @@ func TestFastMatchIsMux(t *testing.T) {
 	t.Parallel()
 	tb := NewTable()
 	nop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	admin := OnAll(gateway.RightAdmin)
+	admin := OnAll(RightAdmin)
 	templates := []struct {
 		tpl     string
 		prefix  bool

@@ -1,4 +1,4 @@
-package ops
+package auth
 
 import (
 	"mime"
@@ -20,6 +20,6 @@ func RequireJSON(w http.ResponseWriter, r *http.Request) bool {
 	if err == nil && mt == "application/json" {
 		return true
 	}
-	writeJSONError(w, http.StatusUnsupportedMediaType, "content-type must be application/json")
+	writeError(w, http.StatusUnsupportedMediaType, "content-type must be application/json")
 	return false
 }

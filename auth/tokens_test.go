@@ -1,4 +1,4 @@
-package gateway_test
+package auth_test
 
 import (
 	"context"
@@ -7,14 +7,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
-func openTokens(t testing.TB, g *gateway.Gateway) *gateway.Tokens {
+// startStore starts an embedded nats-server, a core on it and the core's
+// token store.
+func startStore(t testing.TB) (*embedded.Server, *auth.Store) {
 	t.Helper()
-	ts, err := g.OpenTokens(ctxT(t))
+	ns := testnats.Start(t)
+	return ns, openStore(t, ns, "test")
+}
+
+// openStore is the token store of a new core on ns.
+func openStore(t testing.TB, ns *embedded.Server, name string) *auth.Store {
+	t.Helper()
+	g, err := gateway.New(t.Context(), testnats.Connect(t, ns, name), gateway.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	ts, err := auth.Open(t.Context(), g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +39,11 @@ func openTokens(t testing.TB, g *gateway.Gateway) *gateway.Tokens {
 }
 
 func TestTokensCreateAuthenticateRevoke(t *testing.T) {
-	ns, g := startCore(t, context.Background())
-	ts := openTokens(t, g)
-	ctx := ctxT(t)
+	t.Parallel()
+	ns, ts := startStore(t)
+	ctx := t.Context()
 
-	tok, info, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "orders", Prefix: "orders.", Rights: []string{"pull", "push", "pull"}})
+	tok, info, err := ts.CreateToken(ctx, auth.TokenSpec{Name: "orders", Prefix: "orders.", Rights: []string{"pull", "push", "pull"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +54,7 @@ func TestTokensCreateAuthenticateRevoke(t *testing.T) {
 	if !ok || got.Name() != "orders" {
 		t.Fatalf("Authenticate(new token) = %v, %v", got, ok)
 	}
-	if !got.Allows(gateway.RightPush, "orders.a") || got.Allows(gateway.RightAdmin, "orders.a") || got.Allows(gateway.RightPush, "other") || got.Global() {
+	if !got.Allows(route.RightPush, "orders.a") || got.Allows(route.RightAdmin, "orders.a") || got.Allows(route.RightPush, "other") || got.Global() {
 		t.Errorf("scope or rights wrong: %+v", got.Info())
 	}
 	for _, bad := range []string{"", tok + "x", info.ID + ".", info.ID, strings.ToUpper(tok), "0123456789abcdef." + strings.SplitN(tok, ".", 2)[1]} {
@@ -47,13 +64,7 @@ func TestTokensCreateAuthenticateRevoke(t *testing.T) {
 	}
 
 	// A second gateway on the same NATS loads it, and sees the revocation.
-	nc2 := testnats.Connect(t, ns, "second")
-	g2, err := gateway.New(ctx, nc2, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g2.Close)
-	ts2 := openTokens(t, g2)
+	ts2 := openStore(t, ns, "second")
 	if _, ok := ts2.Authenticate(tok); !ok {
 		t.Fatal("second gateway does not know the token")
 	}
@@ -76,10 +87,10 @@ func TestTokensCreateAuthenticateRevoke(t *testing.T) {
 }
 
 func TestTokensRegexpScopeAndInvalidSpecs(t *testing.T) {
-	g := newCore(t)
-	ts := openTokens(t, g)
-	ctx := ctxT(t)
-	tok, _, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "ab", Regexp: `q\.(a|b)`, Rights: []string{"admin"}})
+	t.Parallel()
+	_, ts := startStore(t)
+	ctx := t.Context()
+	tok, _, err := ts.CreateToken(ctx, auth.TokenSpec{Name: "ab", Regexp: `q\.(a|b)`, Rights: []string{"admin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +100,7 @@ func TestTokensRegexpScopeAndInvalidSpecs(t *testing.T) {
 			t.Errorf("InScope(%q) = %v", q, !want)
 		}
 	}
-	for _, spec := range []gateway.TokenSpec{
+	for _, spec := range []auth.TokenSpec{
 		{Name: "x"},
 		{Name: "x", Rights: []string{"fly"}},
 		{Name: "", Rights: []string{"push"}},
@@ -97,7 +108,7 @@ func TestTokensRegexpScopeAndInvalidSpecs(t *testing.T) {
 		{Name: strings.Repeat("n", 65), Rights: []string{"push"}},
 		{Name: "x", Prefix: "p", Regexp: "r", Rights: []string{"push"}},
 		{Name: "x", Regexp: "(", Rights: []string{"push"}},
-		{Name: "x", Regexp: strings.Repeat("a", gateway.MaxTokenRegexp+1), Rights: []string{"push"}},
+		{Name: "x", Regexp: strings.Repeat("a", auth.MaxTokenRegexp+1), Rights: []string{"push"}},
 		{Name: "x", Regexp: `[a-z]{1000}[0-9]{1000}\w{1000}`, Rights: []string{"push"}},
 	} {
 		if _, _, err := ts.CreateToken(ctx, spec); !errors.Is(err, gateway.ErrInvalid) {
@@ -108,15 +119,15 @@ func TestTokensRegexpScopeAndInvalidSpecs(t *testing.T) {
 
 // Records in the bucket are input: a broken one is ignored, not trusted.
 func TestTokensInvalidRecordIgnored(t *testing.T) {
-	ns, g := startCore(t, context.Background())
-	ts := openTokens(t, g)
-	ctx := ctxT(t)
+	t.Parallel()
+	ns, ts := startStore(t)
+	ctx := t.Context()
 	js := testnats.JetStream(t, testnats.Connect(t, ns, "writer"))
-	kv, err := js.KeyValue(ctx, gateway.TokensBucket)
+	kv, err := js.KeyValue(ctx, auth.TokensBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, _, err := ts.CreateToken(ctx, gateway.TokenSpec{Name: "good", Rights: []string{"push"}})
+	good, _, err := ts.CreateToken(ctx, auth.TokenSpec{Name: "good", Rights: []string{"push"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +159,8 @@ func TestTokensInvalidRecordIgnored(t *testing.T) {
 // BenchmarkAuthenticate is the CPU cost of checking one request's token (a
 // map lookup and a SHA-256 of the secret).
 func BenchmarkAuthenticate(b *testing.B) {
-	g := newCoreTB(b)
-	ts := openTokens(b, g)
-	tok, _, err := ts.CreateToken(context.Background(), gateway.TokenSpec{Name: "bench", Prefix: "q", Rights: []string{"push"}})
+	_, ts := startStore(b)
+	tok, _, err := ts.CreateToken(context.Background(), auth.TokenSpec{Name: "bench", Prefix: "q", Rights: []string{"push"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package auth
 
 import (
 	"context"
@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // Tokens (beyond LMQ, after lmstfy's namespaces): bearer credentials scoped
@@ -49,53 +53,15 @@ const (
 	tokenIDLen     = 16 // hex digits of 8 random bytes
 )
 
-// Right is a set of rights of a token.
-type Right uint8
-
-// The rights. Pull covers the replies to a delivery (ack, nack, ext). Admin
-// covers properties, deleting a queue and its dead letters on the queues of
-// the token's scope; a token whose scope is every queue (no prefix, no
-// regexp) with Admin also manages tokens, the default-properties list and
-// reads /metrics.
-const (
-	RightPush Right = 1 << iota
-	RightPull
-	RightAdmin
-)
-
-var rightNames = []struct {
-	r    Right
-	name string
-}{{RightPush, "push"}, {RightPull, "pull"}, {RightAdmin, "admin"}}
-
-// String names the rights, comma-separated.
-func (r Right) String() string { return strings.Join(r.Names(), ",") }
-
-// Names lists the rights' names.
-func (r Right) Names() []string {
-	out := []string{}
-	for _, n := range rightNames {
-		if r&n.r != 0 {
-			out = append(out, n.name)
-		}
-	}
-	return out
-}
-
 // ParseRights reads rights by name ("push", "pull", "admin").
-func ParseRights(names []string) (Right, error) {
-	var r Right
+func ParseRights(names []string) (route.Right, error) {
+	var r route.Right
 	for _, s := range names {
-		found := false
-		for _, n := range rightNames {
-			if s == n.name {
-				r |= n.r
-				found = true
-			}
+		one, ok := route.RightNamed(s)
+		if !ok {
+			return 0, fmt.Errorf("%w: unknown right %q (want push, pull or admin)", gateway.ErrInvalid, s)
 		}
-		if !found {
-			return 0, fmt.Errorf("%w: unknown right %q (want push, pull or admin)", ErrInvalid, s)
-		}
+		r |= one
 	}
 	return r, nil
 }
@@ -137,7 +103,7 @@ type tokenRecord struct {
 // immutable.
 type Token struct {
 	info   TokenInfo
-	rights Right
+	rights route.Right
 	re     *regexp.Regexp // nil: Prefix scopes
 	hash   [sha256.Size]byte
 }
@@ -149,10 +115,10 @@ func (t *Token) Info() TokenInfo { return t.info }
 func (t *Token) Name() string { return t.info.Name }
 
 // Rights are the token's rights.
-func (t *Token) Rights() Right { return t.rights }
+func (t *Token) Rights() route.Right { return t.rights }
 
 // Has reports whether the token has right r on some queue.
-func (t *Token) Has(r Right) bool { return t.rights&r == r }
+func (t *Token) Has(r route.Right) bool { return t.rights&r == r }
 
 // Global reports whether the token's scope is every queue.
 func (t *Token) Global() bool { return t.re == nil && t.info.Prefix == "" }
@@ -165,43 +131,52 @@ func (t *Token) InScope(queue string) bool {
 	return strings.HasPrefix(queue, t.info.Prefix)
 }
 
+// Scope is the token's queue scope as the core takes it: nil when it is
+// every queue.
+func (t *Token) Scope() gateway.Scope {
+	if t.Global() {
+		return nil
+	}
+	return t.InScope
+}
+
 // Allows reports whether the token has right r on queue.
-func (t *Token) Allows(r Right, queue string) bool { return t.Has(r) && t.InScope(queue) }
+func (t *Token) Allows(r route.Right, queue string) bool { return t.Has(r) && t.InScope(queue) }
 
 var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // compileToken checks a record (a new one, or one read from the bucket).
 func compileToken(rec tokenRecord) (*Token, error) {
 	if !tokenNameRE.MatchString(rec.Name) {
-		return nil, fmt.Errorf("%w: token name must be 1 to 64 of A-Z a-z 0-9 _ . -", ErrInvalid)
+		return nil, fmt.Errorf("%w: token name must be 1 to 64 of A-Z a-z 0-9 _ . -", gateway.ErrInvalid)
 	}
 	if rec.Prefix != "" && rec.Regexp != "" {
-		return nil, fmt.Errorf("%w: a token's scope is a prefix or a regexp, not both", ErrInvalid)
+		return nil, fmt.Errorf("%w: a token's scope is a prefix or a regexp, not both", gateway.ErrInvalid)
 	}
-	if err := validName(rec.Prefix); rec.Prefix != "" && err != nil {
-		return nil, fmt.Errorf("prefix: %w", err)
+	if err := mapping.ValidateQueueName(rec.Prefix); rec.Prefix != "" && err != nil {
+		return nil, fmt.Errorf("prefix: %w: %w", gateway.ErrInvalid, err)
 	}
 	if len(rec.Regexp) > MaxTokenRegexp {
-		return nil, fmt.Errorf("%w: regexp longer than %d bytes", ErrInvalid, MaxTokenRegexp)
+		return nil, fmt.Errorf("%w: regexp longer than %d bytes", gateway.ErrInvalid, MaxTokenRegexp)
 	}
 	r, err := ParseRights(rec.Rights)
 	if err != nil {
 		return nil, err
 	}
 	if r == 0 {
-		return nil, fmt.Errorf("%w: a token needs at least one right (push, pull, admin)", ErrInvalid)
+		return nil, fmt.Errorf("%w: a token needs at least one right (push, pull, admin)", gateway.ErrInvalid)
 	}
 	t := &Token{rights: r}
 	if rec.Regexp != "" {
 		expr := `^(?:` + rec.Regexp + `)$`
 		if t.re, err = regexp.Compile(expr); err != nil {
-			return nil, fmt.Errorf("%w: regexp: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: regexp: %w", gateway.ErrInvalid, err)
 		}
 		// A short expression may still compile to a large program
 		// ("(x{1000}){1000}" is refused by the parser, "[a-z]{1000}" is
 		// not); every gateway keeps every token's in memory.
 		if n := progSize(expr); n > maxTokenProg {
-			return nil, fmt.Errorf("%w: regexp too complex (%d instructions, at most %d)", ErrInvalid, n, maxTokenProg)
+			return nil, fmt.Errorf("%w: regexp too complex (%d instructions, at most %d)", gateway.ErrInvalid, n, maxTokenProg)
 		}
 	}
 	if rec.Hash != "" {
@@ -232,48 +207,47 @@ func progSize(expr string) int {
 	return len(prog.Inst)
 }
 
-// Tokens is the gateway's view of the token bucket. Create it with
-// Gateway.OpenTokens.
-type Tokens struct {
-	g   *Gateway
-	kv  jetstream.KeyValue
+// Store is this gateway's view of the token bucket. Create it with Open.
+type Store struct {
 	log *slog.Logger
 
 	mu   sync.RWMutex
 	byID map[string]*Token
-	// f follows the bucket; own writes are noted there (ownwrites.go), so
-	// that a late echo of a token's creation cannot bring it back after
-	// this gateway revoked it.
-	f *kvFollower
+	// b is the bucket, followed by the core for the gateway's lifetime; own
+	// writes are noted there, so that a late echo of a token's creation
+	// cannot bring it back after this gateway revoked it.
+	b *gateway.SharedBucket
 }
 
-// OpenTokens opens (creating it the first time, with this gateway's
-// replicas) the token bucket, loads it and follows it until the gateway
-// closes (Close waits for the watcher). ctx bounds the load. Call it before
-// serving, not concurrently with Close.
-func (g *Gateway) OpenTokens(ctx context.Context) (*Tokens, error) {
-	select {
-	case <-g.closing:
-		return nil, fmt.Errorf("open tokens: %w: the gateway is stopping", ErrUnavailable)
-	default:
+// Buckets opens a KV bucket shared by every gateway and mirrors it in
+// memory; *gateway.Gateway has it. It is all the store needs of the core.
+type Buckets interface {
+	OpenSharedBucket(ctx context.Context, name, description string,
+		apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*gateway.SharedBucket, error)
+}
+
+var _ Buckets = (*gateway.Gateway)(nil)
+
+// Open opens (creating it the first time) the token bucket through core,
+// loads it and follows it until the core closes. ctx bounds the load. Call
+// it before serving, not concurrently with the core's Close.
+func Open(ctx context.Context, core Buckets, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.Default()
 	}
-	kv, err := g.openBucket(ctx, TokensBucket, "lmq-gateway access tokens (SHA-256 of the secrets)")
-	if err != nil {
-		return nil, jsErr("tokens bucket", err)
-	}
-	t := &Tokens{g: g, kv: kv, log: g.log, byID: make(map[string]*Token)}
+	t := &Store{log: log, byID: make(map[string]*Token)}
 	// A gateway must not go on accepting tokens whose revocation it no
 	// longer hears about: the follower replaces a watch that ends.
-	f, err := g.followBucket(ctx, kv, "tokens", t.apply, t.replayed)
+	b, err := core.OpenSharedBucket(ctx, TokensBucket, "lmq-gateway access tokens (SHA-256 of the secrets)", t.apply, t.replayed)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokens: %w", err)
 	}
-	t.f = f
+	t.b = b
 	return t, nil
 }
 
 // replayed forgets cached tokens the bucket no longer has.
-func (t *Tokens) replayed(present map[string]bool) {
+func (t *Store) replayed(present map[string]bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id := range t.byID {
@@ -283,7 +257,7 @@ func (t *Tokens) replayed(present map[string]bool) {
 	}
 }
 
-func (t *Tokens) apply(e jetstream.KeyValueEntry) {
+func (t *Store) apply(e jetstream.KeyValueEntry) {
 	id, ok := strings.CutPrefix(e.Key(), tokenKeyPrefix)
 	if !ok {
 		return
@@ -321,7 +295,7 @@ func parseTokenRecord(id string, b []byte) (*Token, error) {
 }
 
 // set installs (tok != nil) or forgets a token; false when the cache is full.
-func (t *Tokens) set(id string, tok *Token) bool {
+func (t *Store) set(id string, tok *Token) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tok == nil {
@@ -350,7 +324,7 @@ func validTokenID(id string) bool {
 
 // CreateToken stores a new token and returns it ("<id>.<secret>": the only
 // time the secret is shown) with its description.
-func (t *Tokens) CreateToken(ctx context.Context, spec TokenSpec) (string, TokenInfo, error) {
+func (t *Store) CreateToken(ctx context.Context, spec TokenSpec) (string, TokenInfo, error) {
 	rec := tokenRecord{TokenInfo: TokenInfo{
 		Name: spec.Name, Prefix: spec.Prefix, Regexp: spec.Regexp, Rights: spec.Rights,
 		Created: time.Now().UTC().Truncate(time.Second),
@@ -359,7 +333,7 @@ func (t *Tokens) CreateToken(ctx context.Context, spec TokenSpec) (string, Token
 		return "", TokenInfo{}, err
 	}
 	if t.Len() >= MaxTokens {
-		return "", TokenInfo{}, fmt.Errorf("%w: %d tokens exist, the limit", ErrInvalid, MaxTokens)
+		return "", TokenInfo{}, fmt.Errorf("%w: %d tokens exist, the limit", gateway.ErrInvalid, MaxTokens)
 	}
 	var idb [tokenIDLen / 2]byte
 	var secret [32]byte
@@ -381,18 +355,18 @@ func (t *Tokens) CreateToken(ctx context.Context, spec TokenSpec) (string, Token
 	if err != nil {
 		return "", TokenInfo{}, fmt.Errorf("encode token: %w", err)
 	}
-	rev, err := t.kv.Create(ctx, tokenKeyPrefix+rec.ID, b)
+	rev, err := t.b.KV().Create(ctx, tokenKeyPrefix+rec.ID, b)
 	if err != nil {
-		return "", TokenInfo{}, jsErr("store token", err)
+		return "", TokenInfo{}, storeErr("store token", err)
 	}
-	t.f.wrote(tokenKeyPrefix+rec.ID, rev)
+	t.b.Wrote(tokenKeyPrefix+rec.ID, rev)
 	// Seen at once by this gateway's clients; the watch brings it too.
 	t.set(rec.ID, tok)
 	return rec.ID + "." + sec, tok.info, nil
 }
 
 // ListTokens describes every token, by name then id; no secrets.
-func (t *Tokens) ListTokens(context.Context) []TokenInfo {
+func (t *Store) ListTokens(context.Context) []TokenInfo {
 	t.mu.RLock()
 	out := make([]TokenInfo, 0, len(t.byID))
 	for _, tok := range t.byID {
@@ -409,7 +383,7 @@ func (t *Tokens) ListTokens(context.Context) []TokenInfo {
 }
 
 // Token describes the token with this id.
-func (t *Tokens) Token(id string) (TokenInfo, bool) {
+func (t *Store) Token(id string) (TokenInfo, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	tok, ok := t.byID[id]
@@ -420,7 +394,7 @@ func (t *Tokens) Token(id string) (TokenInfo, bool) {
 }
 
 // Len is the number of tokens.
-func (t *Tokens) Len() int {
+func (t *Store) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.byID)
@@ -428,23 +402,24 @@ func (t *Tokens) Len() int {
 
 // RevokeToken deletes the token with this id (ErrNotFound when there is
 // none); every gateway stops accepting it when the deletion reaches it.
-func (t *Tokens) RevokeToken(ctx context.Context, id string) error {
+func (t *Store) RevokeToken(ctx context.Context, id string) error {
 	if !validTokenID(id) {
-		return fmt.Errorf("token %q: %w", id, ErrNotFound)
+		return fmt.Errorf("token %q: %w", id, gateway.ErrNotFound)
 	}
-	if _, err := t.kv.Get(ctx, tokenKeyPrefix+id); err != nil {
+	kv := t.b.KV()
+	if _, err := kv.Get(ctx, tokenKeyPrefix+id); err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			t.set(id, nil)
-			return fmt.Errorf("token %q: %w", id, ErrNotFound)
+			return fmt.Errorf("token %q: %w", id, gateway.ErrNotFound)
 		}
-		return jsErr("read token", err)
+		return storeErr("read token", err)
 	}
 	// Purge, not Delete: nothing of the token stays in the bucket.
-	done := t.f.removing(tokenKeyPrefix + id)
-	err := t.kv.Purge(ctx, tokenKeyPrefix+id)
+	done := t.b.Removing(tokenKeyPrefix + id)
+	err := kv.Purge(ctx, tokenKeyPrefix+id)
 	done(ctx, err == nil)
 	if err != nil {
-		return jsErr("revoke token", err)
+		return storeErr("revoke token", err)
 	}
 	t.set(id, nil)
 	return nil
@@ -453,7 +428,7 @@ func (t *Tokens) RevokeToken(ctx context.Context, id string) error {
 // Authenticate returns the token that tok ("<id>.<secret>") is, from the
 // copy in memory; false when it is malformed, unknown or revoked, or its
 // secret is wrong. The secret's hash is compared in constant time.
-func (t *Tokens) Authenticate(tok string) (*Token, bool) {
+func (t *Store) Authenticate(tok string) (*Token, bool) {
 	id, sec, ok := strings.Cut(tok, ".")
 	if !ok || !validTokenID(id) {
 		return nil, false
@@ -469,4 +444,14 @@ func (t *Tokens) Authenticate(tok string) (*Token, bool) {
 		return nil, false
 	}
 	return rec, true
+}
+
+// storeErr is a failure of the bucket, as the core reports its own: the
+// client's cancellation as itself, anything else as gateway.ErrUnavailable
+// (the endpoints answer 503: try again).
+func storeErr(op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, gateway.ErrUnavailable, err)
 }
