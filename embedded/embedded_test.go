@@ -150,8 +150,16 @@ func TestBadCredentialsFile(t *testing.T) {
 // listener), and ClientAddr and ClusterAddr report them.
 func TestPortZero(t *testing.T) {
 	t.Parallel()
+	// A JetStream cluster node needs a route; this one leads to a listener
+	// the test holds (and never serves) until the end.
+	peer, err := net.Listen("tcp", anyPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
 	s := start(t, Options{DataDir: t.TempDir(), Listen: anyPort, ServerName: "n0",
-		ClusterName: "c", ClusterListen: anyPort, ClientAuth: ClientAuth{None: true}})
+		ClusterName: "c", ClusterListen: anyPort, Routes: []string{"nats-route://" + peer.Addr().String()},
+		ClientAuth: ClientAuth{None: true}})
 	for what, addr := range map[string]string{"client": s.ClientAddr(), "cluster": s.ClusterAddr()} {
 		_, port, err := net.SplitHostPort(addr)
 		if err != nil || port == "0" || port == "4222" {
