@@ -433,7 +433,7 @@ func TestClusterExternalTLSAuth(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	args := append([]string{"--http-listen", freeAddr(t), "--rpc-listen", "", "--nats-url", url, "--nats-user", "lmq", "--nats-password", "wrong"}, tlsArgs...)
+	args := append([]string{"--http-listen", anyPort, "--rpc-listen", "", "--nats-url", url, "--nats-user", "lmq", "--nats-password", "wrong"}, tlsArgs...)
 	cmd := exec.CommandContext(ctx, gatewayBinary, args...)
 	setDeathSignal(cmd)
 	start := time.Now()

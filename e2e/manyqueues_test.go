@@ -212,22 +212,18 @@ func mqExpectListed(t *testing.T, c *Client, prefix string, want map[string]int)
 func restartPatiently(t *testing.T, g *Gateway) time.Duration {
 	t.Helper()
 	g.Stop()
+	g.pinPorts()
 	start := time.Now()
-	launchGateway(g)
-	ctx, cancel := context.WithTimeout(context.Background(), mqDeadline)
-	defer cancel()
-	for !g.answers(ctx, "/readyz") {
+	launchGateway(g, nil)
+	testwait.Within(t, mqDeadline, "lmq-gateway ready after the restart", func() bool {
 		select {
 		case <-g.proc.exited:
-			g.proc = nil
-			t.Fatalf("lmq-gateway exited during the restart:\n%s", g.Output())
-		case <-ctx.Done():
-			t.Fatalf("lmq-gateway not ready %v after the restart", mqDeadline)
-		case <-time.After(20 * time.Millisecond):
+			t.Fatalf("lmq-gateway exited during the restart (%v):\n%s", g.proc.err, g.Output())
+		default:
 		}
-	}
+		return g.answers(context.Background(), "/readyz")
+	})
 	took := time.Since(start)
-	g.started = true
 	g.adoptNATSURL()
 	return took
 }
