@@ -201,8 +201,7 @@ func TestAccumKillRestart(t *testing.T) {
 			}
 			accumPush(t, c, q, "b", "")
 			gw.Kill()
-			time.Sleep(tc.down)
-			gw.Restart()
+			gw.RestartAfter(tc.down)
 			if tc.more {
 				if st := accumPush(t, c, q, "c", ""); st != "yes" {
 					t.Fatalf("push after restart into the open window: %q, want yes", st)
@@ -251,7 +250,7 @@ func accumLoad(t *testing.T, clients []*Client, q string, pushers, n int) (map[s
 					news++
 				}
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond) // the pushers' pace: windows must span several pushes
+				pace(5 * time.Millisecond) // the pushers' pace: windows must span several pushes
 			}
 		})
 	}

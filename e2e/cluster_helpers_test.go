@@ -214,7 +214,7 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 			s.Shutdown()
 			s.WaitForShutdown()
 		})
-		if i > 1 {
+		if i > 1 || o.Cluster.Port == 0 { // a node edit made a single server
 			continue
 		}
 		testwait.Within(t, startTimeout, fmt.Sprintf("nats-server %d binds its cluster port", i), func() bool { return s.ClusterAddr() != nil })
@@ -231,7 +231,9 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 		}
 		// RestartNATS starts a node on the ports it had: its peers' routes
 		// and the relay name them.
-		all[i].Cluster.Port = s.ClusterAddr().Port
+		if a := s.ClusterAddr(); a != nil {
+			all[i].Cluster.Port = a.Port
+		}
 	}
 	return servers, all
 }

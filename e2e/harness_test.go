@@ -457,6 +457,15 @@ func (g *Gateway) Restart() {
 	g.start()
 }
 
+// RestartAfter is Restart of a stopped or killed gateway once down has
+// passed: the time down is the test's input (a window falls due, clients
+// find nobody), and nothing runs to be observed meanwhile.
+func (g *Gateway) RestartAfter(down time.Duration) {
+	g.t.Helper()
+	time.Sleep(down)
+	g.Restart()
+}
+
 // Output is what the gateway wrote to stdout and stderr so far (the last MiB).
 func (g *Gateway) Output() string { return g.out.String() }
 
@@ -575,6 +584,11 @@ func awaitNoneInFlight(t testing.TB, c *Client) {
 	t.Helper()
 	awaitMetric(t, c, "lmq_deliveries_in_flight", "deliveries in flight", func(v float64) bool { return v == 0 })
 }
+
+// letArrive gives what the test just wrote to or did on a loopback
+// connection (a request's headers, a FIN) time d to reach the gateway:
+// nothing on the test's side of the socket shows when it has.
+func letArrive(d time.Duration) { time.Sleep(d) }
 
 // tailBuffer is a concurrency-safe writer keeping the last max bytes, so a
 // chatty gateway cannot exhaust the test's memory.

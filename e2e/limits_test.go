@@ -187,6 +187,9 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 	t.Parallel()
 	gw := Start(t, "--read-body-idle-timeout", "1s", "--write-timeout", "1s")
 	c := gw.Client(t)
+	// outlast lets n times the timeouts (1 s) pass: a timeout that fired
+	// shows only in what comes after, no condition stands for it.
+	outlast := func(n int) { time.Sleep(time.Duration(n) * time.Second) }
 
 	// A pull waits three times the timeouts, then gets its message.
 	pulled := make(chan *Response, 1)
@@ -199,7 +202,7 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 		}
 		pulled <- r
 	}()
-	time.Sleep(3 * time.Second) // the timeouts pass; nothing to wait for
+	outlast(3)
 	c.Push("lim-long", []byte("late"), "")
 	ExpectMessage(t, <-pulled, "lim-long", "late")
 
@@ -216,7 +219,7 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	time.Sleep(2 * time.Second) // past the write timeout
+	outlast(2)
 	fmt.Fprintf(nc, "GET /properties HTTP/1.1\r\nHost: x\r\nnot a header line\r\n\r\n")
 	resp, err = http.ReadResponse(br, nil)
 	if err != nil {

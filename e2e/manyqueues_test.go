@@ -545,7 +545,7 @@ func TestManyQueuesCluster(t *testing.T) {
 				maybeTwice.Store(i, true)
 				last = fmt.Errorf("push %q: %v %v", names[i], r, err)
 			}
-			time.Sleep(200 * time.Millisecond) // back off before the retry
+			pace(200 * time.Millisecond) // back off before the retry
 		}
 		return last
 	})

@@ -439,7 +439,7 @@ func TestOpsSecondSignal(t *testing.T) {
 	if _, err := fmt.Fprintf(conn, "POST /messages/ops-slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // its headers reach the server: nothing outside shows when
+	letArrive(200 * time.Millisecond) // its headers
 	p := gw.proc
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
