@@ -194,6 +194,7 @@ func runFault(t *testing.T, name string, load *MixedLoad, js jetstream.JetStream
 // them, and the deliveries held by the dead gateway come back after their
 // timeout.
 func TestFaultNATSNodeKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3",
 		"--nats-listen-user", "lmq", "--nats-listen-password", faultNATSPassword)
 	const q = "fault-node"
@@ -264,6 +265,7 @@ func withNATSUser(t *testing.T, u, user, password string) string {
 //     gateway. Pushes wait for the new leader (503 or 504 if none comes
 //     within their bound) and go on as soon as it is there.
 func TestFaultExternalNodeKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	for _, tc := range []struct {
 		name string
 		// victim picks the node to kill: 0 and 1 are under gateways a and b.
@@ -308,6 +310,7 @@ func TestFaultExternalNodeKill(t *testing.T) {
 // Replies to its deliveries answer 404 (relayed to nobody) and those
 // messages come back after their timeout through the other gateway.
 func TestFaultGatewayKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	natsURL := NATSProcURLs(StartNATSProcs(t, 3))
 	a := StartWithNATS(t, natsURL, "--replicas", "3")
 	b := StartWithNATS(t, natsURL, "--replicas", "3")
@@ -322,6 +325,7 @@ func TestFaultGatewayKill(t *testing.T) {
 // with SIGKILL under load and started again on the same data; clients see
 // errors while it is down, and nothing that was answered 200 is lost.
 func TestFaultRestartSingle(t *testing.T) {
+	heavy(t, "a kill under load")
 	gw := rpcStart(t) // Start, with the data directory removed after the shutdown
 	const q = "fault-restart"
 	prepareQueue(t, gw.Client(t), q)

@@ -585,6 +585,16 @@ func awaitNoneInFlight(t testing.TB, c *Client) {
 	awaitMetric(t, c, "lmq_deliveries_in_flight", "deliveries in flight", func(v float64) bool { return v == 0 })
 }
 
+// heavy skips t under go test -short, the inner loop (about a minute for
+// the whole repository); plain go test ./... runs it. For clusters, kill
+// loops, bodies of many MiB and loads: what only a full run must cover.
+func heavy(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": heavy; runs in go test ./...")
+	}
+}
+
 // letArrive gives what the test just wrote to or did on a loopback
 // connection (a request's headers, a FIN) time d to reach the gateway:
 // nothing on the test's side of the socket shows when it has.

@@ -375,6 +375,7 @@ func TestManyQueuesPullAny(t *testing.T) {
 // re-created queue starts empty and holds only what is pushed after, and
 // every message of the busy queues is delivered exactly once.
 func TestManyQueuesDeleteRecreate(t *testing.T) {
+	heavy(t, "1000s of queues")
 	t.Parallel()
 	g := Start(t)
 	c := g.Client(t)
@@ -509,6 +510,7 @@ func TestManyQueuesDeleteRecreate(t *testing.T) {
 // a node is killed (kill -9, with its gateway), and through the two others
 // every acknowledged push is still there: listed, and pulled back.
 func TestManyQueuesCluster(t *testing.T) {
+	heavy(t, "a cluster, 1000s of queues")
 	t.Parallel()
 	n := mqCount(t, "LMQ_E2E_CLUSTER_QUEUES", 2000, 200)
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
