@@ -376,7 +376,7 @@ func TestRestart(t *testing.T) {
 			for _, b := range want {
 				push(t, g, q, b)
 			}
-			ns, g = restartAfter(t, dir, ns, g, tc.down)
+			_, g = restartAfter(t, dir, ns, g, tc.down)
 			if d := pull(t, g, q, 0); d != nil && tc.accum > 1 {
 				t.Fatalf("window delivered before its deadline: %+v", d)
 			}
@@ -409,7 +409,7 @@ func TestHourWindow(t *testing.T) {
 	if d := pull(t, g, q, 200*time.Millisecond); d != nil {
 		t.Fatalf("pulled from an open window: %+v", d)
 	}
-	ns, g = restartAfter(t, dir, ns, g, 0)
+	_, g = restartAfter(t, dir, ns, g, 0)
 	if st := push(t, g, q, "c"); st != gateway.AccumYes {
 		t.Fatalf("push after restart: %v", st)
 	}
@@ -483,7 +483,7 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 		push(t, g, q, "b")
 	}
 	// The windows (0.2s) fall due while down.
-	ns, g = restartAfter(t, dir, ns, g, 300*time.Millisecond)
+	_, g = restartAfter(t, dir, ns, g, 300*time.Millisecond)
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 5*time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {

@@ -394,9 +394,6 @@ func (g *Gateway) adoptNATSURL() {
 	g.NATSURL = strings.TrimSpace(string(b))
 }
 
-// ready reports whether the HTTP API answers a harmless request.
-func (g *Gateway) ready(ctx context.Context) bool { return g.answers(ctx, "/properties") }
-
 // answers reports whether GET path answers 200 within a second (bounded:
 // whoever holds a taken port may accept and never answer).
 func (g *Gateway) answers(ctx context.Context, path string) bool {
