@@ -106,10 +106,20 @@ func TestLimitsRPCOptInWarns(t *testing.T) {
 			}) {
 				t.Fatalf("no warning about the open RPC port:\n%s", gw.Output())
 			}
-			c := dialRPC(t, "127.0.0.1"+port)
+			c := dialRPC(t, loopbackOf(t, gw.RPCAddr))
 			c.MustOK("push", "lim-open", "x")
 		})
 	}
+}
+
+// loopbackOf is the loopback address of a port bound on every interface.
+func loopbackOf(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // limRawConn opens a TCP connection to the gateway's HTTP port.
@@ -371,7 +381,7 @@ func TestLimitsRPCTLS(t *testing.T) {
 		gw.opsLaunch(nil, "--http-listen", strings.TrimPrefix(gw.HTTP, "http://"), "--auth-token", "secret",
 			"--rpc-listen", "0.0.0.0"+port, "--log-level", "info",
 			"--rpc-tls-cert", pki["server.pem"], "--rpc-tls-key", pki["server-key.pem"], "--rpc-tls-client-ca", pki["ca.pem"])
-		addr := "127.0.0.1" + port
+		addr := loopbackOf(t, gw.RPCAddr)
 		cert, err := tls.LoadX509KeyPair(pki["client.pem"], pki["client-key.pem"])
 		if err != nil {
 			t.Fatal(err)
