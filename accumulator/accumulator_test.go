@@ -50,6 +50,24 @@ func (g *gw) close() {
 	g.nc.Close()
 }
 
+// mustNotShow gives something that must not happen (a goroutine per
+// window, a compound delivered twice) time to show before the test looks:
+// when the right outcome is that nothing happens, there is no condition to
+// wait for.
+func mustNotShow() { time.Sleep(200 * time.Millisecond) }
+
+// restartAfter stops the gateway and its NATS server, and starts both
+// again on dir once down has passed: the time down is the test's input (a
+// window falls due meanwhile), nothing runs to be observed.
+func restartAfter(t *testing.T, dir string, ns *embedded.Server, g *gw, down time.Duration) (*embedded.Server, *gw) {
+	t.Helper()
+	g.close()
+	ns.Shutdown(context.Background())
+	time.Sleep(down)
+	ns = startServer(t, dir)
+	return ns, startGW(t, ns)
+}
+
 func startGW(t *testing.T, ns *embedded.Server) *gw {
 	t.Helper()
 	nc, err := ns.Connect("test")
@@ -358,12 +376,7 @@ func TestRestart(t *testing.T) {
 			for _, b := range want {
 				push(t, g, q, b)
 			}
-			g.close()
-			ns.Shutdown(context.Background())
-			time.Sleep(tc.down) // the time down is the case's input: nothing runs to be observed
-
-			ns = startServer(t, dir)
-			g = startGW(t, ns)
+			_, g = restartAfter(t, dir, ns, g, tc.down)
 			if d := pull(t, g, q, 0); d != nil && tc.accum > 1 {
 				t.Fatalf("window delivered before its deadline: %+v", d)
 			}
@@ -396,10 +409,7 @@ func TestHourWindow(t *testing.T) {
 	if d := pull(t, g, q, 200*time.Millisecond); d != nil {
 		t.Fatalf("pulled from an open window: %+v", d)
 	}
-	g.close()
-	ns.Shutdown(context.Background())
-	ns = startServer(t, dir)
-	g = startGW(t, ns)
+	_, g = restartAfter(t, dir, ns, g, 0)
 	if st := push(t, g, q, "c"); st != gateway.AccumYes {
 		t.Fatalf("push after restart: %v", st)
 	}
@@ -446,9 +456,7 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 			t.Fatal(st)
 		}
 	}
-	// Nothing to wait for: a goroutine per window would have started by
-	// now; the pause gives one time to show.
-	time.Sleep(200 * time.Millisecond)
+	mustNotShow() // a goroutine per window
 	if after := accumGoroutines(); after != before {
 		t.Fatalf("accumulator goroutines %d → %d with %d open windows", before, after, n)
 	}
@@ -474,19 +482,15 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 		push(t, g, q, "a")
 		push(t, g, q, "b")
 	}
-	g.close()
-	ns.Shutdown(context.Background())
-	// The windows (0.2s) fall due while down: nothing runs to be observed.
-	time.Sleep(300 * time.Millisecond)
-	ns = startServer(t, dir)
-	g = startGW(t, ns)
+	// The windows (0.2s) fall due while down.
+	_, g = restartAfter(t, dir, ns, g, 300*time.Millisecond)
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 5*time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
 			t.Fatalf("%s: %+v", q, d)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // nothing to wait for: a second compound would show
+	mustNotShow() // a second compound
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 0); d != nil {

@@ -179,6 +179,7 @@ func TestAccumCompoundIsOneUnit(t *testing.T) {
 // kill -9 with a window open, restart: the window is delivered once and
 // complete, whether it was still open at the restart or closed meanwhile.
 func TestAccumKillRestart(t *testing.T) {
+	heavy(t, "kill and restart")
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
@@ -201,8 +202,7 @@ func TestAccumKillRestart(t *testing.T) {
 			}
 			accumPush(t, c, q, "b", "")
 			gw.Kill()
-			time.Sleep(tc.down)
-			gw.Restart()
+			gw.RestartAfter(tc.down)
 			if tc.more {
 				if st := accumPush(t, c, q, "c", ""); st != "yes" {
 					t.Fatalf("push after restart into the open window: %q, want yes", st)
@@ -251,7 +251,7 @@ func accumLoad(t *testing.T, clients []*Client, q string, pushers, n int) (map[s
 					news++
 				}
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond) // the pushers' pace: windows must span several pushes
+				pace(5 * time.Millisecond) // the pushers' pace: windows must span several pushes
 			}
 		})
 	}
@@ -330,6 +330,7 @@ func TestAccumTwoGateways(t *testing.T) {
 // A gateway is killed with a window it opened: the other gateway closes it,
 // once, with the parts pushed through both.
 func TestAccumGatewayDies(t *testing.T) {
+	heavy(t, "a gateway killed")
 	t.Parallel()
 	url := StartNATS(t)
 	g1, g2 := StartWithNATS(t, url), StartWithNATS(t, url)
@@ -356,6 +357,7 @@ func TestAccumGatewayDies(t *testing.T) {
 // A three-node cluster with R3 streams: windows closing under pushes through
 // all nodes, then a node killed with a window open, which the others close.
 func TestAccumCluster(t *testing.T) {
+	heavy(t, "a cluster")
 	t.Parallel()
 	gws := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	cs := []*Client{gws[0].Client(t), gws[1].Client(t), gws[2].Client(t)}

@@ -43,6 +43,7 @@ func procStatusKiB(t *testing.T, pid int, field string) int64 {
 // less than the bodies it was sent up to the limit (the old code held each
 // whole), and a body just under the limit comes back byte-exact.
 func TestBigBodyStreamed(t *testing.T) {
+	heavy(t, "bodies of many MiB")
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the gateway's memory from /proc")
 	}

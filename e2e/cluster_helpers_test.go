@@ -8,12 +8,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -35,167 +37,158 @@ import (
 
 // StartEmbeddedCluster runs n lmq-gateway processes whose embedded servers
 // form one JetStream cluster (--server-name n<i>, --cluster-name lmq,
-// --cluster-listen, --routes listing every node), each with its own data
-// directory and free loopback ports, and waits until all answer HTTP.
-// extraArgs go to every node (e.g. "--replicas", "3"). The nodes are started
-// together: a new cluster has no JetStream until all of its nodes have met,
-// so none of them would become ready alone.
+// --cluster-listen, --routes), each with its own data directory and
+// loopback ports the kernel picks, and waits until all answer HTTP.
+// extraArgs go to every node (e.g. "--replicas", "3"). A new cluster has no
+// JetStream until its nodes have met, so none of them becomes ready alone:
+// the first node is started, reports its route port (the ports file's early
+// write), and the others are started with a route to it; they learn of each
+// other from it (NATS gossips routes), as nodes configured with one seed do.
+// The first node's own route, which JetStream requires, leads through a
+// relay of the test to the second node (routeRelay).
 func StartEmbeddedCluster(t testing.TB, n int, extraArgs ...string) []*Gateway {
 	t.Helper()
 	// The first TempDir registers the removal of the test's temporary
 	// directories; done before newGateway registers the shutdowns, it runs
 	// after them (cleanups run last first), when no node writes any more.
 	_ = t.TempDir()
+	relay := newRouteRelay(t)
 	gws := make([]*Gateway, n)
 	for i := range n {
-		gws[i] = newGateway(t)
+		g := newGateway(t)
+		g.DataDir = t.TempDir()
+		g.cluster = gws
+		g.args = append(g.embeddedArgs("warn"),
+			"--server-name", fmt.Sprintf("n%d", i),
+			"--cluster-name", "lmq",
+			"--cluster-listen", anyPort,
+			"--routes", "") // set below
+		g.args = append(g.args, extraArgs...)
+		gws[i] = g
 	}
-	// A port drawn here can be taken before the node binds it; the node
-	// then fails to start, and the whole cluster is started again on new
-	// ports and fresh data directories (see startAttempts).
-	for attempt := 1; ; attempt++ {
-		layoutCluster(t, gws, extraArgs)
-		for _, g := range gws {
-			launchGateway(g)
-		}
-		err := awaitGateways(gws)
-		if err == nil {
-			return gws
-		}
-		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
-			t.Fatal(err)
-		}
-		t.Logf("cluster start %d of %d: %v; retrying", attempt, startAttempts, err)
+	hasCluster := func(a boundAddrs) bool { return a.Cluster != "" }
+	setRoutes(gws[0], "nats-route://"+relay.addr())
+	launchGateway(gws[0], nil)
+	seed := "nats-route://" + gws[0].awaitPorts("its route port", hasCluster).Cluster
+	for _, g := range gws[1:] {
+		setRoutes(g, seed)
+		launchGateway(g, nil)
 	}
+	// A single node's route leads to itself, as a node's own entry in a
+	// full list of routes would.
+	relay.to(gws[min(1, n-1)].awaitPorts("its route port", hasCluster).Cluster)
+	if err := awaitGateways(gws); err != nil {
+		t.Fatal(err)
+	}
+	return gws
+}
+
+// setRoutes sets the value of g's --routes.
+func setRoutes(g *Gateway, routes string) {
+	i := slices.Index(g.args, "--routes")
+	g.args[i+1] = routes
+}
+
+// clusterRoutes lists the route ports the cluster's nodes bound, as
+// --routes wants them.
+func clusterRoutes(gws []*Gateway) string {
+	routes := make([]string, len(gws))
+	for i, g := range gws {
+		routes[i] = "nats-route://" + g.Bound.Cluster
+	}
+	return strings.Join(routes, ",")
 }
 
 // restartCluster starts every node of a stopped cluster again, together (a
 // cluster's JetStream needs a majority of its nodes before any is ready),
-// with their data. A node binds its HTTP and RPC ports only once JetStream
-// is ready, seconds later, and another test may draw one of them meanwhile:
-// then every node gets new HTTP and RPC ports (nothing else names them)
-// and the cluster is started again. Its NATS and cluster ports, bound at
-// once and named in the other nodes' routes, stay.
+// with their data, on the ports they had, each with a route to every node.
 func restartCluster(t testing.TB, gws []*Gateway) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		for _, g := range gws {
-			launchGateway(g)
-		}
-		err := awaitGateways(gws)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
-			t.Fatal(err)
-		}
-		t.Logf("cluster restart %d of %d: %v; retrying on new HTTP and RPC ports", attempt, startAttempts, err)
-		for _, g := range gws {
-			g.redrawAPIPorts()
-		}
+	for _, g := range gws {
+		g.pinPorts()
+		launchGateway(g, nil)
+	}
+	if err := awaitGateways(gws); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// redrawAPIPorts gives a stopped gateway new HTTP and RPC listen addresses.
-func (g *Gateway) redrawAPIPorts() {
-	g.HTTP, g.RPCAddr = "http://"+freeAddr(g.t), freeAddr(g.t)
-	for i := 0; i+1 < len(g.args); i++ {
-		switch g.args[i] {
-		case "--http-listen":
-			g.args[i+1] = strings.TrimPrefix(g.HTTP, "http://")
-		case "--rpc-listen":
-			g.args[i+1] = g.RPCAddr
-		}
-	}
+// routeRelay is a listener of the test, held until the test ends, that
+// relays every connection to a cluster node's route port once that is
+// known (to): the route a cluster's first node is started with, before any
+// other node has a port. A connection that comes earlier waits for it.
+type routeRelay struct {
+	l      net.Listener
+	known  chan struct{} // closed by to
+	target string
 }
 
-// layoutCluster draws the ports of the cluster's nodes and sets their data
-// directories and arguments.
-func layoutCluster(t testing.TB, gws []*Gateway, extraArgs []string) {
+func newRouteRelay(t testing.TB) *routeRelay {
 	t.Helper()
-	n := len(gws)
-	// Held until the arguments are made, so that no other address drawn
-	// meanwhile (the gateways' HTTP and RPC ports) can be one of these.
-	addrs, release := holdAddrs(t, 2*n)
-	defer release()
-	clusterAddrs, natsAddrs := addrs[:n], addrs[n:]
-	routes := make([]string, n)
-	for i := range n {
-		routes[i] = "nats-route://" + clusterAddrs[i]
+	l, err := net.Listen("tcp", anyPort)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, g := range gws {
-		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
-		g.DataDir = t.TempDir()
-		natsAddr := natsAddrs[i]
-		g.NATSURL = "nats://" + natsAddr
-		g.args = append([]string{
-			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-			"--rpc-listen", g.RPCAddr,
-			"--nats-listen", natsAddr,
-			"--data-dir", g.DataDir,
-			"--log-level", "warn",
-			"--server-name", fmt.Sprintf("n%d", i),
-			"--cluster-name", "lmq",
-			"--cluster-listen", clusterAddrs[i],
-			"--routes", strings.Join(routes, ","),
-		}, extraArgs...)
-	}
+	r := &routeRelay{l: l, known: make(chan struct{})}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		l.Close()
+		close(done)
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return // closed at the test's end
+			}
+			go r.relay(c, done)
+		}
+	}()
+	return r
 }
 
-// holdAddrs returns n distinct free loopback addresses, none handed out
-// before (see drawnAddrs), each held by a listener until release is called,
-// so that no other program binds one while the caller lays them out.
-func holdAddrs(t testing.TB, n int) ([]string, func()) {
-	t.Helper()
-	ls := make([]net.Listener, 0, n)
-	release := func() {
-		for _, l := range ls {
-			l.Close()
-		}
-		ls = nil
+func (r *routeRelay) addr() string { return r.l.Addr().String() }
+
+// to sets the address connections are relayed to; called once.
+func (r *routeRelay) to(addr string) {
+	r.target = addr
+	close(r.known)
+}
+
+// relay copies between c and a new connection to the target until either
+// side closes.
+func (r *routeRelay) relay(c net.Conn, done <-chan struct{}) {
+	defer c.Close()
+	select {
+	case <-r.known:
+	case <-done:
+		return
 	}
-	t.Cleanup(release)
-	addrs := make([]string, 0, n)
-	for draws := 0; len(addrs) < n; draws++ {
-		if draws == n*maxDraws {
-			release()
-			t.Fatalf("no fresh loopback port in %d draws", draws)
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			release()
-			t.Fatalf("free port: %v", err)
-		}
-		if !claimAddr(l.Addr().String()) {
-			l.Close() // handed out before (see drawnAddrs)
-			continue
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
+	up, err := net.Dial("tcp", r.target)
+	if err != nil {
+		return // the node retries its route
 	}
-	return addrs, release
+	defer up.Close()
+	copied := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); copied <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); copied <- struct{}{} }()
+	<-copied // one side closed: so do both (the defers), ending the other copy
+	<-copied
 }
 
 // StartNATSCluster runs an n-node nats-server cluster with JetStream inside
-// the test process, on free loopback ports, and returns the servers and
-// their options (for RestartNATS); edit (may be nil) adjusts each node's
-// options. They are shut down when t ends.
+// the test process, on loopback ports the servers pick (RANDOM_PORT), and
+// returns the servers and their options (for RestartNATS); edit (may be
+// nil) adjusts each node's options. The first server is started first, the
+// others with a route to its cluster port, as in StartEmbeddedCluster. They
+// are shut down when t ends.
 func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) ([]*server.Server, []*server.Options) {
 	t.Helper()
-	addrs, release := holdAddrs(t, n)
-	release()
-	clusterAddrs := make([]string, n)
-	for i := range n {
-		clusterAddrs[i] = "nats://" + addrs[i]
-	}
-	routes := server.RoutesFromStr(strings.Join(clusterAddrs, ","))
+	relay := newRouteRelay(t)
 	servers := make([]*server.Server, n)
 	all := make([]*server.Options, n)
+	routes := server.RoutesFromStr("nats://" + relay.addr())
 	for i := range n {
-		u, _ := url.Parse(clusterAddrs[i])
-		host, port := u.Hostname(), u.Port()
-		var p int
-		fmt.Sscan(port, &p)
 		o := &server.Options{
 			ServerName: fmt.Sprintf("x%d", i),
 			Host:       "127.0.0.1",
@@ -204,7 +197,7 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 			StoreDir:   t.TempDir(),
 			NoLog:      true,
 			NoSigs:     true,
-			Cluster:    server.ClusterOpts{Name: "ext", Host: host, Port: p},
+			Cluster:    server.ClusterOpts{Name: "ext", Host: "127.0.0.1", Port: server.RANDOM_PORT},
 			Routes:     routes,
 		}
 		if edit != nil {
@@ -221,17 +214,34 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 			s.Shutdown()
 			s.WaitForShutdown()
 		})
+		if i > 1 || o.Cluster.Port == 0 { // a node edit made a single server
+			continue
+		}
+		testwait.Within(t, startTimeout, fmt.Sprintf("nats-server %d binds its cluster port", i), func() bool { return s.ClusterAddr() != nil })
+		if i == 0 {
+			routes = server.RoutesFromStr("nats://" + s.ClusterAddr().String())
+		}
+		if i == min(1, n-1) { // a single node's route leads to itself, as a node's own entry in a full list would
+			relay.to(s.ClusterAddr().String())
+		}
 	}
 	for i, s := range servers {
 		if !s.ReadyForConnections(startTimeout) {
 			t.Fatalf("nats-server %d not ready within %v", i, startTimeout)
+		}
+		// RestartNATS starts a node on the ports it had: its peers' routes
+		// and the relay name them.
+		if a := s.ClusterAddr(); a != nil {
+			all[i].Cluster.Port = a.Port
 		}
 	}
 	return servers, all
 }
 
 // RestartNATS starts a stopped in-process server again with its options, on
-// the same client port and data; it is shut down when t ends.
+// the same client port and data; it is shut down when t ends. The port was
+// the server's until it stopped a moment ago (the kernel hands out fresh
+// ports in turn), and the clients' URLs name it.
 func RestartNATS(t testing.TB, old *server.Server, opts *server.Options) *server.Server {
 	t.Helper()
 	o := opts.Clone()
@@ -276,7 +286,7 @@ type NATSProc struct {
 }
 
 // StartNATSProcs builds nats-server (the version in go.mod) and runs an
-// n-node JetStream cluster of it on free loopback ports, and waits until
+// n-node JetStream cluster of it on loopback ports it picks, and waits until
 // every node takes client connections. The processes are killed when t ends.
 func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 	t.Helper()
@@ -289,19 +299,22 @@ func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
 		t.Fatalf("build nats-server: %v\n%s", err, out)
 	}
-	addrs, release := holdAddrs(t, 2*n)
-	release()
-	clientAddrs, clusterAddrs := addrs[:n], addrs[n:]
-	routes := make([]string, n)
-	for i := range n {
-		routes[i] = "nats://" + clusterAddrs[i]
-	}
+	// Like StartNATSCluster: ports the servers pick (-1), reported in the
+	// ports file nats-server writes (--ports_file_dir); the first node is
+	// started first, the others with a route to it.
+	relay := newRouteRelay(t)
+	route := "nats://" + relay.addr()
 	procs := make([]*NATSProc, n)
 	for i := range n {
-		host, port, _ := net.SplitHostPort(clientAddrs[i])
-		p := &NATSProc{Name: fmt.Sprintf("x%d", i), URL: "nats://" + clientAddrs[i], t: t, exited: make(chan struct{}), out: &tailBuffer{max: 1 << 20}}
-		p.cmd = exec.Command(bin, "-n", p.Name, "-a", host, "-p", port, "-js", "-sd", filepath.Join(dir, p.Name),
-			"--cluster_name", "ext", "--cluster", "nats://"+clusterAddrs[i], "--routes", strings.Join(routes, ","))
+		p := &NATSProc{Name: fmt.Sprintf("x%d", i), t: t, exited: make(chan struct{}), out: &tailBuffer{max: 1 << 20}}
+		nodeDir := filepath.Join(dir, p.Name)
+		conf := filepath.Join(dir, p.Name+".conf")
+		if err := os.MkdirAll(nodeDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		opsWriteFile(t, conf, fmt.Sprintf("server_name: %s\nhost: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n"+
+			"cluster { name: ext, host: 127.0.0.1, port: -1, routes: [%q] }\n", p.Name, filepath.Join(nodeDir, "js"), route))
+		p.cmd = exec.Command(bin, "-c", conf, "--ports_file_dir", nodeDir)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 		setDeathSignal(p.cmd)
 		if err := p.cmd.Start(); err != nil {
@@ -318,6 +331,14 @@ func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 			}
 		})
 		procs[i] = p
+		ports := p.awaitPorts(filepath.Join(nodeDir, fmt.Sprintf("nats-server_%d.ports", p.cmd.Process.Pid)))
+		p.URL = ports.Nats[0]
+		if i == 0 {
+			route = ports.Cluster[0]
+		}
+		if i == min(1, n-1) {
+			relay.to(strings.TrimPrefix(ports.Cluster[0], "nats://"))
+		}
 	}
 	for _, p := range procs {
 		if !testwait.Until(startTimeout, func() bool {
@@ -331,6 +352,28 @@ func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 		}
 	}
 	return procs
+}
+
+// awaitPorts waits for the ports file nats-server writes once it listens.
+func (p *NATSProc) awaitPorts(path string) server.Ports {
+	p.t.Helper()
+	var ports server.Ports
+	testwait.WithinDetail(p.t, startTimeout, "nats-server "+p.Name+" writes "+path, func() (bool, string) {
+		select {
+		case <-p.exited:
+			p.t.Fatalf("nats-server %s exited during start-up:\n%s", p.Name, p.out.String())
+		default:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		// nats-server writes the file in place: until it parses with both
+		// ports, it is being written.
+		err = json.Unmarshal(b, &ports)
+		return err == nil && len(ports.Nats) > 0 && len(ports.Cluster) > 0, string(b)
+	})
+	return ports
 }
 
 // Kill ends the server with SIGKILL and waits until it is gone; idempotent.

@@ -260,6 +260,7 @@ func roundTrip(t *testing.T, r *rr, queue, body string, d time.Duration) time.Du
 // with R3 queues; the API works across them; the cluster survives the loss
 // of a node, and the node catches up when it returns.
 func TestClusterEmbedded(t *testing.T) {
+	heavy(t, "a cluster")
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	js := JetStreamOf(t, nodes[0].NATSURL+","+nodes[1].NATSURL+","+nodes[2].NATSURL)
@@ -333,6 +334,7 @@ func TestClusterEmbedded(t *testing.T) {
 // them; when the server a gateway is connected to goes away, the gateway
 // reconnects to another one and goes on.
 func TestClusterExternal(t *testing.T) {
+	heavy(t, "a cluster")
 	t.Parallel()
 	servers, opts := StartNATSCluster(t, 3, nil)
 	urls := ClientURLs(servers)
@@ -433,7 +435,7 @@ func TestClusterExternalTLSAuth(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	args := append([]string{"--http-listen", freeAddr(t), "--rpc-listen", "", "--nats-url", url, "--nats-user", "lmq", "--nats-password", "wrong"}, tlsArgs...)
+	args := append([]string{"--http-listen", anyPort, "--rpc-listen", "", "--nats-url", url, "--nats-user", "lmq", "--nats-password", "wrong"}, tlsArgs...)
 	cmd := exec.CommandContext(ctx, gatewayBinary, args...)
 	setDeathSignal(cmd)
 	start := time.Now()

@@ -267,6 +267,7 @@ func TestConsumerStorageRestart(t *testing.T) {
 // killed stays in flight (not handed out again), no acked message comes
 // back, and every other message is delivered once.
 func TestConsumerStorageClusterNode(t *testing.T) {
+	heavy(t, "a cluster")
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	const q = "cluster-mem"
@@ -364,6 +365,7 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 // the message is gone from the file-backed R3 stream, not only from the
 // consumer.
 func TestConsumerStorageClusterRestart(t *testing.T) {
+	heavy(t, "a cluster restarted")
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	const q = "cluster-restart"

@@ -33,6 +33,7 @@ import (
 // LMQ_CRASH_PUSHES the pushes answered before each kill (default 1,500); the
 // closing note of issue 25 ran it with more of both.
 func TestKillMixedLoad(t *testing.T) {
+	heavy(t, "a kill loop")
 	t.Parallel()
 	rounds := 2
 	if v, err := strconv.Atoi(os.Getenv("LMQ_CRASH_ROUNDS")); err == nil && v > 0 {

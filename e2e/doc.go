@@ -5,7 +5,7 @@
 // The harness lives in the package's test files (harness_test.go,
 // client_test.go) and is meant to be reused by further tests in this package:
 //
-//	gw := Start(t)                   // embedded NATS, fresh data dir, free ports
+//	gw := Start(t)                   // embedded NATS, fresh data dir, ports from --ports-file
 //	c := gw.Client(t)                // HTTP helpers bound to t
 //	c.Push("q", []byte("hi"), "text/plain")
 //	r := c.Pull("q", "1")            // GET /messages/q?t=1

@@ -12,6 +12,7 @@ import (
 // 204 stays done, and a delivery in flight comes back under a new id (at the
 // latest when the consumer's AckWait backstop, timeout+5s, runs out).
 func TestKillDurability(t *testing.T) {
+	heavy(t, "a kill loop")
 	t.Parallel()
 	gw := Start(t)
 	c := gw.Client(t)

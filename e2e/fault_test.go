@@ -28,6 +28,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -44,8 +45,10 @@ func watchLeaders(js jetstream.JetStream, queue, victim string) func() string {
 		var streamLeader, consumerLeader string
 		// Each looked up on its own: a stream without a leader does not
 		// answer, its consumer may. A lookup waits at most 500 ms, so an
-		// election is seen up to about half a second late.
-		for time.Since(start) < 30*time.Second && (streamAt == 0 || consumerAt == 0) {
+		// election is seen up to about half a second late. Polled every
+		// 50 ms: JetStream's view is asked, not told, and the asking must
+		// not load the cluster while it elects.
+		testwait.UntilPaced(50*time.Millisecond, 30*time.Second, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			if streamAt == 0 {
 				if st, err := js.Stream(ctx, mapping.StreamName(queue)); err == nil {
@@ -64,9 +67,8 @@ func watchLeaders(js jetstream.JetStream, queue, victim string) func() string {
 				}
 			}
 			cancel()
-			time.Sleep(50 * time.Millisecond) // the poll's pace: JetStream's view is asked, not told
-
-		}
+			return streamAt != 0 && consumerAt != 0
+		})
 		// A leader that was not on the victim is seen at the first poll.
 		done <- fmt.Sprintf("stream leader %s seen %v after the kill, consumer leader %s seen %v after it",
 			streamLeader, streamAt.Round(time.Millisecond), consumerLeader, consumerAt.Round(time.Millisecond))
@@ -127,13 +129,17 @@ func runFault(t *testing.T, name string, load *MixedLoad, js jetstream.JetStream
 	t.Helper()
 	start := time.Now()
 	timeline := load.Timeline(500 * time.Millisecond)
-	time.Sleep(faultBefore) // the load runs a while before the fault: that time is what is measured
-	before := load.Ledger().Totals()
+	// runFor lets the load run for d, before the fault and after it: that
+	// time is what is measured, no condition stands for it.
+	runFor := func(d time.Duration) LoadTotals {
+		time.Sleep(d)
+		return load.Ledger().Totals()
+	}
+	before := runFor(faultBefore)
 	faultAt := time.Now()
 	fault()
 	t.Logf("%s: fault injected after %v (took %v); before it: %v", name, faultAt.Sub(start).Round(time.Millisecond), time.Since(faultAt).Round(time.Millisecond), before)
-	time.Sleep(after) // the same, after the fault
-	during := load.Ledger().Totals()
+	during := runFor(after)
 	drainStart := time.Now()
 	drained := load.Drain(faultDrain, QueueEmpty(js, queue))
 	led := load.Ledger()
@@ -188,6 +194,7 @@ func runFault(t *testing.T, name string, load *MixedLoad, js jetstream.JetStream
 // them, and the deliveries held by the dead gateway come back after their
 // timeout.
 func TestFaultNATSNodeKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3",
 		"--nats-listen-user", "lmq", "--nats-listen-password", faultNATSPassword)
 	const q = "fault-node"
@@ -258,6 +265,7 @@ func withNATSUser(t *testing.T, u, user, password string) string {
 //     gateway. Pushes wait for the new leader (503 or 504 if none comes
 //     within their bound) and go on as soon as it is there.
 func TestFaultExternalNodeKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	for _, tc := range []struct {
 		name string
 		// victim picks the node to kill: 0 and 1 are under gateways a and b.
@@ -302,6 +310,7 @@ func TestFaultExternalNodeKill(t *testing.T) {
 // Replies to its deliveries answer 404 (relayed to nobody) and those
 // messages come back after their timeout through the other gateway.
 func TestFaultGatewayKill(t *testing.T) {
+	heavy(t, "a kill under load")
 	natsURL := NATSProcURLs(StartNATSProcs(t, 3))
 	a := StartWithNATS(t, natsURL, "--replicas", "3")
 	b := StartWithNATS(t, natsURL, "--replicas", "3")
@@ -316,6 +325,7 @@ func TestFaultGatewayKill(t *testing.T) {
 // with SIGKILL under load and started again on the same data; clients see
 // errors while it is down, and nothing that was answered 200 is lost.
 func TestFaultRestartSingle(t *testing.T) {
+	heavy(t, "a kill under load")
 	gw := rpcStart(t) // Start, with the data directory removed after the shutdown
 	const q = "fault-restart"
 	prepareQueue(t, gw.Client(t), q)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,8 +86,11 @@ func build(out string) error {
 // called from the test's goroutine (they may call t.Fatal).
 type Gateway struct {
 	// HTTP is the base URL of the HTTP API, "http://127.0.0.1:<port>".
+	// Before the first start it holds what to listen on ("…:0": a port the
+	// kernel picks); a start sets it to the address bound.
 	HTTP string
-	// RPCAddr is the MessagePack-RPC listen address, "127.0.0.1:<port>".
+	// RPCAddr is the MessagePack-RPC listen address, "127.0.0.1:<port>"
+	// (like HTTP, "…:0" before the first start).
 	RPCAddr string
 	// NATSURL is the NATS server the gateway uses: the embedded server's
 	// client port, or the URL given to StartWithNATS. Once the gateway has
@@ -95,21 +100,38 @@ type Gateway struct {
 	// DataDir is the embedded server's JetStream directory ("" with an
 	// external NATS server). It survives Kill and Restart.
 	DataDir string
+	// Bound is what the latest start reported in its --ports-file.
+	Bound boundAddrs
 
 	t    testing.TB
 	args []string
 	hc   *http.Client
 	out  *tailBuffer
+	// portsFile is the --ports-file every start of the process is given.
+	portsFile string
+	// cluster is the embedded cluster g is a node of (nil: none), whose
+	// nodes' route ports a restart names (pinPorts).
+	cluster []*Gateway
 
 	// proc is the running process; nil between Kill/Stop and Restart.
 	proc *process
-	// redraw, if set, draws fresh ports and rebuilds args from them; the
-	// first start retries with it when a port was taken (see startAttempts).
-	redraw func()
-	// started is set once the process has answered; from then on the
-	// ports stay (clients hold the URLs), so Restart retries on the same.
-	started bool
 }
+
+// boundAddrs is the --ports-file of lmq-gateway (server.Addrs).
+type boundAddrs struct {
+	HTTP     string `json:"http"`
+	RPC      string `json:"rpc"`
+	Debug    string `json:"debug"`
+	NATS     string `json:"nats"`
+	Cluster  string `json:"cluster"`
+	Complete bool   `json:"complete"`
+}
+
+// anyPort is the listen address of every port the harness asks for: the
+// kernel picks a free one when the binary binds it, and the binary reports
+// it (--ports-file). No port is ever chosen by the test and handed on, so
+// none can be taken in between.
+const anyPort = "127.0.0.1:0"
 
 // process is one run of the binary.
 type process struct {
@@ -118,9 +140,10 @@ type process struct {
 	err    error         // Wait's result, valid after exited
 }
 
-// Start runs lmq-gateway with an embedded nats-server on free loopback ports
-// and a fresh data directory, and waits until its HTTP API answers. extraArgs
-// are appended to the command line. The process is stopped when t ends.
+// Start runs lmq-gateway with an embedded nats-server on loopback ports the
+// kernel picks and a fresh data directory, and waits until its HTTP API
+// answers. extraArgs are appended to the command line. The process is
+// stopped when t ends.
 func Start(t testing.TB, extraArgs ...string) *Gateway {
 	t.Helper()
 	// The data directory first: cleanups run last-in first-out, so the
@@ -129,21 +152,21 @@ func Start(t testing.TB, extraArgs ...string) *Gateway {
 	dataDir := t.TempDir()
 	g := newGateway(t)
 	g.DataDir = dataDir
-	g.redraw = func() {
-		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
-		nats := freeAddr(t)
-		g.NATSURL = "nats://" + nats
-		g.args = append([]string{
-			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-			"--rpc-listen", g.RPCAddr,
-			"--nats-listen", nats,
-			"--data-dir", g.DataDir,
-			"--log-level", "warn",
-		}, extraArgs...)
-	}
-	g.redraw()
+	g.args = append(g.embeddedArgs("warn"), extraArgs...)
 	g.start()
 	return g
+}
+
+// embeddedArgs are the listen addresses and data directory of a gateway
+// with an embedded NATS server, logging at level.
+func (g *Gateway) embeddedArgs(level string) []string {
+	return []string{
+		"--http-listen", anyPort,
+		"--rpc-listen", anyPort,
+		"--nats-listen", anyPort,
+		"--data-dir", g.DataDir,
+		"--log-level", level,
+	}
 }
 
 // StartWithNATS runs lmq-gateway in front of an existing NATS server
@@ -152,26 +175,23 @@ func StartWithNATS(t testing.TB, natsURL string, extraArgs ...string) *Gateway {
 	t.Helper()
 	g := newGateway(t)
 	g.NATSURL = natsURL
-	g.redraw = func() {
-		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
-		g.args = append([]string{
-			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-			"--rpc-listen", g.RPCAddr,
-			"--nats-url", natsURL,
-			"--log-level", "warn",
-		}, extraArgs...)
-	}
-	g.redraw()
+	g.args = append([]string{
+		"--http-listen", anyPort,
+		"--rpc-listen", anyPort,
+		"--nats-url", natsURL,
+		"--log-level", "warn",
+	}, extraArgs...)
 	g.start()
 	return g
 }
 
 func newGateway(t testing.TB) *Gateway {
 	g := &Gateway{
-		t:       t,
-		HTTP:    "http://" + freeAddr(t),
-		RPCAddr: freeAddr(t),
-		out:     &tailBuffer{max: 1 << 20},
+		t:         t,
+		HTTP:      "http://" + anyPort,
+		RPCAddr:   anyPort,
+		portsFile: filepath.Join(t.TempDir(), "ports.json"),
+		out:       &tailBuffer{max: 1 << 20},
 		hc: &http.Client{Transport: &http.Transport{
 			Proxy:               nil, // loopback only, whatever the environment says
 			MaxIdleConnsPerHost: 64,
@@ -190,49 +210,29 @@ func newGateway(t testing.TB) *Gateway {
 	return g
 }
 
-// startAttempts bounds the starts of one gateway (or cluster) that fail
-// because a port was taken. freeAddr's port is free when drawn but not held:
-// until the binary binds it, any other program (another test's outgoing
-// connection, which draws from the same ephemeral range, or another helper
-// process) can take it. The binary reports that as "address already in use";
-// the harness then draws new ports and starts again. A test that needs the
-// same ports again (Restart) retries on them after a pause.
-const startAttempts = 5
-
-// errPortTaken marks a start that failed only because a listen address was
-// in use.
-var errPortTaken = errors.New("a listen address was already in use")
-
-// start launches the binary and waits until HTTP answers, retrying on ports
-// taken meanwhile.
+// start launches the binary and waits until HTTP answers.
 func (g *Gateway) start() {
 	g.t.Helper()
-	for attempt := 1; ; attempt++ {
-		launchGateway(g)
-		err := awaitGateways([]*Gateway{g})
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
-			g.t.Fatal(err)
-		}
-		g.t.Logf("start %d of %d: %v; retrying", attempt, startAttempts, err)
-		if g.redraw != nil && !g.started {
-			g.redraw()
-		} else {
-			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond) // let the other holder finish
-		}
+	launchGateway(g, nil)
+	if err := awaitGateways([]*Gateway{g}); err != nil {
+		g.t.Fatal(err)
 	}
 }
 
 // launchGateway starts g's process without waiting for it (a cluster node
-// cannot answer until the other nodes are up too).
-func launchGateway(g *Gateway) {
+// cannot answer until the other nodes are up too), with env (nil: the
+// test's) as its environment. The ports file of an earlier start is removed
+// first, so that what the harness reads is this start's.
+func launchGateway(g *Gateway, env []string) {
 	g.t.Helper()
-	cmd := exec.Command(gatewayBinary, g.args...)
+	if err := os.Remove(g.portsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		g.t.Fatal(err)
+	}
+	cmd := exec.Command(gatewayBinary, append(slices.Clip(g.args), "--ports-file", g.portsFile)...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = g.out, g.out
 	setDeathSignal(cmd)
-	fmt.Fprintf(g.out, "%s%s\n", startMarker, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(g.out, "--- start %s\n", time.Now().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
 		g.t.Fatalf("start lmq-gateway: %v", err)
 	}
@@ -244,16 +244,46 @@ func launchGateway(g *Gateway) {
 	g.proc = p
 }
 
-// startMarker begins the line launchGateway writes into the output before
-// each start.
-const startMarker = "--- start "
+// readPorts reads the ports file of the running process: ok once it has
+// written it (complete or not).
+func (g *Gateway) readPorts() (boundAddrs, bool) {
+	var a boundAddrs
+	b, err := os.ReadFile(g.portsFile)
+	if err != nil {
+		return a, false
+	}
+	// Written whole and renamed into place by the binary: a file that is
+	// there parses.
+	if err := json.Unmarshal(b, &a); err != nil {
+		g.t.Errorf("ports file %s: %v: %q", g.portsFile, err, b)
+		return a, false
+	}
+	return a, true
+}
 
-// awaitGateways waits until all launched gateways answer HTTP. If one of
-// them cannot bind a port, every one still running is killed and the error
-// wraps errPortTaken; any other failure to start (exit, timeout) is returned
-// as it is. The gateways are awaited together because cluster nodes become
-// ready only together, and a node that failed to bind would leave the
-// others waiting for it until the timeout.
+// awaitPorts waits until g's process has reported its ports with done
+// true, and returns them; it fails the test if the process exits first.
+func (g *Gateway) awaitPorts(what string, done func(boundAddrs) bool) boundAddrs {
+	g.t.Helper()
+	var a boundAddrs
+	testwait.WithinDetail(g.t, startTimeout, "lmq-gateway reports "+what, func() (bool, string) {
+		var ok bool
+		if a, ok = g.readPorts(); ok && done(a) {
+			return true, ""
+		}
+		select {
+		case <-g.proc.exited:
+			g.t.Fatalf("lmq-gateway exited during start-up (%v):\n%s", g.proc.err, g.out.String())
+		default:
+		}
+		return false, fmt.Sprintf("%+v", a)
+	})
+	return a
+}
+
+// awaitGateways waits until all launched gateways have bound every port
+// and answer HTTP. They are awaited together because cluster nodes become
+// ready only together.
 func awaitGateways(gws []*Gateway) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -270,24 +300,14 @@ func awaitGateways(gws []*Gateway) error {
 			select {
 			case <-p.exited:
 				g.proc = nil
-				if g.portTaken() {
-					killAll(gws)
-					return fmt.Errorf("lmq-gateway %s exited during start-up (%v): %w", g.HTTP, p.err, errPortTaken)
-				}
 				return fmt.Errorf("lmq-gateway exited during start-up (%v):\n%s", p.err, g.out.String())
 			default:
 			}
-			if g.portTaken() {
-				// The embedded server logs its failed listen and
-				// waits for readiness until its own timeout.
-				killAll(gws)
-				return fmt.Errorf("lmq-gateway %s: %w", g.HTTP, errPortTaken)
+			if a, ok := g.readPorts(); ok && a.Complete {
+				g.adoptPorts(a)
+				ready[i] = g.answers(ctx, "/healthz")
 			}
-			// An answer counts only from this process: another test's
-			// gateway may have drawn the same port and answer on it
-			// while this one has not bound it yet (it then fails to,
-			// and the start is retried on new ports).
-			if ready[i] = g.ready(ctx) && listensOn(p.cmd.Process.Pid, strings.TrimPrefix(g.HTTP, "http://")); !ready[i] {
+			if !ready[i] {
 				waiting++
 			}
 		}
@@ -308,25 +328,44 @@ func awaitGateways(gws []*Gateway) error {
 		}
 	}
 	for _, g := range gws {
-		g.started = true
 		g.adoptNATSURL()
 	}
 	return nil
 }
 
-// portTaken reports whether the output of the latest start says that a
-// listen address was in use (net.Listen's error, which the gateway's own
-// listeners and its embedded nats-server's log both carry).
-func (g *Gateway) portTaken() bool {
-	out := g.out.String()
-	if i := strings.LastIndex(out, startMarker); i >= 0 {
-		out = out[i:]
+// adoptPorts takes the addresses a start reported as the gateway's.
+func (g *Gateway) adoptPorts(a boundAddrs) {
+	g.Bound = a
+	if a.HTTP != "" {
+		scheme, _, _ := strings.Cut(g.HTTP, "://")
+		g.HTTP = scheme + "://" + a.HTTP
 	}
-	return strings.Contains(out, "address already in use")
+	g.RPCAddr = a.RPC
+	if a.NATS != "" {
+		g.NATSURL = "nats://" + a.NATS
+	}
 }
 
-// killAll ends the gateways' processes that still run (kill -9): a start
-// that failed is repeated from scratch.
+// pinPorts makes the next start listen on the ports the latest one bound,
+// so that clients holding the URLs reach the restarted process, and a
+// cluster node's peers its route port. Each port was this test's until the
+// process died a moment ago; the kernel hands out fresh ports in turn, so
+// it does not give a just-closed one to anyone else meanwhile.
+func (g *Gateway) pinPorts() {
+	a := g.Bound
+	set := map[string]string{"--http-listen": a.HTTP, "--rpc-listen": a.RPC, "--debug-listen": a.Debug,
+		"--nats-listen": a.NATS, "--cluster-listen": a.Cluster}
+	if g.cluster != nil {
+		set["--routes"] = clusterRoutes(g.cluster)
+	}
+	for i := 0; i+1 < len(g.args); i++ {
+		if v := set[g.args[i]]; v != "" && g.args[i+1] != "" {
+			g.args[i+1] = v
+		}
+	}
+}
+
+// killAll ends the gateways' processes that still run (kill -9).
 func killAll(gws []*Gateway) {
 	for _, g := range gws {
 		if g.proc != nil {
@@ -354,9 +393,6 @@ func (g *Gateway) adoptNATSURL() {
 	}
 	g.NATSURL = strings.TrimSpace(string(b))
 }
-
-// ready reports whether the HTTP API answers a harmless request.
-func (g *Gateway) ready(ctx context.Context) bool { return g.answers(ctx, "/properties") }
 
 // answers reports whether GET path answers 200 within a second (bounded:
 // whoever holds a taken port may accept and never answer).
@@ -406,14 +442,25 @@ func (g *Gateway) Stop() {
 	g.hc.CloseIdleConnections()
 }
 
-// Restart starts the binary again with the same arguments, so the same data
-// directory and ports. A still running process is stopped first (SIGTERM).
+// Restart starts the binary again with the same arguments and data
+// directory, on the ports it had (pinPorts). A still running process is
+// stopped first (SIGTERM).
 func (g *Gateway) Restart() {
 	g.t.Helper()
 	if g.proc != nil {
 		g.Stop()
 	}
+	g.pinPorts()
 	g.start()
+}
+
+// RestartAfter is Restart of a stopped or killed gateway once down has
+// passed: the time down is the test's input (a window falls due, clients
+// find nobody), and nothing runs to be observed meanwhile.
+func (g *Gateway) RestartAfter(down time.Duration) {
+	g.t.Helper()
+	time.Sleep(down)
+	g.Restart()
 }
 
 // Output is what the gateway wrote to stdout and stderr so far (the last MiB).
@@ -497,51 +544,6 @@ func startNATSServer(t testing.TB) (*server.Server, *server.Options) {
 	return s, opts
 }
 
-// drawnAddrs are the loopback addresses this test process has handed out
-// (freeAddr, holdAddrs): none is handed out twice. A gateway keeps its
-// ports across Kill and Restart, and while it is down (a cluster node for
-// seconds: it binds HTTP only once JetStream is ready) the kernel sees them
-// free and could give one to another test. (A run draws a few thousand of
-// the about 28,000 ephemeral ports.) Servers that pick their own random
-// port (nats-server's -1) are not covered.
-var drawnAddrs = struct {
-	sync.Mutex
-	m map[string]bool
-}{m: make(map[string]bool)}
-
-// claimAddr marks addr as handed out; false if it was already.
-func claimAddr(addr string) bool {
-	drawnAddrs.Lock()
-	defer drawnAddrs.Unlock()
-	if drawnAddrs.m[addr] {
-		return false
-	}
-	drawnAddrs.m[addr] = true
-	return true
-}
-
-// maxDraws bounds the attempts at drawing a port not handed out before.
-const maxDraws = 100
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago and that no other test of this process was given.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	for range maxDraws {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if claimAddr(addr) {
-			return addr
-		}
-	}
-	t.Fatalf("no fresh loopback port in %d draws", maxDraws)
-	return ""
-}
-
 // awaitMetric polls the gateway's /metrics until the sample named name
 // satisfies ok, and fails the test if it does not within startTimeout. It
 // replaces sleeps that waited for something to happen in the gateway: a
@@ -580,6 +582,21 @@ func awaitNoneInFlight(t testing.TB, c *Client) {
 	awaitMetric(t, c, "lmq_deliveries_in_flight", "deliveries in flight", func(v float64) bool { return v == 0 })
 }
 
+// heavy skips t under go test -short, the inner loop (about a minute for
+// the whole repository); plain go test ./... runs it. For clusters, kill
+// loops, bodies of many MiB and loads: what only a full run must cover.
+func heavy(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": heavy; runs in go test ./...")
+	}
+}
+
+// letArrive gives what the test just wrote to or did on a loopback
+// connection (a request's headers, a FIN) time d to reach the gateway:
+// nothing on the test's side of the socket shows when it has.
+func letArrive(d time.Duration) { time.Sleep(d) }
+
 // tailBuffer is a concurrency-safe writer keeping the last max bytes, so a
 // chatty gateway cannot exhaust the test's memory.
 type tailBuffer struct {
@@ -609,68 +626,34 @@ func (w *tailBuffer) String() string {
 	return string(w.b)
 }
 
-// TestHarnessPortTaken: a gateway whose port was taken between the harness
-// drawing it and the binary binding it is started again on new ports, for
-// the HTTP port and for the embedded server's NATS port.
-func TestHarnessPortTaken(t *testing.T) {
+// TestHarnessPortsFile: a gateway started on port 0 everywhere reports the
+// ports it bound, it is the process listening on each, and a restart keeps
+// them (clients hold the URLs).
+func TestHarnessPortsFile(t *testing.T) {
 	t.Parallel()
-	for _, which := range []string{"--http-listen", "--nats-listen"} {
-		t.Run(which, func(t *testing.T) {
-			taken, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer taken.Close()
-			g := newGateway(t)
-			g.DataDir = t.TempDir()
-			draws := 0
-			g.redraw = func() {
-				draws++
-				g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
-				nats := freeAddr(t)
-				if draws == 1 {
-					// The first draw hands out a port someone holds.
-					switch which {
-					case "--http-listen":
-						g.HTTP = "http://" + taken.Addr().String()
-					case "--nats-listen":
-						nats = taken.Addr().String()
-					}
-				}
-				g.NATSURL = "nats://" + nats
-				g.args = []string{
-					"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-					"--rpc-listen", g.RPCAddr,
-					"--nats-listen", nats,
-					"--data-dir", g.DataDir,
-					"--log-level", "warn",
-				}
-			}
-			g.redraw()
-			g.start()
-			if draws != 2 {
-				t.Errorf("ports drawn %d times, want 2 (one retry)", draws)
-			}
-			c := g.Client(t)
-			c.Push("harness/port", []byte("x"), "text/plain")
-			r := c.MustPull("harness/port", "5", "x")
-			c.ExpectReply(http.StatusNoContent, "harness/port", r.ID(), "ack")
-		})
+	g := Start(t, "--debug-listen", anyPort)
+	a := g.Bound
+	if !a.Complete {
+		t.Fatalf("ports file not complete: %+v", a)
 	}
-	t.Run("opsLaunch", func(t *testing.T) {
-		taken, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for what, addr := range map[string]string{"http": a.HTTP, "rpc": a.RPC, "debug": a.Debug, "nats": a.NATS} {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
+			t.Fatalf("%s address %q (%v)", what, addr, err)
 		}
-		defer taken.Close()
-		g := newOpsGateway(t)
-		g.HTTP = "http://" + taken.Addr().String()
-		g.opsLaunch(nil, "--http-listen", strings.TrimPrefix(g.HTTP, "http://"))
-		if g.HTTP == "http://"+taken.Addr().String() {
-			t.Fatalf("started on the taken port %s", g.HTTP)
+		if !listensOn(g.PID(), addr) {
+			t.Errorf("lmq-gateway (pid %d) does not listen on its %s address %s", g.PID(), what, addr)
 		}
-		c := g.Client(t)
-		c.Push("harness/port", []byte("x"), "text/plain")
-		c.MustPull("harness/port", "5", "x")
-	})
+	}
+	if g.HTTP != "http://"+a.HTTP || g.RPCAddr != a.RPC || !strings.HasSuffix(g.NATSURL, "@"+a.NATS) {
+		t.Errorf("HTTP %s, RPC %s, NATS %s: not the reported %+v", g.HTTP, g.RPCAddr, g.NATSURL, a)
+	}
+	c := g.Client(t)
+	c.Push("harness/port", []byte("x"), "text/plain")
+	g.Kill()
+	g.Restart()
+	if g.Bound != a {
+		t.Errorf("after a restart the gateway bound %+v, before %+v", g.Bound, a)
+	}
+	r := c.MustPull("harness/port", "5", "x")
+	c.ExpectReply(http.StatusNoContent, "harness/port", r.ID(), "ack")
 }

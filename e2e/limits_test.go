@@ -39,14 +39,14 @@ func limRunToExit(t *testing.T, args ...string) (string, error) {
 // limBaseArgs are the loopback ports and data directory of a gateway that is
 // expected not to start.
 func limBaseArgs(t *testing.T) []string {
-	return []string{"--http-listen", freeAddr(t), "--nats-listen", freeAddr(t), "--data-dir", t.TempDir()}
+	return []string{"--http-listen", anyPort, "--nats-listen", anyPort, "--data-dir", t.TempDir()}
 }
 
 // With HTTP authentication on, RPC (which has none) on a non-loopback
 // address stops the start, with one line naming the flags to change.
 func TestLimitsRPCExposedRefused(t *testing.T) {
 	t.Parallel()
-	port := freeAddr(t)[len("127.0.0.1:"):]
+	const port = "0" // refused before anything is bound
 	for name, args := range map[string][]string{
 		"token, all IPv4": {"--auth-token", "secret", "--rpc-listen", "0.0.0.0:" + port},
 		"basic, all":      {"--auth-basic", "u:p", "--rpc-listen", ":" + port},
@@ -106,10 +106,20 @@ func TestLimitsRPCOptInWarns(t *testing.T) {
 			}) {
 				t.Fatalf("no warning about the open RPC port:\n%s", gw.Output())
 			}
-			c := dialRPC(t, "127.0.0.1"+port)
+			c := dialRPC(t, loopbackOf(t, gw.RPCAddr))
 			c.MustOK("push", "lim-open", "x")
 		})
 	}
+}
+
+// loopbackOf is the loopback address of a port bound on every interface.
+func loopbackOf(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // limRawConn opens a TCP connection to the gateway's HTTP port.
@@ -187,6 +197,9 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 	t.Parallel()
 	gw := Start(t, "--read-body-idle-timeout", "1s", "--write-timeout", "1s")
 	c := gw.Client(t)
+	// outlast lets n times the timeouts (1 s) pass: a timeout that fired
+	// shows only in what comes after, no condition stands for it.
+	outlast := func(n int) { time.Sleep(time.Duration(n) * time.Second) }
 
 	// A pull waits three times the timeouts, then gets its message.
 	pulled := make(chan *Response, 1)
@@ -199,7 +212,7 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 		}
 		pulled <- r
 	}()
-	time.Sleep(3 * time.Second) // the timeouts pass; nothing to wait for
+	outlast(3)
 	c.Push("lim-long", []byte("late"), "")
 	ExpectMessage(t, <-pulled, "lim-long", "late")
 
@@ -216,7 +229,7 @@ func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	time.Sleep(2 * time.Second) // past the write timeout
+	outlast(2)
 	fmt.Fprintf(nc, "GET /properties HTTP/1.1\r\nHost: x\r\nnot a header line\r\n\r\n")
 	resp, err = http.ReadResponse(br, nil)
 	if err != nil {
@@ -368,7 +381,7 @@ func TestLimitsRPCTLS(t *testing.T) {
 		gw.opsLaunch(nil, "--http-listen", strings.TrimPrefix(gw.HTTP, "http://"), "--auth-token", "secret",
 			"--rpc-listen", "0.0.0.0"+port, "--log-level", "info",
 			"--rpc-tls-cert", pki["server.pem"], "--rpc-tls-key", pki["server-key.pem"], "--rpc-tls-client-ca", pki["ca.pem"])
-		addr := "127.0.0.1" + port
+		addr := loopbackOf(t, gw.RPCAddr)
 		cert, err := tls.LoadX509KeyPair(pki["client.pem"], pki["client-key.pem"])
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // Not parallel: it loads both cores, which would disturb the timing
 // assertions of the parallel tests.
 func TestManyInFlight(t *testing.T) {
+	heavy(t, "a load")
 	const n = 5000
 	gw := Start(t)
 	c := gw.Client(t)
@@ -115,6 +116,7 @@ feed:
 // TestLargePayloads: bodies round-trip byte-exact on the embedded server,
 // below, at and above its max_payload (8 MiB by default) up to 64 MiB.
 func TestLargePayloads(t *testing.T) {
+	heavy(t, "64 MiB bodies")
 	gw := Start(t)
 	testPayloads(t, gw.Client(t), []int{0, 1, 1<<20 + 1, 8<<20 - 1024, 8 << 20, 8<<20 + 1, 64 << 20})
 }
@@ -122,6 +124,7 @@ func TestLargePayloads(t *testing.T) {
 // TestLargePayloadsExternalNATS: the same on a stock nats-server with its
 // default 1 MiB max_payload, which the gateway reaches by --nats-url.
 func TestLargePayloadsExternalNATS(t *testing.T) {
+	heavy(t, "64 MiB bodies")
 	gw := StartWithNATS(t, StartNATS(t))
 	testPayloads(t, gw.Client(t), []int{0, 1000, 1<<20 - 1024, 1 << 20, 1<<20 + 1, 64 << 20})
 }

@@ -212,22 +212,18 @@ func mqExpectListed(t *testing.T, c *Client, prefix string, want map[string]int)
 func restartPatiently(t *testing.T, g *Gateway) time.Duration {
 	t.Helper()
 	g.Stop()
+	g.pinPorts()
 	start := time.Now()
-	launchGateway(g)
-	ctx, cancel := context.WithTimeout(context.Background(), mqDeadline)
-	defer cancel()
-	for !g.answers(ctx, "/readyz") {
+	launchGateway(g, nil)
+	testwait.Within(t, mqDeadline, "lmq-gateway ready after the restart", func() bool {
 		select {
 		case <-g.proc.exited:
-			g.proc = nil
-			t.Fatalf("lmq-gateway exited during the restart:\n%s", g.Output())
-		case <-ctx.Done():
-			t.Fatalf("lmq-gateway not ready %v after the restart", mqDeadline)
-		case <-time.After(20 * time.Millisecond):
+			t.Fatalf("lmq-gateway exited during the restart (%v):\n%s", g.proc.err, g.Output())
+		default:
 		}
-	}
+		return g.answers(context.Background(), "/readyz")
+	})
 	took := time.Since(start)
-	g.started = true
 	g.adoptNATSURL()
 	return took
 }
@@ -379,6 +375,7 @@ func TestManyQueuesPullAny(t *testing.T) {
 // re-created queue starts empty and holds only what is pushed after, and
 // every message of the busy queues is delivered exactly once.
 func TestManyQueuesDeleteRecreate(t *testing.T) {
+	heavy(t, "1000s of queues")
 	t.Parallel()
 	g := Start(t)
 	c := g.Client(t)
@@ -513,6 +510,7 @@ func TestManyQueuesDeleteRecreate(t *testing.T) {
 // a node is killed (kill -9, with its gateway), and through the two others
 // every acknowledged push is still there: listed, and pulled back.
 func TestManyQueuesCluster(t *testing.T) {
+	heavy(t, "a cluster, 1000s of queues")
 	t.Parallel()
 	n := mqCount(t, "LMQ_E2E_CLUSTER_QUEUES", 2000, 200)
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
@@ -549,7 +547,7 @@ func TestManyQueuesCluster(t *testing.T) {
 				maybeTwice.Store(i, true)
 				last = fmt.Errorf("push %q: %v %v", names[i], r, err)
 			}
-			time.Sleep(200 * time.Millisecond) // back off before the retry
+			pace(200 * time.Millisecond) // back off before the retry
 		}
 		return last
 	})

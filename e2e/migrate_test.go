@@ -248,8 +248,7 @@ func TestMigrate(t *testing.T) {
 		dc.Push("q/one", []byte(body), "text/plain")
 		live = append(live, body)
 	}
-	time.Sleep(500 * time.Millisecond) // the source stays down a while: the downtime is the point
-	src.Restart()
+	src.RestartAfter(500 * time.Millisecond) // the source stays down a while: the downtime is the point
 	restartedAt := streamMsgs(ctx, js, "q/one")
 	testwait.Until(20*time.Second, func() bool { return streamMsgs(ctx, js, "q/one") >= restartedAt+100 })
 	cancel2()

@@ -171,9 +171,9 @@ func TestDataDirLocked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gatewayBinary,
-		"--http-listen", freeAddr(t),
-		"--rpc-listen", freeAddr(t),
-		"--nats-listen", freeAddr(t),
+		"--http-listen", anyPort,
+		"--rpc-listen", anyPort,
+		"--nats-listen", anyPort,
 		"--data-dir", gw.DataDir,
 	)
 	setDeathSignal(cmd)

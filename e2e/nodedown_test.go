@@ -177,6 +177,7 @@ func awaitNodes(t *testing.T, what string, gws []*Gateway, wantDown []string, si
 }
 
 func TestClusterNodeDownShown(t *testing.T) {
+	heavy(t, "a cluster")
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	// Streams on every node, so that their leaders have a say too.

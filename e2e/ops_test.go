@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -440,7 +439,7 @@ func TestOpsSecondSignal(t *testing.T) {
 	if _, err := fmt.Fprintf(conn, "POST /messages/ops-slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // its headers reach the server: nothing outside shows when
+	letArrive(200 * time.Millisecond) // its headers
 	p := gw.proc
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -467,86 +466,20 @@ func newOpsGateway(t *testing.T) *Gateway {
 	_ = t.TempDir() // see TestOpsEndpoints
 	g := newGateway(t)
 	g.DataDir = t.TempDir()
-	nats := freeAddr(t)
-	g.NATSURL = "nats://" + nats
-	g.args = []string{"--rpc-listen", g.RPCAddr, "--nats-listen", nats, "--data-dir", g.DataDir}
+	g.NATSURL = "nats://" + anyPort
+	g.args = []string{"--rpc-listen", anyPort, "--nats-listen", anyPort, "--data-dir", g.DataDir}
 	return g
 }
 
-// opsLaunch starts the process with env added to a clean environment and waits
-// until /healthz answers. A port taken before the process bound it is drawn
-// again (see startAttempts) where the arguments carry it.
+// opsLaunch starts the process with env added to a clean environment and
+// waits until it has bound its ports and /healthz answers.
 func (g *Gateway) opsLaunch(env []string, args ...string) {
 	g.t.Helper()
 	g.args = append(g.args, args...)
-	for attempt := 1; ; attempt++ {
-		fmt.Fprintf(g.out, "%s%s\n", startMarker, time.Now().Format(time.RFC3339Nano))
-		cmd := exec.Command(gatewayBinary, g.args...)
-		cmd.Env = append(opsEnv(), env...)
-		cmd.Stdout, cmd.Stderr = g.out, g.out
-		setDeathSignal(cmd)
-		if err := cmd.Start(); err != nil {
-			g.t.Fatalf("start lmq-gateway: %v", err)
-		}
-		p := &process{cmd: cmd, exited: make(chan struct{})}
-		go func() {
-			p.err = cmd.Wait()
-			close(p.exited)
-		}()
-		g.proc = p
-		ok := testwait.Until(startTimeout, func() bool {
-			select {
-			case <-p.exited:
-				return true
-			default:
-			}
-			return g.portTaken() || g.answers(context.Background(), "/healthz")
-		})
-		if g.portTaken() && attempt < startAttempts && g.redrawArgs() {
-			killAll([]*Gateway{g})
-			g.t.Logf("start %d of %d: %v; retrying on new ports", attempt, startAttempts, errPortTaken)
-			continue
-		}
-		select {
-		case <-p.exited:
-			g.proc = nil
-			g.t.Fatalf("lmq-gateway exited during start-up (%v):\n%s", p.err, g.out.String())
-		default:
-		}
-		if !ok {
-			g.t.Fatalf("lmq-gateway did not answer /healthz within %v:\n%s", startTimeout, g.out.String())
-		}
-		g.adoptNATSURL()
-		return
+	launchGateway(g, append(opsEnv(), env...))
+	if err := awaitGateways([]*Gateway{g}); err != nil {
+		g.t.Fatal(err)
 	}
-}
-
-// redrawArgs replaces the loopback addresses the harness drew (HTTP, RPC,
-// NATS) with new ones wherever the arguments carry them, and reports whether
-// there was any. (An address in a configuration file stays.)
-func (g *Gateway) redrawArgs() bool {
-	hostPort := func(u string) string {
-		if _, hp, ok := strings.Cut(u, "://"); ok {
-			return hp
-		}
-		return u
-	}
-	replaced := false
-	for _, old := range []*string{&g.HTTP, &g.RPCAddr, &g.NATSURL} {
-		hp := hostPort(*old)
-		if hp == "" || !slices.Contains(g.args, hp) {
-			continue
-		}
-		fresh := freeAddr(g.t)
-		for i, a := range g.args {
-			if a == hp {
-				g.args[i] = fresh
-			}
-		}
-		*old = strings.Replace(*old, hp, fresh, 1)
-		replaced = true
-	}
-	return replaced
 }
 
 // opsEnv is the test's environment without LMQ_* settings.
@@ -576,7 +509,7 @@ func opsRun(t *testing.T, env []string, args ...string) string {
 	return string(out)
 }
 
-func opsWriteFile(t *testing.T, path, text string) {
+func opsWriteFile(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)

@@ -585,7 +585,7 @@ func TestRPCDisconnectRace(t *testing.T) {
 		// left its Read, and the kernel may take a moment to deliver the FIN
 		// (a loaded machine defers it): until then the client is still there.
 		<-a.done
-		time.Sleep(20 * time.Millisecond) // the FIN's delivery: nothing shows it on this side
+		letArrive(20 * time.Millisecond) // the FIN
 		b.MustOK("push", q, i)
 		// Well before the queue's 30 s timeout (a loaded machine may take a
 		// moment), and without a retry used: the client that left never had it.

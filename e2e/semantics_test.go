@@ -347,7 +347,7 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(pause) // round 0 gives the FINs time to arrive; round 1 races them on purpose
+		letArrive(pause) // round 0 gives the FINs time to arrive; round 1 races them on purpose
 		body := fmt.Sprintf("after-disconnect-%d", round)
 		c.Push(q, []byte(body), "")
 		// Stuck with a vanished client, it would come back only after

@@ -135,9 +135,9 @@ func TestStartFailures(t *testing.T) {
 			dataDir := t.TempDir()
 			extra, want := tc.args(t, dataDir)
 			args := append([]string{
-				"--http-listen", freeAddr(t),
-				"--rpc-listen", freeAddr(t),
-				"--nats-listen", freeAddr(t),
+				"--http-listen", anyPort,
+				"--rpc-listen", anyPort,
+				"--nats-listen", anyPort,
 				"--data-dir", dataDir,
 				"--log-level", "warn",
 			}, extra...) // later flags win

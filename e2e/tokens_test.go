@@ -25,7 +25,7 @@ func tokensGateway(t *testing.T, natsURL string) *Gateway {
 	t.Helper()
 	g := newGateway(t)
 	g.NATSURL = natsURL
-	g.args = []string{"--rpc-listen", g.RPCAddr, "--nats-url", natsURL}
+	g.args = []string{"--rpc-listen", anyPort, "--nats-url", natsURL}
 	g.opsLaunch(nil, "--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
 		"--tokens", "--auth-token", tokensOperator, "--access-log")
 	return g

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
@@ -84,20 +85,7 @@ func onDataDir(t *testing.T, dataDir string) *Gateway {
 	t.Helper()
 	g := newGateway(t)
 	g.DataDir = dataDir
-	g.redraw = func() {
-		g.HTTP, g.RPCAddr = "http://"+freeAddr(t), freeAddr(t)
-		nats := freeAddr(t)
-		g.NATSURL = "nats://" + nats
-		g.args = []string{
-			"--http-listen", strings.TrimPrefix(g.HTTP, "http://"),
-			"--rpc-listen", g.RPCAddr,
-			"--nats-listen", nats,
-			"--data-dir", g.DataDir,
-			"--log-level", "info",
-			"--access-log=false",
-		}
-	}
-	g.redraw()
+	g.args = append(g.embeddedArgs("info"), "--access-log=false")
 	return g
 }
 
@@ -131,7 +119,7 @@ func TestUpgradeInterrupted(t *testing.T) {
 		t.Run("after"+after, func(t *testing.T) {
 			gw := onDataDir(t, unpackFixture(t, layoutV1Archive))
 			t.Setenv(upgrade.PauseEnv, after)
-			launchGateway(gw)
+			launchGateway(gw, nil)
 			waitOutput(t, gw, "upgrade paused by the test hook")
 			gw.Kill()
 			t.Setenv(upgrade.PauseEnv, "")
@@ -144,15 +132,7 @@ func TestUpgradeInterrupted(t *testing.T) {
 // waitOutput polls the gateway's output for a line containing s.
 func waitOutput(t *testing.T, gw *Gateway, s string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for !strings.Contains(gw.Output(), s) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %q in the output:\n%s", s, gw.Output())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	testwait.Within(t, startTimeout, fmt.Sprintf("%q in the output", s), func() bool { return strings.Contains(gw.Output(), s) })
 }
 
 // jsonEqual fails unless two JSON texts hold the same value.

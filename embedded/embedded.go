@@ -217,6 +217,25 @@ func (s *Server) ClientURL() string {
 	return s.srv.ClientURL()
 }
 
+// ClientAddr is the address the client port is bound to ("" when the
+// server does not listen): with port 0 in Options.Listen, the one the
+// kernel picked.
+func (s *Server) ClientAddr() string {
+	if a := s.srv.Addr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// ClusterAddr is the address the cluster (route) port is bound to, "" for
+// a single node.
+func (s *Server) ClusterAddr() string {
+	if a := s.srv.ClusterAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
 // ClientUser is the user clients of the port authenticate as, "" when the
 // port is open to anyone (or there is no port).
 func (s *Server) ClientUser() string { return s.user }
@@ -248,6 +267,10 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
+// splitHostPort splits a listen address into nats-server's host and port.
+// Port 0 asks for a port the kernel picks, as for any listener: nats-server
+// spells that RANDOM_PORT (-1), and reads 0 as "the default" (4222 for
+// clients) or, for the cluster port, as "no cluster listener".
 func splitHostPort(addr string) (string, int, error) {
 	host, p, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -256,6 +279,9 @@ func splitHostPort(addr string) (string, int, error) {
 	port, err := strconv.Atoi(p)
 	if err != nil {
 		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
 	}
 	if host == "" {
 		host = "0.0.0.0"

@@ -13,15 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// anyPort asks for a client port the kernel picks (see splitHostPort); a
+// test reads the one bound from ClientAddr.
+const anyPort = "127.0.0.1:0"
 
 func start(t *testing.T, o Options) *Server {
 	t.Helper()
@@ -47,8 +41,8 @@ func readURL(t *testing.T, dir string) string {
 func TestGeneratedCredentials(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	addr := freeAddr(t)
-	s := start(t, Options{DataDir: dir, Listen: addr})
+	s := start(t, Options{DataDir: dir, Listen: anyPort})
+	addr := s.ClientAddr()
 
 	if nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(0)); err == nil {
 		nc.Close()
@@ -80,6 +74,8 @@ func TestGeneratedCredentials(t *testing.T) {
 	nc.Close()
 
 	s.Shutdown(context.Background())
+	// The same port again: it was this test's until the shutdown, and the
+	// URL in the file names it.
 	start(t, Options{DataDir: dir, Listen: addr})
 	if again := readURL(t, dir); again != u {
 		t.Fatalf("after restart the URL is %q, was %q", again, u)
@@ -95,8 +91,7 @@ func TestGeneratedCredentials(t *testing.T) {
 func TestExplicitCredentialsAndNone(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	addr := freeAddr(t)
-	start(t, Options{DataDir: dir, Listen: addr, ClientAuth: ClientAuth{User: "u", Password: "p4ss"}})
+	addr := start(t, Options{DataDir: dir, Listen: anyPort, ClientAuth: ClientAuth{User: "u", Password: "p4ss"}}).ClientAddr()
 	if _, err := os.Stat(filepath.Join(dir, ClientURLFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("client URL file with a given password: %v", err)
 	}
@@ -109,8 +104,7 @@ func TestExplicitCredentialsAndNone(t *testing.T) {
 	}
 	nc.Close()
 
-	addr2 := freeAddr(t)
-	start(t, Options{DataDir: t.TempDir(), Listen: addr2, ClientAuth: ClientAuth{None: true}})
+	addr2 := start(t, Options{DataDir: t.TempDir(), Listen: anyPort, ClientAuth: ClientAuth{None: true}}).ClientAddr()
 	nc, err = nats.Connect("nats://" + addr2)
 	if err != nil {
 		t.Fatalf("open port: %v", err)
@@ -143,10 +137,41 @@ func TestBadCredentialsFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ClientURLFile), []byte("nats://lmq@127.0.0.1:1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(Options{DataDir: dir, Listen: freeAddr(t)})
+	_, err := Start(Options{DataDir: dir, Listen: anyPort})
 	if err == nil || !strings.Contains(err.Error(), "no password") {
 		t.Fatalf("start with a password-less file: %v", err)
 	}
 	// The failed start released the lock.
 	start(t, Options{DataDir: dir})
+}
+
+// Port 0 binds a port the kernel picks, for the client and the cluster
+// listener alike (nats-server itself reads 0 as 4222, or as no cluster
+// listener), and ClientAddr and ClusterAddr report them.
+func TestPortZero(t *testing.T) {
+	t.Parallel()
+	// A JetStream cluster node needs a route; this one leads to a listener
+	// the test holds (and never serves) until the end.
+	peer, err := net.Listen("tcp", anyPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	s := start(t, Options{DataDir: t.TempDir(), Listen: anyPort, ServerName: "n0",
+		ClusterName: "c", ClusterListen: anyPort, Routes: []string{"nats-route://" + peer.Addr().String()},
+		ClientAuth: ClientAuth{None: true}})
+	for what, addr := range map[string]string{"client": s.ClientAddr(), "cluster": s.ClusterAddr()} {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "0" || port == "4222" {
+			t.Fatalf("%s address %q (%v), want a port the kernel picked", what, addr, err)
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("%s address %s: %v", what, addr, err)
+		}
+		c.Close()
+	}
+	if s.ClientAddr() == s.ClusterAddr() {
+		t.Fatalf("client and cluster share %s", s.ClientAddr())
+	}
 }

@@ -132,9 +132,17 @@ func TestIdleConsumerCPU(t *testing.T) {
 		got <- d
 	}()
 	testwait.For(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
-	// Let the start-up's work (NATS's first housekeeping) settle: it has no
-	// observable end, so the time must pass.
-	time.Sleep(200 * time.Millisecond)
+	// The start-up's work (NATS's first housekeeping) settles first: until
+	// the process spends under the measured bound (a tenth of the CPU) over
+	// 100 ms.
+	last := time.Duration(-1) // the first check, at once, only reads the clock
+	testwait.Paced(t, 100*time.Millisecond, testwait.Bound, "the start-up's work to settle", func() (bool, string) {
+		now := cpu(t)
+		used := now - last
+		settled := last >= 0 && used < 10*time.Millisecond
+		last = now
+		return settled, fmt.Sprintf("%v CPU in 100 ms", used)
+	})
 
 	const idle = time.Second
 	before, start := cpu(t), time.Now()

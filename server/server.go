@@ -151,6 +151,13 @@ type Config struct {
 	StatsDAddr     string
 	StatsDInterval time.Duration
 
+	// NATSBound, when set, is called with the embedded server's ports as
+	// soon as it listens, before New waits for JetStream: the node of a new
+	// cluster becomes ready only once other nodes have joined it, and they
+	// need its route port (bound to port 0) to do so. Addrs reports every
+	// port once New returns.
+	NATSBound func(Addrs)
+
 	// Version is reported in the start line and by lmq_build_info.
 	Version string
 	// Logger; slog.Default() when nil.
@@ -230,6 +237,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	undo = append(undo, s.closeNATS)
+	if a := s.natsAddrs(); cfg.NATSBound != nil && a != (Addrs{}) {
+		cfg.NATSBound(a)
+	}
 	// A cluster's nodes may start in any order: wait for a meta leader
 	// instead of failing the start (natsconn.WaitJetStream).
 	if err := natsconn.WaitJetStream(ctx, s.nc, s.cfg.NATS.Domain, s.log); err != nil {

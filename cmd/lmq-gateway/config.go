@@ -63,6 +63,7 @@ type config struct {
 	statsdInterval time.Duration
 
 	debugListen string // pprof listener ("": off)
+	portsFile   string // where the bound addresses are written ("": nowhere)
 	ui          bool   // the web console at /ui/
 
 	limits limits // connection, time and memory bounds; RPC protection (limits.go)
@@ -123,6 +124,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
 	fs.BoolVar(&c.ui, "ui", true, "serve the web console at /ui/ (queues, properties, dead letters, cluster), behind the same authentication as the API; --ui=false turns it off. Its list pages hold at most 500 queues, a peek at most 50 messages of at most 64 KiB each, rate history 6 minutes for at most 20000 queues")
 	fs.StringVar(&c.debugListen, "debug-listen", "", "serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060 (empty: off). WARNING: no authentication; it exposes memory contents and CPU time to anyone who reaches it, so bind it to loopback (any other address is logged as a warning)")
+	fs.StringVar(&c.portsFile, "ports-file", "", "once every listener is bound, write the addresses bound to `PATH` as JSON, e.g. {\"http\":\"127.0.0.1:40123\",\"rpc\":...,\"nats\":...,\"cluster\":...,\"debug\":...,\"complete\":true} (a listener that is off is left out), replacing the file atomically; with port 0 in a listen address (--http-listen 127.0.0.1:0, also --rpc-listen, --nats-listen, --cluster-listen, --debug-listen) this is how to learn the port picked. Written a first time, without \"complete\", as soon as the embedded NATS server listens: a new cluster node binds HTTP only once other nodes joined it through its --cluster-listen port (empty: not written)")
 	addLimitFlags(fs, &c.limits)
 	return fs
 }

@@ -18,7 +18,7 @@ func TestSubcommandHelpSpellsDoubleDash(t *testing.T) {
 		"migrate": {"--from", "--queues", "--dry-run", "--parallel"},
 		"names":   {"--json"},
 		"token":   {"--http", "--auth-token", "--json"},
-		"help":    {"--http-listen"},
+		"help":    {"--http-listen", "--ports-file"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(t.Context(), []string{cmd, "--help"}, &stdout, &stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,9 +39,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var early error // the early --ports-file write's failure
+	if c.portsFile != "" {
+		sc.NATSBound = func(a server.Addrs) { early = writePortsFile(c.portsFile, a) }
+	}
 	srv, err := server.New(ctx, sc)
 	if err != nil {
 		return err
+	}
+	if c.portsFile != "" {
+		// A program waiting for the file would wait forever: fail instead.
+		if err := errors.Join(early, writePortsFile(c.portsFile, srv.Addrs())); err != nil {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+			defer scancel()
+			_ = srv.Shutdown(sctx)
+			return err
+		}
 	}
 	failure := srv.Serve(ctx)
 	sctx, scancel := context.WithTimeout(context.Background(), c.shutdownTimeout)

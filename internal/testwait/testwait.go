@@ -57,6 +57,13 @@ func Until(bound time.Duration, cond func() bool) bool {
 	return ok
 }
 
+// UntilPaced is Until checking cond every pace instead of every Tick (see
+// Paced).
+func UntilPaced(pace, bound time.Duration, cond func() bool) bool {
+	ok, _ := pollEvery(pace, bound, func() (bool, string) { return cond(), "" })
+	return ok
+}
+
 // Paced is WithinDetail checking cond every pace instead of every Tick: for
 // a condition whose check does something (a push that must find the store
 // writable again), whose rate must stay low.
