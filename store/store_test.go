@@ -257,3 +257,41 @@ func TestPutBodyReaderError(t *testing.T) {
 type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
+
+// TestLog: stored messages are read back and removed by sequence; one
+// removed is not found any more.
+func TestLog(t *testing.T) {
+	f := newFixture(t, store.Config{})
+	ctx := testCtx(t)
+	const queue = "log"
+	for _, body := range []string{"one", "two"} {
+		m := nats.NewMsg(mapping.QueueSubject(queue))
+		m.Data = []byte(body)
+		if _, err := f.s.Publish(ctx, "store message", queue, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := f.s.OpenLog(ctx, queue)
+	if err != nil || l.LastSeq() != 2 {
+		t.Fatalf("OpenLog: %v, last sequence %d", err, l.LastSeq())
+	}
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 1 {
+		t.Fatalf("Next from 1: %+v, %v", rm, err)
+	}
+	if err := l.Delete(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := l.Has(ctx, 1); err != nil || has {
+		t.Fatalf("Has(1) after Delete: %v, %v", has, err)
+	}
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 2 {
+		t.Fatalf("Next from 1 after Delete: %+v, %v", rm, err)
+	}
+	if body, err := f.s.ReadBack(ctx, queue, 2); err != nil || string(body) != "two" {
+		t.Fatalf("ReadBack(2): %q, %v", body, err)
+	}
+	f.s.TakeBack(ctx, queue, 2)
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm != nil {
+		t.Fatalf("Next after TakeBack: %+v, %v", rm, err)
+	}
+}
