@@ -7,12 +7,11 @@
 // their storage (consumers.go), the consumer pull wire (pullwire.go) and
 // the shared look at which queues hold messages (scan.go), and reads and
 // removals of stored messages by sequence (log.go). It owns the
-// store-health check (a full disk fails a
-// store at once), the publish and its hand-read PubAck, the one retry
-// policy (only after "no responders", which cannot store twice), atomic
-// batches, the large-body writer with flow control, and the classification
-// of every outcome as stored, not stored (ErrUnavailable) or unknown
-// (ErrUnknown).
+// store-health check (a full disk fails a store at once), the publish and
+// its hand-read PubAck, the one retry policy (only after "no responders",
+// which cannot store twice), atomic batches, the large-body writer with
+// flow control, and the classification of every outcome as stored, not
+// stored (ErrUnavailable) or unknown (ErrUnknown).
 //
 // Why one seam: the same rules used to be repeated (and missed) at each
 // writer, and one writer answered a timed-out batch "retry" where the
