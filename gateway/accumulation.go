@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Accumulator stores pushes to accumulating queues (accum > 0) as parts of a
@@ -84,11 +84,10 @@ func (g *Gateway) PartContent(ctx context.Context, part *Entry) (Message, error)
 func (g *Gateway) DropBody(ctx context.Context, e *Entry) { g.store.DropBody(ctx, e.msg) }
 
 // QueueLog reads and trims one queue's stream below the level of
-// deliveries, for the accumulator's and migrate's bookkeeping.
+// deliveries, for the accumulator's and migrate's bookkeeping (store.Log).
 type QueueLog struct {
-	g     *Gateway
 	queue string
-	st    jetstream.Stream
+	log   *store.Log
 }
 
 // QueueLog opens queue's stream; the error wraps ErrNotFound when it does not
@@ -99,17 +98,16 @@ func (g *Gateway) QueueLog(ctx context.Context, queue string) (*QueueLog, error)
 	if _, err := g.queueStream(ctx, queue); err != nil {
 		return nil, err
 	}
-	// A fresh look (not the cached handle): LastSeq must be now's.
-	st, err := g.js.Stream(ctx, mapping.StreamName(queue))
+	log, err := g.store.OpenLog(ctx, queue)
 	if err != nil {
-		return nil, jsErr("queue", err)
+		return nil, err
 	}
-	return &QueueLog{g: g, queue: queue, st: st}, nil
+	return &QueueLog{queue: queue, log: log}, nil
 }
 
 // LastSeq is the stream's last sequence when QueueLog opened it (its
 // leader's answer).
-func (l *QueueLog) LastSeq() uint64 { return l.st.CachedInfo().State.LastSeq }
+func (l *QueueLog) LastSeq() uint64 { return l.log.LastSeq() }
 
 // NextPart is the first accumulation part at or after sequence from; nil
 // when there is none.
@@ -124,56 +122,22 @@ func (l *QueueLog) NextQueued(ctx context.Context, from uint64) (*Entry, error) 
 }
 
 func (l *QueueLog) next(ctx context.Context, subject string, from uint64) (*Entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	rm, err := l.st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, jsErr("read queue stream", err)
+	rm, err := l.log.Next(ctx, subject, from)
+	if rm == nil || err != nil {
+		return nil, err
 	}
 	return newEntry(l.queue, rm), nil
 }
 
 // Has reports whether the stream still holds sequence seq.
-func (l *QueueLog) Has(ctx context.Context, seq uint64) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	_, err := l.st.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, jsErr("look up message", err)
-	}
-	return true, nil
-}
+func (l *QueueLog) Has(ctx context.Context, seq uint64) (bool, error) { return l.log.Has(ctx, seq) }
 
 // Delete removes the message at seq (not its Object Store body: DropBody);
 // one already gone is fine.
-func (l *QueueLog) Delete(ctx context.Context, seq uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	err := l.st.DeleteMsg(ctx, seq)
-	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-		return nil
-	}
-	return jsErr("delete message", err)
-}
+func (l *QueueLog) Delete(ctx context.Context, seq uint64) error { return l.log.Delete(ctx, seq) }
 
 // PurgeParts removes every accumulation part up to and including sequence
 // through, in one request.
 func (l *QueueLog) PurgeParts(ctx context.Context, through uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	err := l.st.Purge(ctx, jetstream.WithPurgeSubject(mapping.PartSubject(l.queue)), jetstream.WithPurgeSequence(through+1))
-	if err != nil {
-		return jsErr("remove parts", err)
-	}
-	return nil
+	return l.log.PurgeParts(ctx, through)
 }

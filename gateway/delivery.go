@@ -290,15 +290,7 @@ func (g *Gateway) body(ctx context.Context, r *raw) ([]byte, error) {
 	if !r.bodyGone {
 		return r.msg.Data, nil
 	}
-	st, err := r.q.streamHandle(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m, err := st.GetMsg(ctx, r.sseq)
-	if err != nil {
-		return nil, fmt.Errorf("read message %d back: %w", r.sseq, err)
-	}
-	return m.Data, nil
+	return g.store.ReadBack(ctx, r.q.name, r.sseq)
 }
 
 // discard ends a message whose retries are used up: it becomes a dead letter

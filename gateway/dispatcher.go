@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -101,7 +101,7 @@ func newQueueState(g *Gateway, name string) *queueState {
 		enc:     mapping.EncodeName(name),
 		stream:  stream,
 		subject: mapping.QueueSubject(name),
-		reqSub:  nextSubject(g.js, stream, mapping.ConsumerName(name)),
+		reqSub:  g.store.PullSubject(name, 0),
 	}
 }
 
@@ -117,19 +117,13 @@ func (q *queueState) ensureConsumer(ctx context.Context) error {
 	if ready {
 		return nil
 	}
-	if _, err := q.g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
-		return err
-	}
-	cons, err := q.g.putConsumer(ctx, q.stream, consumerConfig(q.name, ackWait), false)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		q.g.queues.shardLost(mapping.Shard(q.name))
-	}
+	have, err := q.g.store.MakeConsumer(ctx, q.name, 0, ackWait)
 	if err != nil {
-		return jsErr("create queue consumer", err)
+		return err
 	}
 	q.mu.Lock()
 	q.ready = true
-	q.ackWait = max(q.ackWait, cons.CachedInfo().Config.AckWait)
+	q.ackWait = max(q.ackWait, have)
 	q.mu.Unlock()
 	// Messages of priorities may be stored (pushed before a restart, or
 	// through another gateway): learn their levels before the first pull.
@@ -169,7 +163,7 @@ func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error)
 	if st != nil {
 		return st, nil
 	}
-	st, err := q.g.queues.shard(ctx, mapping.Shard(q.name))
+	st, err := q.g.store.QueueShard(ctx, q.name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
 	}
@@ -290,7 +284,7 @@ func (q *queueState) kickLocked() {
 		settle = settleWait
 	}
 	g.pulls.add(fr)
-	if err := g.nc.PublishRequest(reqSub, g.pulls.inbox+strconv.FormatUint(fr.id, 10), encodePullRequest(fr.batch, settle)); err != nil {
+	if err := g.nc.PublishRequest(reqSub, g.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
 		g.log.Warn("pull request failed", "queue", q.name, "err", err)
 		g.pulls.remove(fr)
 		q.cur, q.fetching = nil, false
@@ -500,14 +494,14 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 			return
 		}
 		q := fr.q
-		switch classifyPullStatus(m) {
-		case pullEmpty:
+		switch store.ClassifyPullStatus(m) {
+		case store.PullEmpty:
 			q.fetchDone(fr, true, 0)
-		case pullBusy:
+		case store.PullBusy:
 			// Other gateways' requests are ahead of this one; try again soon.
 			q.fetchDone(fr, false, 5*time.Millisecond)
-		case pullIgnore:
-		case pullNoConsumer:
+		case store.PullIgnore:
+		case store.PullNoConsumer:
 			// Removed by JetStream after a while unused (or by an operator).
 			q.fetchDone(fr, false, -1)
 			if fr.level > 0 {
@@ -518,7 +512,7 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 				break
 			}
 			q.consumerMissing()
-		case pullRefused:
+		case store.PullRefused:
 			// During an election every queue's requests are refused at
 			// once, hundreds a second: one line per interval says it.
 			if n, ok := g.noise.Allow("pull request refused"); ok {

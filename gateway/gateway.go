@@ -5,18 +5,21 @@
 // The core decides what to store and when; package store owns how: every
 // write of a queue message to JetStream (the health check, the publish and
 // its retries, atomic batches), large bodies in the Object Store, reading a
-// stored message's content back, and the classification of each outcome as
-// stored, not stored (ErrUnavailable) or unknown (ErrUnknown). Nothing else
-// in the core publishes queue data. The core's error sentinels that name a
-// store's outcome are the store's own values.
+// stored message's content back, the shard streams and the queues'
+// consumers (made, updated, deleted; their storage), the pull request wire
+// and the look at the shards' subject counts, and the classification of
+// each outcome as stored, not stored (ErrUnavailable) or unknown
+// (ErrUnknown). Nothing else in the core publishes queue data. The core's
+// error sentinels that name a store's outcome are the store's own values.
 //
 // Layout: queues are subjects, sharded over mapping.ShardCount (64)
 // WorkQueue streams LMQS_00..63 (mapping.StreamName): a queue's deliverable
 // messages are on lmq.q.<kk>.<enc> in its shard's stream, its parts, delays
 // and dead letters on lmq.a/s/d.<kk>.<enc>. A queue exists while its key is
 // in the KV bucket LMQ_QUEUES (registry, queues.go), which every gateway
-// watches. A queue has a durable pull consumer only while it is in use: the
-// first pull makes it (filtered to its subject), JetStream's
+// watches; the shard streams are package store's (store/shards.go). A queue
+// has a durable pull consumer (store/consumers.go) only while it is in use:
+// the first pull makes it (filtered to its subject), JetStream's
 // InactiveThreshold removes it after mapping.ConsumerInactive without pulls
 // and without deliveries in flight. Properties and the default list live in
 // the KV bucket LMQ_PROPS, watched by every gateway. Bodies too large for one
@@ -65,7 +68,7 @@
 // relies on a consumer's state surviving. JetStream does not change a
 // consumer's storage in place: a consumer found with the other storage
 // (older versions, NATS programs, a gateway with the other setting) is used
-// as it is until JetStream removes it unused (putConsumer).
+// as it is until JetStream removes it unused (store's putConsumer).
 //
 // Deliveries: JetStream accepts acks for stale deliveries (it keys on the
 // stream sequence) and redelivers timed-out messages ahead of everything else,
@@ -106,7 +109,8 @@
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
 //
-// Built from: internal/kvfollow (following a KV bucket, skipping echoes of
+// Built from: package store (queue data in JetStream: its streams,
+// consumers, pull wire and reads, as above), internal/kvfollow (following a KV bucket, skipping echoes of
 // own writes: the registry and properties), internal/peers (the other
 // gateways, by heartbeats), internal/lifecycle (background work owned and
 // waited for by Close), internal/wakeups (timed pokes of queues and
@@ -288,17 +292,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.dels = newDeliveryTable()
 	g.store = store.New(nc, js, store.Config{
-		Replicas: cfg.Replicas,
-		Health:   cfg.StoreHealth,
-		Logger:   cfg.Logger,
-		// A queue's shard stream deleted behind the gateways' backs: forget
-		// it and create it again (g.queues exists by the time a store runs).
-		RemakeStream: func(ctx context.Context, queue string) error {
-			k := mapping.Shard(queue)
-			g.queues.shardLost(k)
-			_, err := g.queues.shard(ctx, k)
-			return err
-		},
+		Replicas:      cfg.Replicas,
+		Health:        cfg.StoreHealth,
+		Logger:        cfg.Logger,
+		FileConsumers: cfg.FileConsumers,
 	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)

@@ -151,7 +151,7 @@ func (g *Gateway) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus
 			ctx, cancel := context.WithTimeout(ctx, shardViewTimeout)
 			defer cancel()
 			v := &shardView{counts: make(map[string]*QueueInfo), inFlight: make(map[string]uint64)}
-			st, err := g.queues.lookupShard(ctx, k)
+			st, err := g.store.LookupShard(ctx, k)
 			switch {
 			case err != nil:
 				v.err = err
@@ -296,7 +296,7 @@ func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stre
 	if !ok {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
-	st, err := g.queues.shard(ctx, mapping.Shard(queue))
+	st, err := g.store.QueueShard(ctx, queue)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}

@@ -10,7 +10,7 @@ import (
 // The level sweep is the periodic check behind the priority levels' marks
 // (priority.go): every RepollInterval, while queues have waiting clients or
 // a request out, the shard streams holding such queues are looked at (the
-// per-subject counts pull-any uses, scan.go: one stream list, then a look
+// per-subject counts pull-any uses, store/scan.go: one stream list, then a look
 // at each shard whose messages changed) and the levels found holding
 // messages are marked on those queues.
 //
@@ -33,7 +33,7 @@ import (
 // one empty pull request per look; the mark is cleared by that answer.
 
 // sweepLevels marks, on the given busy queues, the levels ≥ 1 their shard
-// streams say hold messages. It shares pull-any's looks (scan.go): one
+// streams say hold messages. It shares pull-any's looks (store/scan.go): one
 // stream list, then a look only at the shards whose state changed since
 // their last look. An unchanged state has the same messages, so a look
 // taken at it stays exact however old: its counts include deliveries in
@@ -54,7 +54,7 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		now := time.Now()
-		looks, err := g.queues.lookAt(ctx, shards, now.Add(-g.cfg.RepollInterval))
+		looks, err := g.store.LookAt(ctx, shards, now.Add(-g.cfg.RepollInterval))
 		if err != nil {
 			if n, ok := g.noise.Allow("priority level sweep failed"); ok {
 				g.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)
@@ -62,7 +62,7 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 			return
 		}
 		for _, l := range looks {
-			for enc, mask := range l.levels {
+			for enc, mask := range l.Levels {
 				if q := byEnc[enc]; q != nil {
 					q.markStoredLevels(mask)
 				}

@@ -25,7 +25,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/bits"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // prioState is a dispatcher's view of its queue's priority levels, guarded by
@@ -82,7 +82,7 @@ func (q *queueState) levelRequestLocked() (level int, subject string, ok bool) {
 		return 0, "", false
 	}
 	if q.prio.reqSub[level] == "" {
-		q.prio.reqSub[level] = nextSubject(q.g.js, q.stream, mapping.PriorityConsumerName(q.name, level))
+		q.prio.reqSub[level] = q.g.store.PullSubject(q.name, level)
 	}
 	return level, q.prio.reqSub[level], true
 }
@@ -125,28 +125,9 @@ func (q *queueState) makeLevelLocked(p int) {
 
 // makeLevel creates (or updates) level p's consumer.
 func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
-	if _, err := q.g.queues.shard(ctx, mapping.Shard(q.name)); err != nil {
-		return err
-	}
-	ackWait = max(ackWait, backstop(q.g.props.effective(q.name).TimeoutDuration()))
-	_, err := q.g.putConsumer(ctx, q.stream, levelConsumerConfig(q.name, p, ackWait), false)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		q.g.queues.shardLost(mapping.Shard(q.name))
-	}
-	if err != nil {
-		return jsErr("create priority consumer", err)
-	}
-	return nil
-}
-
-// levelConsumerConfig is the queue's consumer config for priority p ≥ 1; its
-// metadata always names the queue (the consumer name has a "p<p>_" mark).
-func levelConsumerConfig(queue string, p int, ackWait time.Duration) jetstream.ConsumerConfig {
-	c := consumerConfig(queue, ackWait)
-	c.Durable = mapping.PriorityConsumerName(queue, p)
-	c.FilterSubject = mapping.PrioritySubject(queue, p)
-	c.Metadata = map[string]string{mapping.MetaQueueName: queue}
-	return c
+	ackWait = max(ackWait, store.Backstop(q.g.props.effective(q.name).TimeoutDuration()))
+	_, err := q.g.store.MakeConsumer(ctx, q.name, p, ackWait)
+	return err
 }
 
 // levelEmptyLocked handles an empty answer of a request to level p ≥ 1: the

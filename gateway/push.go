@@ -205,9 +205,7 @@ func (g *Gateway) unlessDeleted(ctx context.Context, q *queueState, seq uint64) 
 		return nil
 	}
 	g.queues.forget(q.name)
-	if st, err := q.streamHandle(ctx); err == nil {
-		_ = st.DeleteMsg(ctx, seq)
-	}
+	g.store.TakeBack(ctx, q.name, seq)
 	return fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
 }
 

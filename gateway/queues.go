@@ -13,11 +13,13 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // registry knows the queues that exist, across gateways: it mirrors the
-// LMQ_QUEUES bucket (a queue exists while its key does), creates the shard
-// streams on first use, and holds this gateway's per-queue dispatcher state.
+// LMQ_QUEUES bucket (a queue exists while its key does), has the store make
+// the shard streams on first use, and holds this gateway's per-queue
+// dispatcher state.
 type registry struct {
 	g  *Gateway
 	kv jetstream.KeyValue
@@ -40,16 +42,6 @@ type registry struct {
 	// activeWake wakes the re-poll loop, asleep while active is empty,
 	// when the first queue becomes busy.
 	activeWake chan struct{}
-
-	shardMu sync.Mutex // serializes creating shard streams
-	shards  [mapping.ShardCount]shardState
-	scan    scanCache
-}
-
-// shardState caches a shard stream's handle once it is known to exist.
-type shardState struct {
-	mu sync.Mutex
-	st jetstream.Stream
 }
 
 func newRegistry(g *Gateway) *registry {
@@ -173,7 +165,7 @@ func (r *registry) register(ctx context.Context, queue string) error {
 	if r.isKnown(queue) {
 		return nil
 	}
-	if _, err := r.shard(ctx, mapping.Shard(queue)); err != nil {
+	if _, err := r.g.store.QueueShard(ctx, queue); err != nil {
 		return err
 	}
 	enc := mapping.EncodeName(queue)
@@ -394,7 +386,7 @@ func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*que
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
 	q = newQueueState(r.g, queue)
-	q.ackWait = backstop(r.g.props.effective(queue).TimeoutDuration())
+	q.ackWait = store.Backstop(r.g.props.effective(queue).TimeoutDuration())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev := r.states[queue]; prev != nil {
@@ -434,26 +426,8 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	}
 	g.queues.forget(queue)
 	g.dels.dropQueue(queue)
-	st, err := g.queues.shard(ctx, mapping.Shard(queue))
-	if err != nil {
+	if err := g.store.DeleteQueue(ctx, queue); err != nil {
 		return err
-	}
-	for _, subj := range mapping.QueueSubjects(queue) {
-		if err := st.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-			return jsErr("delete queue messages", err)
-		}
-	}
-	if err := g.js.DeleteConsumer(ctx, st.CachedInfo().Config.Name, mapping.ConsumerName(queue)); err != nil &&
-		!errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return jsErr("delete queue consumer", err)
-	}
-	// Its priorities' consumers, which exist only where levels were pulled
-	// from (and any gateway may have done that).
-	for p := 1; p <= mapping.MaxPriority; p++ {
-		if err := g.js.DeleteConsumer(ctx, st.CachedInfo().Config.Name, mapping.PriorityConsumerName(queue, p)); err != nil &&
-			!errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return jsErr("delete priority consumer", err)
-		}
 	}
 	if err := g.dropOwnProps(ctx, queue); err != nil {
 		return err

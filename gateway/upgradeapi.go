@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // What the layout upgrade (package upgrade) needs of the core, and no more:
@@ -23,5 +21,5 @@ func (g *Gateway) RegisterQueue(ctx context.Context, queue string) error {
 // ShardStream is the stream of queue's shard, created if it does not exist
 // yet. Only the layout upgrade writes to it outside the core.
 func (g *Gateway) ShardStream(ctx context.Context, queue string) (jetstream.Stream, error) {
-	return g.queues.shard(ctx, mapping.Shard(queue))
+	return g.store.QueueShard(ctx, queue)
 }

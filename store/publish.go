@@ -22,8 +22,8 @@ import (
 // PublishBatch, which keeps the same check, classification and record.
 
 // Publish stores m, a message of queue, and returns its stream sequence,
-// re-creating the queue's stream once (Config.RemakeStream) if it was
-// deleted behind the gateways' backs. op names the store in errors. While
+// re-creating the queue's shard stream once if it was deleted behind the
+// gateways' backs. op names the store in errors. While
 // the NATS server reports a store failure (a full disk) nothing is
 // attempted; every outcome is recorded (Failure).
 //
@@ -64,13 +64,13 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.M
 		// gateway's NATS node just went away). Only the first calls for
 		// re-creating it; the lookup is short so that it never holds up a
 		// push that a new leader could take.
-		if !looked && s.cfg.RemakeStream != nil {
+		if !looked {
 			looked = true
 			sctx, scancel := context.WithTimeout(ctx, time.Second)
 			_, serr := s.js.Stream(sctx, mapping.StreamName(queue))
 			scancel()
 			if errors.Is(serr, jetstream.ErrStreamNotFound) {
-				if err := s.cfg.RemakeStream(ctx, queue); err != nil {
+				if err := s.remakeShard(ctx, queue); err != nil {
 					return 0, err
 				}
 				continue

@@ -1,12 +1,17 @@
 // Package store is the one seam between the gateway's core and JetStream
 // for queue data: every message the core stores goes through a *Store, and
 // so does every large body in the Object Store and every read of a stored
-// message's content. It owns the store-health check (a full disk fails a
-// store at once), the publish and its hand-read PubAck, the one retry
-// policy (only after "no responders", which cannot store twice), atomic
-// batches, the large-body writer with flow control, and the classification
-// of every outcome as stored, not stored (ErrUnavailable) or unknown
-// (ErrUnknown).
+// message's content. It owns every JetStream stream and consumer of queue
+// data: the shard streams LMQS_00..63 (made on first use, brought up to
+// date, made again when deleted: shards.go), the queues' consumers and
+// their storage (consumers.go), the consumer pull wire (pullwire.go) and
+// the shared look at which queues hold messages (scan.go), and reads and
+// removals of stored messages by sequence (log.go). It owns the
+// store-health check (a full disk fails a store at once), the publish and
+// its hand-read PubAck, the one retry policy (only after "no responders",
+// which cannot store twice), atomic batches, the large-body writer with
+// flow control, and the classification of every outcome as stored, not
+// stored (ErrUnavailable) or unknown (ErrUnknown).
 //
 // Why one seam: the same rules used to be repeated (and missed) at each
 // writer, and one writer answered a timed-out batch "retry" where the
@@ -14,17 +19,20 @@
 // to what an outcome means, is a change in one package. Package gateway
 // decides what to store and when (delivery rules, retries, priorities);
 // this package decides how, and what came of it. It knows the message
-// layout of package mapping but nothing of queues' state.
+// layout of package mapping but nothing of queues' state: the core asks it
+// for a queue's shard or consumer, and keeps its dispatchers, waiters and
+// deliveries itself.
 package store
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // Config configures a Store.
@@ -36,10 +44,10 @@ type Config struct {
 	// (a full disk), nil when it has none. Meanwhile stores fail at once
 	// with ErrUnavailable.
 	Health func() error
-	// RemakeStream creates the stream that holds queue's messages again
-	// after JetStream said it is gone (an operator deleted it). Publish
-	// calls it at most once per store; nil: Publish does not try.
-	RemakeStream func(ctx context.Context, queue string) error
+	// FileConsumers keeps the state of the queues' consumers in files; by
+	// default it is kept in memory (package gateway's doc, "Consumer
+	// storage"). Consumers that exist already keep the storage they have.
+	FileConsumers bool
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -57,6 +65,13 @@ type Store struct {
 	// objMu guards obj, the large-body bucket once opened.
 	objMu sync.Mutex
 	obj   jetstream.ObjectStore
+
+	// shardMu serializes creating shard streams; shards caches their
+	// handles (shards.go).
+	shardMu sync.Mutex
+	shards  [mapping.ShardCount]shardSlot
+	// scan is the last look at the shards' subject counts (scan.go).
+	scan scanCache
 }
 
 // storeTimeout bounds one store (publish and its PubAck) when the caller's

@@ -25,18 +25,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// shardStream is the stream holding queue's messages, as the gateway's
-// registry makes it (only what the store relies on).
-func shardStream(queue string) jetstream.StreamConfig {
-	k := mapping.Shard(queue)
-	return jetstream.StreamConfig{
-		Name:               mapping.ShardStream(k),
-		Subjects:           mapping.ShardSubjects(k),
-		Retention:          jetstream.WorkQueuePolicy,
-		AllowAtomicPublish: true,
-	}
-}
-
 // fixture is a Store on a fresh embedded server.
 type fixture struct {
 	nc *nats.Conn
@@ -67,19 +55,19 @@ func (f *fixture) stored(t *testing.T, queue string, seq uint64) *nats.Msg {
 	return &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
 }
 
-// TestPublishRemakesStream: a message whose stream is gone makes the store
-// ask for it once and then stores it; what is stored reads back as it was
-// given.
+// TestPublishRemakesStream: a message whose shard stream is gone (an
+// operator deleted it) makes the store create it again and then store the
+// message; what is stored reads back as it was given.
 func TestPublishRemakesStream(t *testing.T) {
-	var remade atomic.Int32
-	var f *fixture
-	f = newFixture(t, store.Config{RemakeStream: func(ctx context.Context, queue string) error {
-		remade.Add(1)
-		_, err := f.js.CreateStream(ctx, shardStream(queue))
-		return err
-	}})
+	f := newFixture(t, store.Config{})
 	ctx := testCtx(t)
 	const queue = "remade"
+	if _, err := f.s.QueueShard(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.js.DeleteStream(ctx, mapping.StreamName(queue)); err != nil {
+		t.Fatal(err)
+	}
 	in := store.Content{ContentType: "text/plain", Body: []byte("hello"), Kept: []store.Header{{Name: "x-trace", Value: "7"}}}
 	m, err := f.s.Encode(ctx, queue, mapping.QueueSubject(queue), in, 3)
 	if err != nil {
@@ -88,9 +76,6 @@ func TestPublishRemakesStream(t *testing.T) {
 	seq, err := f.s.Publish(ctx, "store message", queue, m)
 	if err != nil || seq != 1 {
 		t.Fatalf("Publish: seq %d, %v", seq, err)
-	}
-	if n := remade.Load(); n != 1 {
-		t.Fatalf("RemakeStream called %d times, want 1", n)
 	}
 	back := f.stored(t, queue, seq)
 	if got := back.Header.Get(mapping.HdrRetry); got != "3" {
@@ -116,11 +101,18 @@ func TestPublishNoStreamIsUnavailable(t *testing.T) {
 	f := newFixture(t, store.Config{})
 	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
 	defer cancel()
-	_, err := f.s.Publish(ctx, "store message", "nowhere", nats.NewMsg(mapping.QueueSubject("nowhere")))
+	// A subject no shard stream takes: the store makes the queue's shard,
+	// and still no stream answers.
+	const nowhere = "nowhere.at.all"
+	_, err := f.s.Publish(ctx, "store message", "nowhere", nats.NewMsg(nowhere))
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknown) {
 		t.Fatalf("Publish without a stream: %v, want ErrUnavailable only", err)
 	}
-	err = f.s.PublishBatch(testCtx(t), batch("nowhere", 2))
+	msgs := batch("nowhere", 2)
+	for _, m := range msgs {
+		m.Subject = nowhere
+	}
+	err = f.s.PublishBatch(testCtx(t), msgs)
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknown) {
 		t.Fatalf("PublishBatch without a stream: %v, want ErrUnavailable only", err)
 	}
@@ -142,7 +134,7 @@ func TestPublishBatch(t *testing.T) {
 	f := newFixture(t, store.Config{})
 	ctx := testCtx(t)
 	const queue = "batched"
-	if _, err := f.js.CreateStream(ctx, shardStream(queue)); err != nil {
+	if _, err := f.s.QueueShard(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.s.PublishBatch(ctx, batch(queue, 3)); err != nil {
@@ -169,7 +161,7 @@ func TestHealthFailsStoresAtOnce(t *testing.T) {
 	}})
 	ctx := testCtx(t)
 	const queue = "healthy"
-	if _, err := f.js.CreateStream(ctx, shardStream(queue)); err != nil {
+	if _, err := f.s.QueueShard(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.s.Publish(ctx, "store message", queue, nats.NewMsg(mapping.QueueSubject(queue)))
@@ -265,3 +257,41 @@ func TestPutBodyReaderError(t *testing.T) {
 type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
+
+// TestLog: stored messages are read back and removed by sequence; one
+// removed is not found any more.
+func TestLog(t *testing.T) {
+	f := newFixture(t, store.Config{})
+	ctx := testCtx(t)
+	const queue = "log"
+	for _, body := range []string{"one", "two"} {
+		m := nats.NewMsg(mapping.QueueSubject(queue))
+		m.Data = []byte(body)
+		if _, err := f.s.Publish(ctx, "store message", queue, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := f.s.OpenLog(ctx, queue)
+	if err != nil || l.LastSeq() != 2 {
+		t.Fatalf("OpenLog: %v, last sequence %d", err, l.LastSeq())
+	}
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 1 {
+		t.Fatalf("Next from 1: %+v, %v", rm, err)
+	}
+	if err := l.Delete(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := l.Has(ctx, 1); err != nil || has {
+		t.Fatalf("Has(1) after Delete: %v, %v", has, err)
+	}
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 2 {
+		t.Fatalf("Next from 1 after Delete: %+v, %v", rm, err)
+	}
+	if body, err := f.s.ReadBack(ctx, queue, 2); err != nil || string(body) != "two" {
+		t.Fatalf("ReadBack(2): %q, %v", body, err)
+	}
+	f.s.TakeBack(ctx, queue, 2)
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm != nil {
+		t.Fatalf("Next after TakeBack: %+v, %v", rm, err)
+	}
+}

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ func TestEncodePullRequest(t *testing.T) {
 	for _, c := range []struct {
 		batch  int
 		settle time.Duration
-	}{{1, 0}, {256, 0}, {16, settleWait}, {7, time.Nanosecond}} {
-		b := encodePullRequest(c.batch, c.settle)
+	}{{1, 0}, {256, 0}, {16, 50 * time.Millisecond}, {7, time.Nanosecond}} {
+		b := EncodePullRequest(c.batch, c.settle)
 		var got next
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()

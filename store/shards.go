@@ -1,117 +1,135 @@
-package gateway
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// The shard streams LMQS_00..63 (package doc, "Layout"): made on first
-// use, adopted at start, brought up to date when an older version made them.
+// The shard streams LMQS_00..63 (package gateway's doc, "Layout"): made on
+// first use, adopted at start, brought up to date when an older version
+// made them, made again when an operator deleted one.
 
-// cachedShard is shard k's stream if this gateway has made or seen it.
-func (r *registry) cachedShard(k int) jetstream.Stream {
-	s := &r.shards[k]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st
+// shardSlot caches a shard stream's handle once it is known to exist.
+type shardSlot struct {
+	mu sync.Mutex
+	st jetstream.Stream
 }
 
-// shard returns shard k's stream, creating it on first use (or bringing
+// cachedShard is shard k's stream if this store has made or seen it.
+func (s *Store) cachedShard(k int) jetstream.Stream {
+	sl := &s.shards[k]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.st
+}
+
+// Shard returns shard k's stream, creating it on first use (or bringing
 // one made by an older version up to date).
-func (r *registry) shard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := r.cachedShard(k); st != nil {
+func (s *Store) Shard(ctx context.Context, k int) (jetstream.Stream, error) {
+	if st := s.cachedShard(k); st != nil {
 		return st, nil
 	}
-	r.shardMu.Lock()
-	defer r.shardMu.Unlock()
-	if st := r.cachedShard(k); st != nil {
+	s.shardMu.Lock()
+	defer s.shardMu.Unlock()
+	if st := s.cachedShard(k); st != nil {
 		return st, nil
 	}
-	want := shardConfig(k, r.g.cfg.Replicas)
-	st, err := r.g.js.CreateStream(ctx, want)
+	want := shardConfig(k, s.cfg.Replicas)
+	st, err := s.js.CreateStream(ctx, want)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		st, err = r.upgradeShard(ctx, want)
+		st, err = s.upgradeShard(ctx, want)
 	}
 	if err != nil {
-		return nil, jsErr("create queue stream", err)
+		return nil, Classify("create queue stream", err)
 	}
-	s := &r.shards[k]
-	s.mu.Lock()
-	s.st = st
-	s.mu.Unlock()
+	sl := &s.shards[k]
+	sl.mu.Lock()
+	sl.st = st
+	sl.mu.Unlock()
 	return st, nil
 }
 
-// lookupShard returns shard k's stream if it exists (nil if not), without
+// QueueShard is the stream of queue's shard (Shard).
+func (s *Store) QueueShard(ctx context.Context, queue string) (jetstream.Stream, error) {
+	return s.Shard(ctx, mapping.Shard(queue))
+}
+
+// LookupShard returns shard k's stream if it exists (nil if not), without
 // creating it: another gateway may have made it since this one started.
-func (r *registry) lookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := r.cachedShard(k); st != nil {
+func (s *Store) LookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
+	if st := s.cachedShard(k); st != nil {
 		return st, nil
 	}
-	_, err := r.g.js.Stream(ctx, mapping.ShardStream(k))
+	_, err := s.js.Stream(ctx, mapping.ShardStream(k))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, jsErr("queue stream", err)
+		return nil, Classify("queue stream", err)
 	}
-	return r.shard(ctx, k)
+	return s.Shard(ctx, k)
 }
 
 // shardLost forgets shard k's stream after JetStream said it is gone (an
 // operator deleted it): the next use creates it again.
-func (r *registry) shardLost(k int) {
-	s := &r.shards[k]
-	s.mu.Lock()
-	s.st = nil
-	s.mu.Unlock()
+func (s *Store) shardLost(k int) {
+	sl := &s.shards[k]
+	sl.mu.Lock()
+	sl.st = nil
+	sl.mu.Unlock()
 }
 
-// adopt finds the shard streams that exist and registers queues that have
-// messages but no registry key: pushed by a gateway that had not yet seen
-// the queue deleted, or published by a NATS program straight into a new
-// queue's subject. A message is never left where no client can reach it.
-func (r *registry) adopt(ctx context.Context) error {
-	names := r.g.js.StreamNames(ctx)
+// remakeShard creates queue's shard stream again after JetStream said it
+// is gone (Publish).
+func (s *Store) remakeShard(ctx context.Context, queue string) error {
+	k := mapping.Shard(queue)
+	s.shardLost(k)
+	_, err := s.Shard(ctx, k)
+	return err
+}
+
+// StoredQueues returns the names of the queues holding messages in the
+// shard streams that exist, bringing each shard up to date on the way. The
+// core registers those it does not know (a message is never left where no
+// client can reach it).
+func (s *Store) StoredQueues(ctx context.Context) ([]string, error) {
+	names := s.js.StreamNames(ctx)
 	var shards []int
-	for s := range names.Name() {
-		if k, ok := mapping.ShardFromStream(s); ok {
+	for n := range names.Name() {
+		if k, ok := mapping.ShardFromStream(n); ok {
 			shards = append(shards, k)
 		}
 	}
 	if err := names.Err(); err != nil {
-		return fmt.Errorf("list queue streams: %w", err)
+		return nil, fmt.Errorf("list queue streams: %w", err)
 	}
+	var queues []string
 	for _, k := range shards {
-		st, err := r.shard(ctx, k)
+		st, err := s.Shard(ctx, k)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
 		if err != nil {
-			return jsErr("list queues", err)
+			return nil, Classify("list queues", err)
 		}
 		for subj := range info.State.Subjects {
 			_, enc, ok := mapping.ParseSubject(subj)
 			if !ok {
 				continue
 			}
-			name, ok := mapping.DecodeName(enc)
-			if !ok || r.isKnown(name) {
-				continue
-			}
-			r.g.log.Info("registering a queue that has messages but no registry key", "queue", name)
-			if err := r.register(ctx, name); err != nil {
-				return err
+			if name, ok := mapping.DecodeName(enc); ok {
+				queues = append(queues, name)
 			}
 		}
 	}
-	return nil
+	return queues, nil
 }
 
 // shardConfig is shard k's stream. The features beyond LMQ need stream
@@ -158,8 +176,8 @@ func shardConfig(k, replicas int) jetstream.StreamConfig {
 
 // upgradeShard brings an existing shard stream (made by an older version, or
 // edited) up to the settings this version needs, keeping its replicas.
-func (r *registry) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := r.g.js.Stream(ctx, want.Name)
+func (s *Store) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := s.js.Stream(ctx, want.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -170,10 +188,10 @@ func (r *registry) upgradeShard(ctx context.Context, want jetstream.StreamConfig
 	have.Subjects = want.Subjects
 	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
 	have.DenyPurge = false
-	if _, err := r.g.js.UpdateStream(ctx, have); err != nil {
+	if _, err := s.js.UpdateStream(ctx, have); err != nil {
 		return nil, fmt.Errorf("upgrade stream %s: %w", want.Name, err)
 	}
-	return r.g.js.Stream(ctx, want.Name)
+	return s.js.Stream(ctx, want.Name)
 }
 
 func subjectsCover(have, want []string) bool {

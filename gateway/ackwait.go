@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/store"
+)
+
+// A queue's consumer's AckWait kept a margin above the queue's timeout
+// (package doc, "Deliveries"); the consumers themselves are package store's
+// (store/consumers.go).
+
+// ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
+// that JetStream's backstop never fires before the gateway's own timer.
+func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
+	want := store.Backstop(timeout)
+	q.mu.Lock()
+	have, ready := q.ackWait, q.ready
+	if !ready && want > have {
+		q.ackWait = want // the consumer, when made, starts with it
+	}
+	q.mu.Unlock()
+	if want <= have || !ready {
+		return nil
+	}
+	exists, err := r.g.store.RaiseAckWait(ctx, q.name, want)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		q.mu.Lock()
+		q.ready = false
+		q.ackWait = max(q.ackWait, want)
+		q.mu.Unlock()
+		return nil
+	}
+	q.mu.Lock()
+	if want > q.ackWait {
+		q.ackWait = want
+	}
+	q.prio.ready = 0 // priority consumers are updated when next used
+	q.mu.Unlock()
+	return nil
+}
+
+// applyProps brings the consumer in line with changed properties.
+func (r *registry) applyProps(ctx context.Context, queue string) error {
+	q := r.local(queue)
+	if q == nil {
+		return nil
+	}
+	return r.ensureAckWait(ctx, q, r.g.props.effective(queue).TimeoutDuration())
+}
