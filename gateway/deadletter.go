@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -112,7 +113,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		if _, err := g.store.Publish(ctx, "respawn dead letter", q.name, m); err != nil {
 			return moved, err
 		}
-		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !jsapi.MsgGone(err) {
 			return moved, jsErr("remove dead letter", err)
 		}
 		moved++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -153,7 +154,7 @@ func (j *journal) putFlight(ctx context.Context, f *flight) error {
 
 func (j *journal) dropFlight(ctx context.Context, f *flight) error {
 	err := j.stream.DeleteMsg(ctx, f.seq)
-	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if err != nil && !jsapi.MsgGone(err) {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -94,11 +95,7 @@ func (l *Log) Delete(ctx context.Context, seq uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	err := l.st.DeleteMsg(ctx, seq)
-	if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+	if err == nil || jsapi.MsgGone(err) {
 		return nil
 	}
 	return Classify("delete message", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -29,11 +30,7 @@ type move struct {
 }
 
 // msgGone reports whether err says the message is not (or no longer) stored.
-func msgGone(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, jetstream.ErrMsgNotFound) ||
-		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound)
-}
+func msgGone(err error) bool { return jsapi.MsgGone(err) }
 
 // run copies every message of the old stream in sequence order, a batch at
 // a time: the copies of a batch are published together, and once JetStream

@@ -72,6 +72,55 @@ func MsgGetSubject(prefix, stream string) string { return prefix + "STREAM.MSG.G
 // (JSNoMessageFoundErr).
 const ErrCodeNoMessage = 10037
 
+// JetStream's answers to a delete of a message that is not stored.
+const (
+	// errCodeSequenceNotFound: the delete removed nothing
+	// (JSSequenceNotFoundErrF).
+	errCodeSequenceNotFound = 10043
+	// errCodeDeleteFailed is the generic "deletion failed" error
+	// (JSStreamMsgDeleteFailedF), carrying the store's own error text.
+	errCodeDeleteFailed = 10057
+)
+
+// MsgGone reports whether err, from a get or a delete of one message by
+// sequence, says the message is not (or no longer) stored. A delete of a
+// message already gone is answered with the generic deletion failure
+// (10057) and the store's "no message found" or "deleted message" as its
+// description, or with 10043, not with 10037 as a get is (nats-server
+// 2.15); a deleter that took that for a failure would retry, or report an
+// error, for a message that another gateway (or an earlier try) has
+// removed already. nats.go's Stream.DeleteMsg flattens the API error into
+// the text of ErrMsgDeleteUnsuccessful, so for a delete the text is all
+// there is to read.
+func MsgGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == ErrCodeNoMessage || apiErr.ErrorCode == errCodeSequenceNotFound
+	}
+	if !errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		return false
+	}
+	text := err.Error()
+	if strings.Contains(text, fmt.Sprintf("err_code=%d ", errCodeSequenceNotFound)) {
+		return true
+	}
+	if !strings.Contains(text, fmt.Sprintf("err_code=%d ", errCodeDeleteFailed)) {
+		return false
+	}
+	for _, d := range []string{"description=no message found", "description=deleted message", "description=stream store EOF"} {
+		if strings.HasSuffix(text, d) {
+			return true
+		}
+	}
+	return false
+}
+
 // KVStream is the stream holding the Key-Value bucket's entries.
 func KVStream(bucket string) string { return "KV_" + bucket }
 
