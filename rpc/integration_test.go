@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -42,14 +43,8 @@ func startCore(t *testing.T) *gateway.Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	acc, err := accumulator.New(ctx, nc, g, accumulator.Config{Logger: quietLogger()})
+	g := testcore.New(t, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
+	acc, err := accumulator.New(t.Context(), nc, g, accumulator.Config{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

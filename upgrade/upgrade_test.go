@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -397,11 +398,7 @@ func TestRunNothingToDo(t *testing.T) {
 	nc := testnats.Connect(t, ns, "core")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	g := testcore.New(t, nc, gateway.Config{})
 	if err := Run(ctx, Deps{NATS: nc, Core: g}); err != nil {
 		t.Fatal(err)
 	}
@@ -423,11 +420,7 @@ func TestRunIgnoresDeadline(t *testing.T) {
 	nc := testnats.Connect(t, ns, "core")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	g := testcore.New(t, nc, gateway.Config{})
 	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
 	o := &oldLayout{t: t, js: ojs, ctx: ctx}
 	o.queue("q")
