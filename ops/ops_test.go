@@ -381,17 +381,25 @@ func TestWaitingPullsGauge(t *testing.T) {
 	}
 }
 
-func TestRPCListenerCounts(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+// listenRPC is o's counting RPC listener on a loopback port, closed
+// when the test ends.
+func listenRPC(t *testing.T, o *Ops) net.Listener {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wl := o.Metrics().RPCListener(l)
-	defer wl.Close()
+	t.Cleanup(func() { wl.Close() })
+	return wl
+}
+
+func TestRPCListenerCounts(t *testing.T) {
+	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	wl := listenRPC(t, o)
 	var server []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", l.Addr().String())
+		c, err := net.Dial("tcp", wl.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -586,13 +594,8 @@ func TestReadyWithoutJetStream(t *testing.T) {
 // delivery).
 func TestRPCListenerPeerClosed(t *testing.T) {
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl := o.Metrics().RPCListener(l)
-	defer wl.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
+	wl := listenRPC(t, o)
+	c, err := net.Dial("tcp", wl.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
