@@ -21,6 +21,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -399,15 +401,7 @@ func TestRPCListenerCounts(t *testing.T) {
 	wl := listenRPC(t, o)
 	var server []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", wl.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		s, err := wl.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, s := testnet.Accept(t, wl)
 		server = append(server, s)
 	}
 	gauge := func() string {
@@ -595,24 +589,10 @@ func TestReadyWithoutJetStream(t *testing.T) {
 func TestRPCListenerPeerClosed(t *testing.T) {
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
 	wl := listenRPC(t, o)
-	c, err := net.Dial("tcp", wl.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := wl.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := testnet.Accept(t, wl)
 	if peer.Closed(s) {
 		t.Fatal("open connection reported closed")
 	}
 	c.Close()
-	deadline := time.Now().Add(20 * time.Second) // reached only on failure
-	for !peer.Closed(s) {
-		if time.Now().After(deadline) {
-			t.Fatal("a closed client is not seen through the counting wrapper")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the closed client seen through the counting wrapper", func() bool { return peer.Closed(s) })
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
@@ -135,15 +136,7 @@ func TestPeerSeesThroughConn(t *testing.T) {
 	}
 	l := Listen(inner, 4)
 	defer l.Close()
-	client, err := net.Dial("tcp", inner.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := testnet.Accept(t, l)
 	if peer.Closed(server) {
 		t.Fatal("open connection reported closed")
 	}
