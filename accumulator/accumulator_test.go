@@ -89,6 +89,17 @@ func startGW(t *testing.T, ns *embedded.Server) *gw {
 	return g
 }
 
+// startAccumQueue starts a NATS server on dir and one gateway on it, and
+// makes queue accumulate for accum seconds with retry retries: the start of
+// most tests here.
+func startAccumQueue(t *testing.T, dir, queue string, accum float64, retry int) (*embedded.Server, *gw) {
+	t.Helper()
+	ns := startServer(t, dir)
+	g := startGW(t, ns)
+	setAccum(t, g, queue, accum, retry)
+	return ns, g
+}
+
 func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
 	t.Helper()
 	if err := g.core.UpdateProps(ctxT(t, 5*time.Second), queue, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
@@ -165,12 +176,19 @@ func leftovers(t *testing.T, g *gw, queue string) (parts uint64, keys []string) 
 	return info.State.Subjects[mapping.PartSubject(queue)], keys
 }
 
+// wantLeft fails the test unless the queue has wantParts parts left and the
+// bucket exactly the keys wantKeys.
+func wantLeft(t *testing.T, g *gw, queue string, wantParts uint64, wantKeys ...string) {
+	t.Helper()
+	if parts, keys := leftovers(t, g, queue); parts != wantParts || !slices.Equal(keys, wantKeys) {
+		t.Fatalf("left behind: %d parts, keys %q; want %d, %q", parts, keys, wantParts, wantKeys)
+	}
+}
+
 func TestWindowBecomesOneCompound(t *testing.T) {
 	t.Parallel()
-	ns := startServer(t, t.TempDir())
-	g := startGW(t, ns)
 	const q = "acc/basic"
-	setAccum(t, g, q, 0.4, 4)
+	_, g := startAccumQueue(t, t.TempDir(), q, 0.4, 4)
 	ctx := ctxT(t, 20*time.Second)
 	st, err := g.core.Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("one"),
 		Kept: []gateway.Header{{Name: "x-a", Value: "1"}}})
@@ -207,10 +225,7 @@ func TestWindowBecomesOneCompound(t *testing.T) {
 		t.Fatalf("second message: %+v", d)
 	}
 	// Everything of the window is gone: parts, pointer, job.
-	parts, keys := leftovers(t, g, q)
-	if parts != 0 || len(keys) != 0 {
-		t.Fatalf("left behind: %d parts, keys %q", parts, keys)
-	}
+	wantLeft(t, g, q, 0)
 	// The next push opens a new window.
 	if st := push(t, g, q, "four"); st != gateway.AccumNew {
 		t.Fatalf("push after close: %v", st)
@@ -315,19 +330,15 @@ func pushLoad(t *testing.T, gws []*gw, queue string, pushers, n int, pause time.
 // pushes are in flight, which exercises the cut.
 func TestShortWindows(t *testing.T) {
 	t.Parallel()
-	ns := startServer(t, t.TempDir())
-	g := startGW(t, ns)
 	const q = "acc/short"
-	setAccum(t, g, q, 0.05, 2)
+	_, g := startAccumQueue(t, t.TempDir(), q, 0.05, 2)
 	pushed, news := pushLoad(t, []*gw{g}, q, 4, 60, 5*time.Millisecond)
 	compounds := collect(t, g, q, time.Second)
 	if len(compounds) < 3 {
 		t.Errorf("only %d windows in about a second of 50 ms windows", len(compounds))
 	}
 	checkExactlyOnce(t, compounds, pushed, news)
-	if parts, keys := leftovers(t, g, q); parts != 0 || len(keys) != 0 {
-		t.Fatalf("left behind: %d parts, keys %q", parts, keys)
-	}
+	wantLeft(t, g, q, 0)
 }
 
 // Two gateways on one NATS push into the same queue: one compound per window,
@@ -368,10 +379,8 @@ func TestRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			ns := startServer(t, dir)
-			g := startGW(t, ns)
 			const q = "acc/restart"
-			setAccum(t, g, q, tc.accum, 2)
+			ns, g := startAccumQueue(t, dir, q, tc.accum, 2)
 			want := []string{"a", "b", "c"}
 			for _, b := range want {
 				push(t, g, q, b)
@@ -396,10 +405,8 @@ func TestRestart(t *testing.T) {
 func TestHourWindow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ns := startServer(t, dir)
-	g := startGW(t, ns)
 	const q = "acc/hour"
-	setAccum(t, g, q, 3600, 2)
+	ns, g := startAccumQueue(t, dir, q, 3600, 2)
 	if st := push(t, g, q, "a"); st != gateway.AccumNew {
 		t.Fatal(st)
 	}

@@ -140,19 +140,25 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 	var parts *scanned
 	for {
 		switch r.j.State {
-		case stClosing:
-			// The cut covers every part whose push saw the window still open
-			// after storing it.
-			last := st.LastSeq()
-			err := a.update(ctx, r, a.id, func(j *job) {
-				if j.Cut == nil {
-					j.Cut = &last
+		case stClosing, stPublishing:
+			// In stPublishing an earlier run stopped around storing the
+			// compound message, so it may be stored already; in stClosing
+			// no run has stored it.
+			resumed := r.j.State == stPublishing
+			if !resumed {
+				// The cut covers every part whose push saw the window still
+				// open after storing it.
+				last := st.LastSeq()
+				err := a.update(ctx, r, a.id, func(j *job) {
+					if j.Cut == nil {
+						j.Cut = &last
+					}
+					j.LQ = last
+					j.State = stPublishing
+				})
+				if err != nil {
+					return err
 				}
-				j.LQ = last
-				j.State = stPublishing
-			})
-			if err != nil {
-				return err
 			}
 			if parts, err = a.scan(ctx, st, r, true); err != nil {
 				return err
@@ -160,24 +166,11 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 			if len(parts.of) == 0 {
 				return a.finish(ctx, r)
 			}
-			if err := a.publish(ctx, r, parts.of); err != nil {
-				return err
-			}
-			if err := a.update(ctx, r, a.id, func(j *job) { j.State = stPublished }); err != nil {
-				return err
-			}
-			a.core.Notify(r.j.Queue)
-		case stPublishing:
-			// An earlier run stopped around storing the compound message.
-			if parts, err = a.scan(ctx, st, r, true); err != nil {
-				return err
-			}
-			if len(parts.of) == 0 {
-				return a.finish(ctx, r)
-			}
-			stored, err := a.stored(ctx, st, r)
-			if err != nil {
-				return err
+			stored := false
+			if resumed {
+				if stored, err = a.stored(ctx, st, r); err != nil {
+					return err
+				}
 			}
 			if !stored {
 				if err := a.publish(ctx, r, parts.of); err != nil {
@@ -238,22 +231,33 @@ func (a *Accumulator) finish(ctx context.Context, r *jobRef) error {
 		if err != nil || removed {
 			return err
 		}
-		j, rev, ok, err := a.readJob(ctx, r.key)
-		switch {
-		case err != nil:
+		if gone, err := a.reread(ctx, r, a.id, attempt); gone || err != nil {
 			return err
-		case !ok:
-			return nil
-		case j.Owner != a.id:
-			return errJobLost
 		}
-		if rev == r.rev {
-			if err := pause(ctx, attempt); err != nil {
-				return err
-			}
-		}
-		r.j, r.rev = j, rev
 	}
+}
+
+// reread reads r's job again after a write of it was refused, failing with
+// errJobLost unless it still belongs to owner. When the job has not changed
+// since r was read, another write of it was still being replicated (a
+// cluster): it pauses first. gone reports that the job no longer exists.
+func (a *Accumulator) reread(ctx context.Context, r *jobRef, owner string, attempt int) (gone bool, err error) {
+	cur, rev, ok, err := a.readJob(ctx, r.key)
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
+		return true, nil
+	case cur.Owner != owner:
+		return false, errJobLost
+	}
+	if rev == r.rev {
+		if err := pause(ctx, attempt); err != nil {
+			return false, err
+		}
+	}
+	r.j, r.rev = cur, rev
+	return false, nil
 }
 
 // scanned is what a scan found.

@@ -65,10 +65,8 @@ func storePart(t *testing.T, g *gw, w window, body string) uint64 {
 // window's parts up to the cut, once.
 func TestCutAndTakeover(t *testing.T) {
 	t.Parallel()
-	ns := startServer(t, t.TempDir())
-	g := startGW(t, ns)
 	const q = "acc/cut"
-	setAccum(t, g, q, 3600, 2)
+	_, g := startAccumQueue(t, t.TempDir(), q, 3600, 2)
 	push(t, g, q, "a")
 	r, w, ptrRev := startDeadJob(t, g, q)
 	ctx := ctxT(t, 20*time.Second)
@@ -101,19 +99,15 @@ func TestCutAndTakeover(t *testing.T) {
 	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
 		t.Fatalf("second compound: %q", bodies(d))
 	}
-	if parts, keys := leftovers(t, g, q); parts != 1 || !slices.Equal(keys, []string{ptrKey(r.enc)}) {
-		t.Fatalf("left: %d parts (want d only), keys %q", parts, keys)
-	}
+	wantLeft(t, g, q, 1, ptrKey(r.enc)) // d's part and the new window's pointer
 }
 
 // A runner that died after storing the compound but before recording it:
 // the run that takes over finds the compound and does not store another.
 func TestResumeAfterCompoundStored(t *testing.T) {
 	t.Parallel()
-	ns := startServer(t, t.TempDir())
-	g := startGW(t, ns)
 	const q = "acc/resume"
-	setAccum(t, g, q, 3600, 2)
+	_, g := startAccumQueue(t, t.TempDir(), q, 3600, 2)
 	push(t, g, q, "a")
 	push(t, g, q, "b")
 	r, _, _ := startDeadJob(t, g, q)
@@ -150,19 +144,15 @@ func TestResumeAfterCompoundStored(t *testing.T) {
 	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
 		t.Fatalf("compound stored twice: %q", bodies(d))
 	}
-	if n, keys := leftovers(t, g, q); n != 0 || len(keys) != 0 {
-		t.Fatalf("left: %d parts, keys %q", n, keys)
-	}
+	wantLeft(t, g, q, 0)
 }
 
 // Deleting a queue with an open window: the window's close finds no stream
 // and just ends.
 func TestDeleteQueueWithOpenWindow(t *testing.T) {
 	t.Parallel()
-	ns := startServer(t, t.TempDir())
-	g := startGW(t, ns)
 	const q = "acc/deleted"
-	setAccum(t, g, q, 0.2, 2)
+	_, g := startAccumQueue(t, t.TempDir(), q, 0.2, 2)
 	push(t, g, q, "a")
 	if err := g.core.DeleteQueue(ctxT(t, 5*time.Second), q); err != nil {
 		t.Fatal(err)
@@ -189,10 +179,8 @@ func TestDeleteQueueWithOpenWindow(t *testing.T) {
 func TestOverdueWindowWithJobAtRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ns := startServer(t, dir)
-	g := startGW(t, ns)
 	const q = "acc/overdue"
-	setAccum(t, g, q, 3600, 2)
+	ns, g := startAccumQueue(t, dir, q, 3600, 2)
 	push(t, g, q, "a")
 	push(t, g, q, "b")
 	g.close()

@@ -238,23 +238,13 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return fmt.Errorf("update close job: %w", err)
 		}
-		cur, rev, ok, err := a.readJob(ctx, r.key)
-		switch {
-		case err != nil:
+		gone, err := a.reread(ctx, r, owner, attempt)
+		if err != nil {
 			return err
-		case !ok:
+		}
+		if gone {
 			return errJobGone
-		case cur.Owner != owner:
-			return errJobLost
 		}
-		if rev == r.rev {
-			// Refused while another write of the job was being replicated
-			// (a cluster): wait for it.
-			if err := pause(ctx, attempt); err != nil {
-				return err
-			}
-		}
-		r.j, r.rev = cur, rev
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
@@ -17,11 +18,7 @@ func TestTokensRevokedStaysRevoked(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ns := testnats.Start(t)
-	g, err := gateway.New(ctx, testnats.Connect(t, ns, "test"), gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	g := testcore.New(t, testnats.Connect(t, ns, "test"), gateway.Config{})
 	ts, err := Open(ctx, g, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
@@ -26,11 +27,7 @@ func startStore(t testing.TB) (*embedded.Server, *auth.Store) {
 // openStore is the token store of a new core on ns.
 func openStore(t testing.TB, ns *embedded.Server, name string) *auth.Store {
 	t.Helper()
-	g, err := gateway.New(t.Context(), testnats.Connect(t, ns, name), gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	g := testcore.New(t, testnats.Connect(t, ns, name), gateway.Config{})
 	ts, err := auth.Open(t.Context(), g, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/docs"
@@ -366,16 +367,9 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) pull(w http.ResponseWriter, r *http.Request, queue string) error {
-	wait, cf, err := pullParams(r)
-	if err != nil {
-		return err
-	}
-	bound, err := a.wantsBound(r)
-	if err != nil {
-		return err
-	}
-	d, err := a.core.Pull(r.Context(), queue, wait)
-	return a.answerPull(w, r, d, err, cf, bound)
+	return a.servePull(w, r, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
+		return a.core.Pull(ctx, queue, wait)
+	})
 }
 
 func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
@@ -383,6 +377,14 @@ func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return a.servePull(w, r, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
+		return a.core.PullAny(ctx, re, wait, auth.ScopeOf(r))
+	})
+}
+
+// servePull reads the parameters every pull has, runs pull with its wait
+// and writes the answer.
+func (a *api) servePull(w http.ResponseWriter, r *http.Request, pull func(context.Context, time.Duration) (*gateway.Delivery, error)) error {
 	wait, cf, err := pullParams(r)
 	if err != nil {
 		return err
@@ -391,7 +393,7 @@ func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := a.core.PullAny(r.Context(), re, wait, auth.ScopeOf(r))
+	d, err := pull(r.Context(), wait)
 	return a.answerPull(w, r, d, err, cf, bound)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -49,14 +50,8 @@ func startFullAPI(t *testing.T) *fullAPI {
 	t.Helper()
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "httpapi")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	ts, err := auth.Open(ctx, g, nil)
+	g := testcore.New(t, nc, gateway.Config{Logger: quiet()})
+	ts, err := auth.Open(t.Context(), g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,20 +43,30 @@ func Example() {
 	// Output: resize photo 42 (queue jobs, 2 retries left)
 }
 
-// A producer and a consumer goroutine in one process. The consumer sleeps
-// in Pull until a message arrives: no polling.
-func Example_producerConsumer() {
+// openExample opens queues as Example does, with opt, on a new temporary
+// data directory. cleanup closes them and removes the directory.
+func openExample(ctx context.Context, opt lmq.Options) (qs *lmq.Queues, cleanup func()) {
 	dir, err := os.MkdirTemp("", "lmq-example")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	qs, err := lmq.Open(ctx, lmq.Options{DataDir: dir})
-	if err != nil {
+	opt.DataDir = dir
+	if qs, err = lmq.Open(ctx, opt); err != nil {
+		os.RemoveAll(dir)
 		log.Fatal(err)
 	}
-	defer qs.Close()
+	return qs, func() {
+		qs.Close()
+		os.RemoveAll(dir)
+	}
+}
+
+// A producer and a consumer goroutine in one process. The consumer sleeps
+// in Pull until a message arrives: no polling.
+func Example_producerConsumer() {
+	ctx := context.Background()
+	qs, cleanup := openExample(ctx, lmq.Options{})
+	defer cleanup()
 
 	done := make(chan struct{})
 	go func() { // consumer
@@ -87,17 +97,9 @@ func Example_producerConsumer() {
 // Properties work as over HTTP: a nack gives the message back at once and
 // uses one of its retries; after retry+1 deliveries it is dropped.
 func ExampleQueues_SetProps() {
-	dir, err := os.MkdirTemp("", "lmq-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	qs, err := lmq.Open(ctx, lmq.Options{DataDir: dir})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer qs.Close()
+	qs, cleanup := openExample(ctx, lmq.Options{})
+	defer cleanup()
 
 	props, err := lmq.ParseProps(`{"retry": 1, "timeout": 60}`)
 	if err != nil {
@@ -142,21 +144,13 @@ func ExampleQueues_SetProps() {
 // The same process serves LMQ's HTTP API (and, with Options.RPC,
 // MessagePack-RPC) for other programs, on listeners of its own.
 func ExampleOptions_http() {
-	dir, err := os.MkdirTemp("", "lmq-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	qs, err := lmq.Open(ctx, lmq.Options{DataDir: dir, HTTP: ln})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer qs.Close()
+	qs, cleanup := openExample(ctx, lmq.Options{HTTP: ln})
+	defer cleanup()
 
 	if err := qs.Push(ctx, "reports", []byte("weekly"), &lmq.PushOptions{ContentType: "text/plain"}); err != nil {
 		log.Fatal(err)

@@ -18,17 +18,7 @@ func TestDefaultListRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			l, err := ParseDefaultList([]byte(tt.in))
-			if err != nil {
-				t.Fatalf("ParseDefaultList: %v", err)
-			}
-			if got := string(l.JSON()); got != tt.want {
-				t.Fatalf("JSON() = %s, want %s", got, tt.want)
-			}
-			l2, err := ParseDefaultList(l.JSON())
-			if err != nil || string(l2.JSON()) != tt.want {
-				t.Errorf("reparse: %s, %v", l2.JSON(), err)
-			}
+			wantRendering(t, ParseDefaultList, tt.in, tt.want)
 		})
 	}
 	if got := string(DefaultList(nil).JSON()); got != `[]` {
@@ -58,19 +48,7 @@ func TestParseDefaultListInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			l, err := ParseDefaultList([]byte(tt.in))
-			if err == nil {
-				t.Fatalf("ParseDefaultList succeeded: %s", l.JSON())
-			}
-			if !errors.Is(err, ErrInvalidProps) {
-				t.Errorf("error %v does not wrap ErrInvalidProps", err)
-			}
-			if err.Error() != tt.msg {
-				t.Errorf("error = %q\n want   %q", err.Error(), tt.msg)
-			}
-			if l != nil {
-				t.Errorf("list returned with the error: %s", l.JSON())
-			}
+			wantInvalid(t, ParseDefaultList, tt.in, tt.msg, func(l DefaultList) bool { return l == nil })
 		})
 	}
 }

@@ -13,6 +13,36 @@ import (
 // generous; what matters is that it does not grow with a declared size.
 func maxJSONAlloc(n int) uint64 { return 512*uint64(n) + 256<<10 }
 
+// rendered is what a parser here returns: properties or a default list.
+type rendered interface{ JSON() []byte }
+
+// fuzzRoundTrip parses data with parse, which may allocate maxAlloc bytes at
+// the most. A refusal must wrap ErrInvalidProps; what parses must render to
+// JSON that parses back to the same rendering. ok reports whether data
+// parsed.
+func fuzzRoundTrip[T rendered](t *testing.T, data []byte, parse func([]byte) (T, error), maxAlloc uint64) (v T, ok bool) {
+	t.Helper()
+	var err error
+	if a := alloctest.HeapAllocated(func() { v, err = parse(data) }); a > maxAlloc {
+		t.Fatalf("parsing %d bytes allocated %d", len(data), a)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrInvalidProps) {
+			t.Fatalf("error without ErrInvalidProps: %v", err)
+		}
+		return v, false
+	}
+	out := v.JSON()
+	again, err := parse(out)
+	if err != nil {
+		t.Fatalf("rendering %s of %q does not parse: %v", out, data, err)
+	}
+	if b := again.JSON(); !bytes.Equal(b, out) {
+		t.Fatalf("round trip of %q: %s then %s", data, out, b)
+	}
+	return v, true
+}
+
 var propsSeeds = []string{
 	`{}`,
 	`{"accum":0.25,"retry":3,"timeout":30,"ttl":60,"dead_letter":true}`,
@@ -39,25 +69,7 @@ func FuzzParseProps(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var p Props
-		var err error
-		if a := alloctest.HeapAllocated(func() { p, err = ParseProps(data) }); a > maxJSONAlloc(len(data)) {
-			t.Fatalf("parsing %d bytes allocated %d", len(data), a)
-		}
-		if err != nil {
-			if !errors.Is(err, ErrInvalidProps) {
-				t.Fatalf("error without ErrInvalidProps: %v", err)
-			}
-			return
-		}
-		out := p.JSON()
-		q, err := ParseProps(out)
-		if err != nil {
-			t.Fatalf("rendering %s of %q does not parse: %v", out, data, err)
-		}
-		if again := q.JSON(); !bytes.Equal(again, out) {
-			t.Fatalf("round trip of %q: %s then %s", data, out, again)
-		}
+		fuzzRoundTrip(t, data, ParseProps, maxJSONAlloc(len(data)))
 	})
 }
 
@@ -75,26 +87,11 @@ func FuzzParseDefaultList(f *testing.F) {
 		f.Add([]byte(`[[".*",` + s + `]]`))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var l DefaultList
-		var err error
 		// A compiled regexp costs more than its text; RE2's own limits
 		// (repetition counts, program size) keep it in proportion.
-		if a := alloctest.HeapAllocated(func() { l, err = ParseDefaultList(data) }); a > 4*maxJSONAlloc(len(data)) {
-			t.Fatalf("parsing %d bytes allocated %d", len(data), a)
-		}
-		if err != nil {
-			if !errors.Is(err, ErrInvalidProps) {
-				t.Fatalf("error without ErrInvalidProps: %v", err)
-			}
+		l, ok := fuzzRoundTrip(t, data, ParseDefaultList, 4*maxJSONAlloc(len(data)))
+		if !ok {
 			return
-		}
-		out := l.JSON()
-		m, err := ParseDefaultList(out)
-		if err != nil {
-			t.Fatalf("rendering %s of %q does not parse: %v", out, data, err)
-		}
-		if again := m.JSON(); !bytes.Equal(again, out) {
-			t.Fatalf("round trip of %q: %s then %s", data, out, again)
 		}
 		for _, e := range l {
 			l.Match(e.Pattern)

@@ -1,9 +1,6 @@
 package mapping
 
-import (
-	"crypto/sha256"
-	"strings"
-)
+import "strings"
 
 // The layout of versions before the shards (one WorkQueue stream per queue,
 // "LMQ_<enc>", with a durable consumer "lmq"), for the upgrade that moves
@@ -21,14 +18,7 @@ const (
 
 // LegacyEncodeName is the old token of a queue name: EncodeName, or "_" plus
 // a base32hex SHA-256 for names whose encoding did not fit a stream name.
-func LegacyEncodeName(name string) string {
-	enc := EncodeName(name)
-	if len(enc) <= legacyMaxDirectEnc {
-		return enc
-	}
-	sum := sha256.Sum256([]byte(name))
-	return hashMark + b32.EncodeToString(sum[:])
-}
+func LegacyEncodeName(name string) string { return encodeWithin(name, legacyMaxDirectEnc) }
 
 // LegacyStreamName is the old stream of a queue.
 func LegacyStreamName(queue string) string { return LegacyStreamPrefix + LegacyEncodeName(queue) }

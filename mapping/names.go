@@ -207,12 +207,16 @@ func ParseSubject(subject string) (kind, enc string, ok bool) {
 
 // ConsumerName is the durable pull consumer serving the queue: its encoded
 // name, or "_" plus a hash where that is longer than JetStream allows.
-func ConsumerName(queue string) string {
-	enc := EncodeName(queue)
-	if len(enc) <= maxNameLen {
+func ConsumerName(queue string) string { return encodeWithin(queue, maxNameLen) }
+
+// encodeWithin is EncodeName(name) when that is at most max bytes long, else
+// "_" plus the base32hex SHA-256 of name.
+func encodeWithin(name string, max int) string {
+	enc := EncodeName(name)
+	if len(enc) <= max {
 		return enc
 	}
-	sum := sha256.Sum256([]byte(queue))
+	sum := sha256.Sum256([]byte(name))
 	return hashMark + b32.EncodeToString(sum[:])
 }
 

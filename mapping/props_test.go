@@ -9,6 +9,45 @@ import (
 	"time"
 )
 
+// wantRendering asserts that parse accepts in, that what it returns renders
+// as want, and that the rendering parses back to the same rendering (the
+// gateway stores it). It returns the two results.
+func wantRendering[T rendered](t *testing.T, parse func([]byte) (T, error), in, want string) (v, again T) {
+	t.Helper()
+	v, err := parse([]byte(in))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if got := string(v.JSON()); got != want {
+		t.Fatalf("JSON() = %s, want %s", got, want)
+	}
+	again, err = parse(v.JSON())
+	if err != nil || string(again.JSON()) != want {
+		t.Fatalf("reparse: %s, %v", again.JSON(), err)
+	}
+	return v, again
+}
+
+// wantInvalid asserts that parse refuses in with an error that wraps
+// ErrInvalidProps and reads msg, and that what it returns with the error is
+// empty.
+func wantInvalid[T rendered](t *testing.T, parse func([]byte) (T, error), in, msg string, empty func(T) bool) {
+	t.Helper()
+	v, err := parse([]byte(in))
+	if err == nil {
+		t.Fatalf("parse succeeded: %s", v.JSON())
+	}
+	if !errors.Is(err, ErrInvalidProps) {
+		t.Errorf("error %v does not wrap ErrInvalidProps", err)
+	}
+	if err.Error() != msg {
+		t.Errorf("error = %q\n want   %q", err.Error(), msg)
+	}
+	if !empty(v) {
+		t.Errorf("returned with the error: %s", v.JSON())
+	}
+}
+
 func TestParsePropsRender(t *testing.T) {
 	tests := []struct {
 		in, want string
@@ -51,18 +90,7 @@ func TestParsePropsRender(t *testing.T) {
 			continue
 		}
 		t.Run(tt.in, func(t *testing.T) {
-			p, err := ParseProps([]byte(tt.in))
-			if err != nil {
-				t.Fatalf("ParseProps: %v", err)
-			}
-			if got := string(p.JSON()); got != tt.want {
-				t.Fatalf("JSON() = %s, want %s", got, tt.want)
-			}
-			// The rendering parses back to the same thing: the gateway stores it.
-			p2, err := ParseProps(p.JSON())
-			if err != nil {
-				t.Fatalf("ParseProps(JSON()): %v", err)
-			}
+			p, p2 := wantRendering(t, ParseProps, tt.in, tt.want)
 			if !reflect.DeepEqual(p, p2) {
 				t.Errorf("round trip: %#v, want %#v", p2, p)
 			}
@@ -133,19 +161,7 @@ func TestParsePropsInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			p, err := ParseProps([]byte(tt.in))
-			if err == nil {
-				t.Fatalf("ParseProps succeeded: %s", p.JSON())
-			}
-			if !errors.Is(err, ErrInvalidProps) {
-				t.Errorf("error %v does not wrap ErrInvalidProps", err)
-			}
-			if err.Error() != tt.msg {
-				t.Errorf("error = %q\n want   %q", err.Error(), tt.msg)
-			}
-			if !p.IsZero() {
-				t.Errorf("props returned with the error: %s", p.JSON())
-			}
+			wantInvalid(t, ParseProps, tt.in, tt.msg, Props.IsZero)
 		})
 	}
 }

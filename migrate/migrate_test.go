@@ -20,6 +20,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -51,15 +52,7 @@ func (n *node) js(t *testing.T) jetstream.JetStream {
 }
 
 func newCore(t *testing.T, nc *nats.Conn) *gateway.Gateway {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	return g
+	return testcore.New(t, nc, gateway.Config{})
 }
 
 // serveLMQ serves the LMQ HTTP API of core on addr, with a minimal /stats

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 )
 
 // realCore starts an embedded nats-server and a core reporting to stats.
@@ -24,14 +25,7 @@ func realCore(t *testing.T, stats *Stats) *gateway.Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{Observer: stats})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	return g
+	return testcore.New(t, nc, gateway.Config{Observer: stats})
 }
 
 // TestWithCore runs the observer, /stats, /metrics and readiness against a

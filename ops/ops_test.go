@@ -21,6 +21,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -381,25 +383,25 @@ func TestWaitingPullsGauge(t *testing.T) {
 	}
 }
 
-func TestRPCListenerCounts(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+// listenRPC is o's counting RPC listener on a loopback port, closed
+// when the test ends.
+func listenRPC(t *testing.T, o *Ops) net.Listener {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wl := o.Metrics().RPCListener(l)
-	defer wl.Close()
+	t.Cleanup(func() { wl.Close() })
+	return wl
+}
+
+func TestRPCListenerCounts(t *testing.T) {
+	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	wl := listenRPC(t, o)
 	var server []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		s, err := wl.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, s := testnet.Accept(t, wl)
 		server = append(server, s)
 	}
 	gauge := func() string {
@@ -586,30 +588,11 @@ func TestReadyWithoutJetStream(t *testing.T) {
 // delivery).
 func TestRPCListenerPeerClosed(t *testing.T) {
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl := o.Metrics().RPCListener(l)
-	defer wl.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := wl.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	wl := listenRPC(t, o)
+	c, s := testnet.Accept(t, wl)
 	if peer.Closed(s) {
 		t.Fatal("open connection reported closed")
 	}
 	c.Close()
-	deadline := time.Now().Add(20 * time.Second) // reached only on failure
-	for !peer.Closed(s) {
-		if time.Now().After(deadline) {
-			t.Fatal("a closed client is not seen through the counting wrapper")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the closed client seen through the counting wrapper", func() bool { return peer.Closed(s) })
 }

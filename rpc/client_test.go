@@ -5,11 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // testClient is a MessagePack-RPC client built on vmihailenco/msgpack and
@@ -137,6 +138,66 @@ func (c *testClient) ok(want string, method string, params ...any) {
 	}
 }
 
+// pushWakes pushes body to queue, on which the pull sent as pullID waits,
+// and asserts that both are answered, in either order: the push with "ok",
+// the pull with body.
+func (c *testClient) pushWakes(pullID uint32, queue, body string) {
+	c.t.Helper()
+	pushID := c.send("push", queue, body)
+	got := map[uint32]response{}
+	for range 2 {
+		r := c.recv()
+		got[r.msgid] = r
+	}
+	if got[pushID].str(c.t) != "ok" {
+		c.t.Fatalf("push answer %+v", got[pushID])
+	}
+	if d := got[pullID].delivery(c.t); d.Content != body {
+		c.t.Fatalf("pull answer %+v, want content %q", d, body)
+	}
+}
+
+// defaultPropsRoundTrip asserts that the list of default properties starts
+// empty, sets two entries, the first with accum 30 given as accum (an
+// integer or a float), and reads them back as LMQ answers them (accum as
+// pack, numbers compact).
+func (c *testClient) defaultPropsRoundTrip(accum any) {
+	c.t.Helper()
+	if v := c.call("get_default_props").value(c.t); !reflect.DeepEqual(v, []any{}) {
+		c.t.Fatalf("initial default list %#v", v)
+	}
+	c.ok("ok", "set_default_props", []any{
+		[]any{"accum/.*", map[string]any{"accum": accum, "timeout": 0.5}},
+		[]any{".*", map[string]any{"retry": 0}},
+	})
+	r := c.call("get_default_props")
+	assertRawDialect(c.t, r.result)
+	want := []any{
+		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
+		[]any{".*", map[string]any{"retry": int8(0)}},
+	}
+	if v := r.value(c.t); !reflect.DeepEqual(v, want) {
+		c.t.Fatalf("get_default_props %#v, want %#v", v, want)
+	}
+}
+
+// badCall is a call that must fail with an error starting with prefix.
+type badCall struct {
+	method string
+	params []any
+	prefix string
+}
+
+// failAll makes each call in turn and asserts that it fails as it must.
+func (c *testClient) failAll(calls []badCall) {
+	c.t.Helper()
+	for _, bc := range calls {
+		if e := c.fails(bc.method, bc.params...); !strings.HasPrefix(e, bc.prefix) {
+			c.t.Errorf("%s%v: error %q, want prefix %q", bc.method, bc.params, e, bc.prefix)
+		}
+	}
+}
+
 // fails asserts a call is answered with a string error; it returns it.
 func (c *testClient) fails(method string, params ...any) string {
 	c.t.Helper()
@@ -251,36 +312,4 @@ func (r response) delivery(t testing.TB) delivery {
 		}
 	}
 	return d
-}
-
-// assertRawDialect fails if b uses a type LMQ's dialect does not have.
-func assertRawDialect(t testing.TB, b []byte) {
-	t.Helper()
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	var rec func()
-	rec = func() {
-		c, err := dec.PeekCode()
-		if err != nil {
-			t.Fatalf("PeekCode: %v", err)
-		}
-		switch {
-		case c == msgpcode.Str8 || c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32:
-			t.Fatalf("answer uses type 0x%02x, not in LMQ's dialect: % x", c, b)
-		case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
-			n, _ := dec.DecodeArrayLen()
-			for range n {
-				rec()
-			}
-		case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
-			n, _ := dec.DecodeMapLen()
-			for range 2 * n {
-				rec()
-			}
-		default:
-			if err := dec.Skip(); err != nil {
-				t.Fatalf("Skip: %v", err)
-			}
-		}
-	}
-	rec()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -42,14 +43,8 @@ func startCore(t *testing.T) *gateway.Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	acc, err := accumulator.New(ctx, nc, g, accumulator.Config{Logger: quietLogger()})
+	g := testcore.New(t, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
+	acc, err := accumulator.New(t.Context(), nc, g, accumulator.Config{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,23 +132,7 @@ func TestIntegrationMethods(t *testing.T) {
 	c.ok("ok", "update_props", "packq", map[string]any{"pack": 0})
 
 	// The default list, accum reported as pack.
-	r = c.call("get_default_props")
-	if v := r.value(t); !reflect.DeepEqual(v, []any{}) {
-		t.Fatalf("initial default list %#v", v)
-	}
-	c.ok("ok", "set_default_props", []any{
-		[]any{"accum/.*", map[string]any{"accum": 30.0, "timeout": 0.5}},
-		[]any{".*", map[string]any{"retry": 0}},
-	})
-	r = c.call("get_default_props")
-	assertRawDialect(t, r.result)
-	want := []any{
-		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
-		[]any{".*", map[string]any{"retry": int8(0)}},
-	}
-	if v := r.value(t); !reflect.DeepEqual(v, want) {
-		t.Fatalf("get_default_props %#v, want %#v", v, want)
-	}
+	c.defaultPropsRoundTrip(30.0)
 	c.ok("ok", "set_default_props", []any{})
 	if v := c.call("get_default_props").value(t); !reflect.DeepEqual(v, []any{}) {
 		t.Fatalf("cleared default list %#v", v)
@@ -288,18 +267,7 @@ func TestIntegrationPipelining(t *testing.T) {
 	if r := c.recv(); r.msgid != otherID || r.str(t) != "ok" {
 		t.Fatalf("push to another queue held up: %+v", r)
 	}
-	pushID := c.send("push", "pipe", "go")
-	got := map[uint32]response{}
-	for range 2 {
-		r := c.recv()
-		got[r.msgid] = r
-	}
-	if got[pushID].str(t) != "ok" {
-		t.Fatalf("push: %+v", got[pushID])
-	}
-	if d := got[pullID].delivery(t); d.Content != "go" {
-		t.Fatalf("pull: %+v", d)
-	}
+	c.pushWakes(pullID, "pipe", "go")
 }
 
 // A client leaving during a blocking pull loses no message, and it does not

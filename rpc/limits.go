@@ -30,14 +30,23 @@ func (b *sharedBytes) waitRoom(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
+	return waitUntil(ctx, &b.mu, func() (bool, <-chan struct{}) {
+		return b.used < b.limit, b.wake
+	})
+}
+
+// waitUntil is a condition wait that ctx can end. It calls ready with mu
+// held until it reports true; when it does not, it waits, with mu unlocked,
+// until the channel ready returned is closed (by whoever changes what ready
+// looks at) or ctx ends.
+func waitUntil(ctx context.Context, mu *sync.Mutex, ready func() (bool, <-chan struct{})) error {
 	for {
-		b.mu.Lock()
-		if b.used < b.limit {
-			b.mu.Unlock()
+		mu.Lock()
+		ok, wake := ready()
+		mu.Unlock()
+		if ok {
 			return nil
 		}
-		wake := b.wake
-		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():

@@ -98,21 +98,13 @@ func (o *outbox) wakeLocked() {
 // bound, whatever its answer's size. The answer then goes out with
 // sendAdmitted (or the pull ends with unadmit).
 func (o *outbox) admit(ctx context.Context) error {
-	for {
-		o.mu.Lock()
+	return waitUntil(ctx, &o.mu, func() (bool, <-chan struct{}) {
 		if o.mayAdmitLocked() {
 			o.admitted++
-			o.mu.Unlock()
-			return nil
+			return true, nil
 		}
-		room := o.room
-		o.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false, o.room
+	})
 }
 
 func (o *outbox) mayAdmitLocked() bool {

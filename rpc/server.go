@@ -541,23 +541,15 @@ func newBudget(slots, bytes int) *budget {
 }
 
 func (b *budget) acquire(ctx context.Context, n int) error {
-	for {
-		b.mu.Lock()
+	return waitUntil(ctx, &b.mu, func() (bool, <-chan struct{}) {
 		if b.slots > 0 && b.bytes >= n {
 			b.slots--
 			b.bytes -= n
-			b.mu.Unlock()
-			return nil
+			return true, nil
 		}
 		b.waiting = true
-		wake := b.wake
-		b.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false, b.wake
+	})
 }
 
 // release returns n bytes and a slot. Only a waiting reader needs waking: a

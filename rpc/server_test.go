@@ -49,11 +49,17 @@ func startServer(t testing.TB, core Core, opt Options) (string, *Server) {
 	return l.Addr().String(), s
 }
 
+// startFake serves RPC over a fake core and dials it.
+func startFake(t *testing.T, opt Options) (*testClient, *fakecore.Core) {
+	t.Helper()
+	core := fakecore.New()
+	addr, _ := startServer(t, core, opt)
+	return dialRPC(t, addr), core
+}
+
 func TestFakeMethods(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{})
 
 	c.ok("ok", "push", "q", map[string]any{"a": 1})
 	r := c.call("pull", "q")
@@ -110,34 +116,15 @@ func TestFakeMethods(t *testing.T) {
 		t.Fatal("update_props without props did not reset")
 	}
 
-	r = c.call("get_default_props")
-	if v := r.value(t); !reflect.DeepEqual(v, []any{}) {
-		t.Fatalf("empty default list: %#v", v)
-	}
-	c.ok("ok", "set_default_props", []any{[]any{"accum/.*", map[string]any{"accum": 30, "timeout": 0.5}}, []any{".*", map[string]any{"retry": 0}}})
-	r = c.call("get_default_props")
-	assertRawDialect(t, r.result)
-	want := []any{
-		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
-		[]any{".*", map[string]any{"retry": int8(0)}},
-	}
-	if v := r.value(t); !reflect.DeepEqual(v, want) {
-		t.Fatalf("get_default_props = %#v, want %#v", v, want)
-	}
+	c.defaultPropsRoundTrip(30)
 	c.fails("create", "q")
 }
 
 func TestFakeBadInput(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{})
 
-	cases := []struct {
-		method string
-		params []any
-		prefix string
-	}{
+	c.failAll([]badCall{
 		{"nosuch", nil, "undef"},
 		{"create", []any{"q"}, "undef"},
 		{"push", []any{"q"}, "badarg"},
@@ -162,13 +149,7 @@ func TestFakeBadInput(t *testing.T) {
 		{"set_default_props", []any{[]any{[]any{"(", map[string]any{}}}}, "invalid_props"},
 		{"set_default_props", []any{map[string]any{}}, "invalid_props"},
 		{"get_default_props", []any{1}, "badarg"},
-	}
-	for _, tc := range cases {
-		e := c.fails(tc.method, tc.params...)
-		if !strings.HasPrefix(e, tc.prefix) {
-			t.Errorf("%s%v: error %q, want %s", tc.method, tc.params, e, tc.prefix)
-		}
-	}
+	})
 
 	// params not an array, method not a string: errors, connection kept.
 	c.write([]byte{0x94, 0x00, 0xcd, 0x10, 0x00, 0xa4, 'p', 'u', 'l', 'l', 0xa1, 'q'})
@@ -189,9 +170,7 @@ func TestFakeBadInput(t *testing.T) {
 // Requests and answers written byte by byte, in both dialects.
 func TestRawFrames(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{})
 
 	// Old dialect: [0, 1, "push", ["q", "hello"]].
 	c.write([]byte{0x94, 0x00, 0x01, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xa5, 'h', 'e', 'l', 'l', 'o'})
@@ -242,9 +221,7 @@ func TestRawFrames(t *testing.T) {
 
 func TestCurrentDialect(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{Dialect: DialectCurrent})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{Dialect: DialectCurrent})
 	long := strings.Repeat("y", 40)
 	c.ok("ok", "push", "q", []any{long, []byte{9}})
 	core.Put("q", gateway.Message{Body: []byte("bytes")})
@@ -264,9 +241,7 @@ func TestCurrentDialect(t *testing.T) {
 // answers are matched by msgid.
 func TestPipelining(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{})
 
 	pullID := c.send("pull", "wait-here")
 	<-core.Waiting()
@@ -284,25 +259,12 @@ func TestPipelining(t *testing.T) {
 		}
 		seen[r.msgid] = true
 	}
-	pushID := c.send("push", "wait-here", "wake")
-	got := map[uint32]response{}
-	for range 2 {
-		r := c.recv()
-		got[r.msgid] = r
-	}
-	if got[pushID].str(t) != "ok" {
-		t.Fatalf("push answer %+v", got[pushID])
-	}
-	if d := got[pullID].delivery(t); d.Content != "wake" {
-		t.Fatalf("pull answer %+v", d)
-	}
+	c.pushWakes(pullID, "wait-here", "wake")
 }
 
 func TestNotificationIgnored(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{})
-	c := dialRPC(t, addr)
+	c, core := startFake(t, Options{})
 	// [2, "push", ["q", "x"]] then a request: only the request is answered.
 	c.write([]byte{0x93, 0x02, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q', 0xa1, 'x'})
 	c.ok("empty", "pull", "q", 0)
@@ -433,9 +395,7 @@ func TestServeContext(t *testing.T) {
 // With MaxInFlight reached, the server stops reading that connection.
 func TestMaxInFlight(t *testing.T) {
 	t.Parallel()
-	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{MaxInFlight: 2})
-	c := dialRPC(t, addr)
+	c, _ := startFake(t, Options{MaxInFlight: 2})
 	p1 := c.send("pull", "a", 0.3)
 	p2 := c.send("pull", "b", 1)
 	push := c.send("push", "c", 1)

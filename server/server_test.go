@@ -93,11 +93,18 @@ func TestServeShutdown(t *testing.T) {
 		t.Errorf("second Shutdown: %v", err)
 	}
 	// The embedded server stopped and released its directory.
-	s2, err := New(t.Context(), testConfig(t, dir))
+	reopen(t, dir, "after Shutdown")
+}
+
+// reopen asserts that a server starts on dir, where one stopped (after),
+// and shuts down without having served.
+func reopen(t *testing.T, dir, after string) {
+	t.Helper()
+	s, err := New(t.Context(), testConfig(t, dir))
 	if err != nil {
-		t.Fatalf("New on the same directory after Shutdown: %v", err)
+		t.Fatalf("New on the same directory %s: %v", after, err)
 	}
-	if err := s2.Shutdown(context.Background()); err != nil {
+	if err := s.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown without Serve: %v", err)
 	}
 }
@@ -116,13 +123,7 @@ func TestNewFailsOnTakenPort(t *testing.T) {
 	if _, err := New(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "--rpc-listen") {
 		t.Fatalf("New with the RPC port taken: %v, want an error naming --rpc-listen", err)
 	}
-	s, err := New(t.Context(), testConfig(t, dir))
-	if err != nil {
-		t.Fatalf("New after a failed New on the same directory: %v", err)
-	}
-	if err := s.Shutdown(context.Background()); err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
+	reopen(t, dir, "after a failed New")
 }
 
 // TestDebugListener: with Config.DebugListen the pprof index answers on its

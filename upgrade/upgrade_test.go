@@ -16,7 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -77,21 +79,24 @@ func (o *oldLayout) msg(subject, body string, hdr ...string) {
 	}
 }
 
+// startCore starts a NATS server and a core on it with cfg: what an
+// upgrade runs beside.
+func startCore(t *testing.T, cfg gateway.Config) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
+	t.Helper()
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "core")
+	return ns, nc, testcore.New(t, nc, cfg)
+}
+
 // TestUpgradeLegacy builds the old layout with nats.go (one stream per
 // queue, a hashed long name, properties under the old key, a message in
 // flight, a delayed one, an expired one, a ttl, a dead letter, parts and a
 // close job), interrupts an upgrade after two messages, runs it again, and
 // accounts for every message.
 func TestUpgradeLegacy(t *testing.T) {
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "core")
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	g, err := gateway.New(context.Background(), nc, gateway.Config{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	ns, nc, g := startCore(t, gateway.Config{Logger: log})
 	deps := Deps{NATS: nc, Core: g, Logger: log}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -393,15 +398,9 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 // nothing behind (no lock key).
 func TestRunNothingToDo(t *testing.T) {
 	t.Parallel()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "core")
+	_, nc, g := startCore(t, gateway.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
 	if err := Run(ctx, Deps{NATS: nc, Core: g}); err != nil {
 		t.Fatal(err)
 	}
@@ -419,15 +418,9 @@ func TestRunNothingToDo(t *testing.T) {
 // TestUpgradeLegacy).
 func TestRunIgnoresDeadline(t *testing.T) {
 	t.Parallel()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "core")
+	ns, nc, g := startCore(t, gateway.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g, err := gateway.New(ctx, nc, gateway.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
 	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
 	o := &oldLayout{t: t, js: ojs, ctx: ctx}
 	o.queue("q")

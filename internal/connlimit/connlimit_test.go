@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
@@ -25,16 +26,24 @@ func accepted(l net.Listener) <-chan net.Conn {
 	return ch
 }
 
-func TestLimit(t *testing.T) {
+// listenLimited is a Listener of n connections on a loopback port, closed
+// when the test ends.
+func listenLimited(t *testing.T, n int) *Listener {
+	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Listen(inner, 2).(*Listener)
-	defer l.Close()
+	l := Listen(inner, n).(*Listener)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestLimit(t *testing.T) {
+	l := listenLimited(t, 2)
 	var clients []net.Conn
 	dial := func() net.Conn {
-		c, err := net.Dial("tcp", inner.Addr().String())
+		c, err := net.Dial("tcp", l.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,13 +97,8 @@ func TestLimit(t *testing.T) {
 }
 
 func TestCloseWriteKept(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := Listen(inner, 1)
-	defer l.Close()
-	c, err := net.Dial("tcp", inner.Addr().String())
+	l := listenLimited(t, 1)
+	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,21 +133,8 @@ func TestNoLimit(t *testing.T) {
 // internal/peer see that the client has closed the socket (the HTTP front
 // end asks before writing a delivery).
 func TestPeerSeesThroughConn(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := Listen(inner, 4)
-	defer l.Close()
-	client, err := net.Dial("tcp", inner.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	l := listenLimited(t, 4)
+	client, server := testnet.Accept(t, l)
 	if peer.Closed(server) {
 		t.Fatal("open connection reported closed")
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
@@ -14,15 +15,7 @@ func TestClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	client, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := testnet.Accept(t, l)
 	if Closed(server) {
 		t.Fatal("open connection reported closed")
 	}
