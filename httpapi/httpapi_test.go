@@ -21,6 +21,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -350,13 +351,7 @@ func TestLongPoll(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled client got an answer")
 	}
-	deadline := time.Now().Add(20 * time.Second) // a hang guard, not a time bound
-	for len(s.core.Abandoned()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the delivery of a client that left was never given back")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, "the delivery of a client that left given back", func() bool { return len(s.core.Abandoned()) > 0 })
 	s.do("GET", "/messages/gone?t=0", "").want(t, "the message given back", 200, "m")
 }
 
