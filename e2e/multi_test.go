@@ -418,8 +418,7 @@ func TestMultiExactlyOnce(t *testing.T) {
 // it waits, and a smaller exactly-once run over several connections.
 func TestMultiRPC(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	gw, c := rpcStartDialed(t)
 	for _, q := range []string{"rany/1", "rany/2"} {
 		c.MustEmpty("pull", q, 0)
 	}
