@@ -15,6 +15,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -382,26 +383,16 @@ func runHostileHTTP(t *testing.T, addr string, cases []hostileHTTP, exited <-cha
 // work once exited is closed. sent says for which i f ran.
 func runPool(n int, exited <-chan struct{}, f func(int)) (sent []bool) {
 	sent = make([]bool, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range hostileWorkers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				select {
-				case <-exited:
-					return
-				default:
-				}
-				f(i)
-				sent[i] = true
-			}
-		})
-	}
-	wg.Wait()
+	_ = concurrently(n, hostileWorkers, func(_ context.Context, i int) error {
+		select {
+		case <-exited:
+			return errors.New("the gateway exited") // stops the pool
+		default:
+		}
+		f(i)
+		sent[i] = true
+		return nil
+	})
 	return sent
 }
 

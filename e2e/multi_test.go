@@ -251,7 +251,7 @@ func TestMultiFairness(t *testing.T) {
 		c.PatchProps(q, `{"timeout":300}`) // nothing times out during the test
 	}
 	start := time.Now()
-	err := multiParallel(len(queues)*perQueue, 8, func(ctx context.Context, i int) error {
+	err := concurrently(len(queues)*perQueue, 8, func(ctx context.Context, i int) error {
 		q := queues[i%len(queues)]
 		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s-%d", q, i)))
 		if err == nil && r.Status != http.StatusOK {
@@ -268,7 +268,7 @@ func TestMultiFairness(t *testing.T) {
 	half := len(queues) * perQueue / 2
 	var mu sync.Mutex
 	counts := map[string]int{}
-	err = multiParallel(half, 4, func(ctx context.Context, i int) error {
+	err = concurrently(half, 4, func(ctx context.Context, i int) error {
 		r, err := c.Send(ctx, http.MethodGet, "/messages?qre="+url.QueryEscape("^fair/")+"&t=5", nil)
 		if err != nil {
 			return err
@@ -376,7 +376,7 @@ func TestMultiExactlyOnce(t *testing.T) {
 		})
 	}
 	// One pusher per queue, while the clients pull.
-	pushErr := multiParallel(total, nQueues, func(ctx context.Context, i int) error {
+	pushErr := concurrently(total, nQueues, func(ctx context.Context, i int) error {
 		q := queues[i%nQueues]
 		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
 		if err == nil && r.Status != http.StatusOK {
@@ -640,34 +640,4 @@ func (a *multiAsync) expectPending(t testing.TB, d time.Duration) {
 		t.Fatalf("request answered while it should wait: %v %v", a.r, a.err)
 	case <-time.After(d):
 	}
-}
-
-// multiParallel runs fn(0..n-1) on workers goroutines and returns the first
-// error; every call is bounded by requestTimeout.
-func multiParallel(n, workers int, fn func(ctx context.Context, i int) error) error {
-	var next atomic.Int64
-	errc := make(chan error, workers)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for !stop.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-				err := fn(ctx, i)
-				cancel()
-				if err != nil {
-					stop.Store(true)
-					errc <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	return <-errc
 }
