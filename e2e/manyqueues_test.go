@@ -62,14 +62,7 @@ const mqDeadline = 5 * time.Minute
 func mqPush(c *Client, name, body string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(name), []byte(body), "Content-Type", "text/plain")
-	if err != nil {
-		return fmt.Errorf("push %q: %w", name, err)
-	}
-	if r.Status != http.StatusOK {
-		return fmt.Errorf("push %q: %v", name, r)
-	}
-	return nil
+	return c.TryPush(ctx, name, []byte(body), "Content-Type", "text/plain")
 }
 
 // mqPullAck pulls one message of the queue (waiting up to wait seconds),

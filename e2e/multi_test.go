@@ -253,11 +253,7 @@ func TestMultiFairness(t *testing.T) {
 	start := time.Now()
 	err := concurrently(len(queues)*perQueue, 8, func(ctx context.Context, i int) error {
 		q := queues[i%len(queues)]
-		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s-%d", q, i)))
-		if err == nil && r.Status != http.StatusOK {
-			err = fmt.Errorf("push to %s: %v", q, r)
-		}
-		return err
+		return c.TryPush(ctx, q, []byte(fmt.Sprintf("%s-%d", q, i)))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -378,11 +374,7 @@ func TestMultiExactlyOnce(t *testing.T) {
 	// One pusher per queue, while the clients pull.
 	pushErr := concurrently(total, nQueues, func(ctx context.Context, i int) error {
 		q := queues[i%nQueues]
-		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
-		if err == nil && r.Status != http.StatusOK {
-			err = fmt.Errorf("push: %v", r)
-		}
-		return err
+		return c.TryPush(ctx, q, []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
 	})
 	if pushErr != nil {
 		cancel()
