@@ -313,16 +313,24 @@ func accumAwaitProps(t *testing.T, c *Client, q string) {
 	}
 }
 
+// accumTwoGateways starts two gateways on one NATS and makes q accumulate
+// with props, set through the first, seen by both.
+func accumTwoGateways(t *testing.T, q, props string) (g1 *Gateway, c1, c2 *Client) {
+	t.Helper()
+	url := StartNATS(t)
+	g1 = StartWithNATS(t, url)
+	c1, c2 = g1.Client(t), StartWithNATS(t, url).Client(t)
+	c1.PatchProps(q, props)
+	accumAwaitProps(t, c2, q)
+	return g1, c1, c2
+}
+
 // Two gateways on one NATS: one compound per window, never a part twice,
 // with short windows closing while pushes go through both.
 func TestAccumTwoGateways(t *testing.T) {
 	t.Parallel()
-	url := StartNATS(t)
-	g1, g2 := StartWithNATS(t, url), StartWithNATS(t, url)
-	c1, c2 := g1.Client(t), g2.Client(t)
 	const q = "accum/two"
-	c1.PatchProps(q, `{"accum":0.1}`)
-	accumAwaitProps(t, c2, q)
+	_, c1, c2 := accumTwoGateways(t, q, `{"accum":0.1}`)
 	pushed, news := accumLoad(t, []*Client{c1, c2}, q, 4, 40)
 	accumDrain(t, []*Client{c1, c2}, q, pushed, news)
 }
@@ -332,12 +340,8 @@ func TestAccumTwoGateways(t *testing.T) {
 func TestAccumGatewayDies(t *testing.T) {
 	heavy(t, "a gateway killed")
 	t.Parallel()
-	url := StartNATS(t)
-	g1, g2 := StartWithNATS(t, url), StartWithNATS(t, url)
-	c1, c2 := g1.Client(t), g2.Client(t)
 	const q = "accum/dies"
-	c1.PatchProps(q, `{"accum":0.5}`)
-	accumAwaitProps(t, c2, q)
+	g1, c1, c2 := accumTwoGateways(t, q, `{"accum":0.5}`)
 	if st := accumPush(t, c1, q, "a", ""); st != "new" {
 		t.Fatalf("first push %q", st)
 	}

@@ -128,6 +128,20 @@ func (c *Client) Push(name string, body []byte, ct string, hdr ...string) {
 	c.PushPath("/messages/"+Q(name), body, ct, hdr...)
 }
 
+// TryPush is Push for many goroutines at once: it posts body to the queue
+// within ctx and returns an error, instead of failing the test, unless
+// the answer is 200.
+func (c *Client) TryPush(ctx context.Context, name string, body []byte, hdr ...string) error {
+	r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(name), body, hdr...)
+	if err != nil {
+		return fmt.Errorf("push to %q: %w", name, err)
+	}
+	if r.Status != http.StatusOK {
+		return fmt.Errorf("push to %q: %v", name, r)
+	}
+	return nil
+}
+
 // PushPath is Push to an explicit (escaped) path, e.g. under /msgs.
 func (c *Client) PushPath(path string, body []byte, ct string, hdr ...string) {
 	c.t.Helper()

@@ -452,15 +452,12 @@ func streamInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.St
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// Stream asks for the stream's info: CachedInfo is that answer.
 	st, err := js.Stream(ctx, name)
 	if err != nil {
 		t.Fatalf("stream %s: %v", name, err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
-	return info
+	return st.CachedInfo()
 }
 
 // consumerInfo is the queue's consumer (made by its first pull).
@@ -468,18 +465,10 @@ func consumerInfo(t *testing.T, js jetstream.JetStream, queue string) *jetstream
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	stream := mapping.StreamName(queue)
-	st, err := js.Stream(ctx, stream)
+	// Consumer asks for the consumer's info: CachedInfo is that answer.
+	cons, err := js.Consumer(ctx, mapping.StreamName(queue), mapping.ConsumerName(queue))
 	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
+		t.Fatalf("consumer of %s: %v", mapping.StreamName(queue), err)
 	}
-	cons, err := st.Consumer(ctx, mapping.ConsumerName(queue))
-	if err != nil {
-		t.Fatalf("consumer of %s: %v", stream, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		t.Fatalf("consumer of %s: %v", stream, err)
-	}
-	return info
+	return cons.CachedInfo()
 }

@@ -15,6 +15,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -372,57 +373,50 @@ func isTimeout(err error) bool {
 func runHostileHTTP(t *testing.T, addr string, cases []hostileHTTP, exited <-chan struct{}) {
 	t.Helper()
 	outcomes := make([]httpOutcome, len(cases))
-	sent := make([]bool, len(cases))
-	runPool(len(cases), exited, func(i int) {
-		outcomes[i] = sendRawHTTP(addr, cases[i])
-		sent[i] = true
-	})
-	fails := map[string][]string{}
-	total := map[string]int{}
-	var order []string
-	for i, hc := range cases {
-		if total[hc.family] == 0 {
-			order = append(order, hc.family)
-		}
-		total[hc.family]++
-		if !sent[i] {
-			continue
-		}
-		if why := hc.judge(outcomes[i]); why != "" {
-			fails[hc.family] = append(fails[hc.family], fmt.Sprintf("%s: %s", hc.name, why))
-		}
-	}
-	reportFamilies(t, "HTTP", order, total, fails)
+	sent := runPool(len(cases), exited, func(i int) { outcomes[i] = sendRawHTTP(addr, cases[i]) })
+	reportFamilies(t, "HTTP", sent,
+		func(i int) (string, string) { return cases[i].family, cases[i].name },
+		func(i int) string { return cases[i].judge(outcomes[i]) })
 }
 
 // runPool calls f(0..n-1) on hostileWorkers goroutines; it stops handing out
-// work once exited is closed.
-func runPool(n int, exited <-chan struct{}, f func(int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range hostileWorkers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				select {
-				case <-exited:
-					return
-				default:
-				}
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
+// work once exited is closed. sent says for which i f ran.
+func runPool(n int, exited <-chan struct{}, f func(int)) (sent []bool) {
+	sent = make([]bool, n)
+	_ = concurrently(n, hostileWorkers, func(_ context.Context, i int) error {
+		select {
+		case <-exited:
+			return errors.New("the gateway exited") // stops the pool
+		default:
+		}
+		f(i)
+		sent[i] = true
+		return nil
+	})
+	return sent
 }
 
-// reportFamilies logs a line per family and fails the test with up to 15
-// failures of each.
-func reportFamilies(t *testing.T, proto string, order []string, total map[string]int, fails map[string][]string) {
+// reportFamilies judges the cases that were sent (judge answers "" for a
+// pass), then logs a line per family, in the order the families first
+// appear, and fails the test with up to 15 failures of each.
+func reportFamilies(t *testing.T, proto string, sent []bool, label func(i int) (family, name string), judge func(i int) string) {
 	t.Helper()
+	fails := map[string][]string{}
+	total := map[string]int{}
+	var order []string
+	for i, ok := range sent {
+		fam, name := label(i)
+		if total[fam] == 0 {
+			order = append(order, fam)
+		}
+		total[fam]++
+		if !ok {
+			continue
+		}
+		if why := judge(i); why != "" {
+			fails[fam] = append(fails[fam], fmt.Sprintf("%s: %s", name, why))
+		}
+	}
 	for _, fam := range order {
 		f := fails[fam]
 		t.Logf("%s %-16s %4d cases, %4d failed", proto, fam, total[fam], len(f))
@@ -960,29 +954,15 @@ func runHostileRPC(t *testing.T, addr string, cases []hostileRPC, exited <-chan 
 	type outcome struct {
 		answers []rpcResponse
 		err     error
-		sent    bool
 	}
 	outcomes := make([]outcome, len(cases))
-	runPool(len(cases), exited, func(i int) {
+	sent := runPool(len(cases), exited, func(i int) {
 		a, err := sendRawRPC(addr, cases[i].frames, cases[i].want == rpcWantError)
-		outcomes[i] = outcome{a, err, true}
+		outcomes[i] = outcome{a, err}
 	})
-	fails := map[string][]string{}
-	total := map[string]int{}
-	var order []string
-	for i, hc := range cases {
-		if total[hc.family] == 0 {
-			order = append(order, hc.family)
-		}
-		total[hc.family]++
-		if !outcomes[i].sent {
-			continue
-		}
-		if why := hc.judge(outcomes[i].answers, outcomes[i].err); why != "" {
-			fails[hc.family] = append(fails[hc.family], fmt.Sprintf("%s: %s", hc.name, why))
-		}
-	}
-	reportFamilies(t, "RPC", order, total, fails)
+	reportFamilies(t, "RPC", sent,
+		func(i int) (string, string) { return cases[i].family, cases[i].name },
+		func(i int) string { return cases[i].judge(outcomes[i].answers, outcomes[i].err) })
 }
 
 // rpcFrame encodes [0, 1, method, params] with any types for both.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,11 +30,7 @@ func TestManyInFlight(t *testing.T) {
 
 	start := time.Now()
 	err := concurrently(n, 16, func(ctx context.Context, i int) error {
-		r, err := c.Send(ctx, http.MethodPost, "/messages/"+q, []byte(strconv.Itoa(i)))
-		if err == nil && r.Status != http.StatusOK {
-			err = fmt.Errorf("push %d: %v", i, r)
-		}
-		return err
+		return c.TryPush(ctx, q, []byte(strconv.Itoa(i)))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,46 +68,34 @@ func TestManyInFlight(t *testing.T) {
 	c.MustPull(q, msgWait, "one more")
 }
 
-// concurrently runs fn for 0..n-1 on the given number of workers and returns
-// the first error. Every call is bounded by requestTimeout.
+// concurrently runs fn for 0..n-1 on up to workers goroutines and returns
+// the first error; after it, no new call starts. Every call is bounded by
+// requestTimeout.
 func concurrently(n, workers int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	next := make(chan int)
-	errc := make(chan error, workers)
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var failed atomic.Bool
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				cctx, ccancel := context.WithTimeout(ctx, requestTimeout)
-				err := fn(cctx, i)
-				ccancel()
+	for range min(workers, n) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+				err := fn(ctx, i)
+				cancel()
 				if err != nil {
-					errc <- err
-					cancel()
+					once.Do(func() { first = err; failed.Store(true) })
 					return
 				}
 			}
-		}()
+		})
 	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
 	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return first
 }
 
 // TestLargePayloads: bodies round-trip byte-exact on the embedded server,

@@ -58,44 +58,11 @@ const mqClients = 16
 // draining): generous, it is only reached when something is wrong.
 const mqDeadline = 5 * time.Minute
 
-// mqEach runs fn(i) for i in [0, n) on conc goroutines and returns the
-// first error; the others stop taking new indexes after it.
-func mqEach(n, conc int, fn func(i int) error) error {
-	var next atomic.Int64
-	var once sync.Once
-	var first error
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range min(conc, n) {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err; failed.Store(true) })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
-}
-
 // mqPush pushes body to the queue and returns an error unless 200.
 func mqPush(c *Client, name, body string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(name), []byte(body), "Content-Type", "text/plain")
-	if err != nil {
-		return fmt.Errorf("push %q: %w", name, err)
-	}
-	if r.Status != http.StatusOK {
-		return fmt.Errorf("push %q: %v", name, r)
-	}
-	return nil
+	return c.TryPush(ctx, name, []byte(body), "Content-Type", "text/plain")
 }
 
 // mqPullAck pulls one message of the queue (waiting up to wait seconds),
@@ -250,7 +217,7 @@ func TestManyQueuesRestart(t *testing.T) {
 	body := func(i int) string { return "message of " + strconv.Itoa(i) }
 
 	start := time.Now()
-	if err := mqEach(n, mqClients, func(i int) error { return mqPush(c, names[i], body(i)) }); err != nil {
+	if err := concurrently(n, mqClients, func(_ context.Context, i int) error { return mqPush(c, names[i], body(i)) }); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d queues created by their first push in %v", n, time.Since(start).Round(time.Millisecond))
@@ -268,7 +235,7 @@ func TestManyQueuesRestart(t *testing.T) {
 		want[names[i]] = 0
 	}
 	start = time.Now()
-	err := mqEach((n+step-1)/step, mqClients, func(k int) error {
+	err := concurrently((n+step-1)/step, mqClients, func(_ context.Context, k int) error {
 		i := k * step
 		got, err := mqPullAck(c, names[i], msgWait)
 		if err != nil {
@@ -308,7 +275,7 @@ func TestManyQueuesPullAny(t *testing.T) {
 	}
 	// Half the queues are created by a pull that does not wait, half by a
 	// push whose message is then taken: both leave an empty queue.
-	err := mqEach(n, mqClients, func(i int) error {
+	err := concurrently(n, mqClients, func(_ context.Context, i int) error {
 		if i%2 == 0 {
 			got, err := mqPullAck(c, names[i], "0")
 			if err == nil && got != "" {
@@ -531,7 +498,7 @@ func TestManyQueuesCluster(t *testing.T) {
 	// twice (noted in maybeTwice).
 	var maybeTwice sync.Map
 	start := time.Now()
-	err := mqEach(n, mqClients, func(i int) error {
+	err := concurrently(n, mqClients, func(_ context.Context, i int) error {
 		var last error
 		for attempt := range 10 {
 			c := clients[(i+attempt)%len(clients)]
@@ -600,7 +567,7 @@ func TestManyQueuesCluster(t *testing.T) {
 			want[name] = 0
 		}
 	}
-	err = mqEach(n, mqClients, func(i int) error {
+	err = concurrently(n, mqClients, func(_ context.Context, i int) error {
 		if want[names[i]] != 0 { // read only, from here on
 			return nil
 		}

@@ -251,13 +251,9 @@ func TestMultiFairness(t *testing.T) {
 		c.PatchProps(q, `{"timeout":300}`) // nothing times out during the test
 	}
 	start := time.Now()
-	err := multiParallel(len(queues)*perQueue, 8, func(ctx context.Context, i int) error {
+	err := concurrently(len(queues)*perQueue, 8, func(ctx context.Context, i int) error {
 		q := queues[i%len(queues)]
-		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s-%d", q, i)))
-		if err == nil && r.Status != http.StatusOK {
-			err = fmt.Errorf("push to %s: %v", q, r)
-		}
-		return err
+		return c.TryPush(ctx, q, []byte(fmt.Sprintf("%s-%d", q, i)))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +264,7 @@ func TestMultiFairness(t *testing.T) {
 	half := len(queues) * perQueue / 2
 	var mu sync.Mutex
 	counts := map[string]int{}
-	err = multiParallel(half, 4, func(ctx context.Context, i int) error {
+	err = concurrently(half, 4, func(ctx context.Context, i int) error {
 		r, err := c.Send(ctx, http.MethodGet, "/messages?qre="+url.QueryEscape("^fair/")+"&t=5", nil)
 		if err != nil {
 			return err
@@ -376,13 +372,9 @@ func TestMultiExactlyOnce(t *testing.T) {
 		})
 	}
 	// One pusher per queue, while the clients pull.
-	pushErr := multiParallel(total, nQueues, func(ctx context.Context, i int) error {
+	pushErr := concurrently(total, nQueues, func(ctx context.Context, i int) error {
 		q := queues[i%nQueues]
-		r, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q), []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
-		if err == nil && r.Status != http.StatusOK {
-			err = fmt.Errorf("push: %v", r)
-		}
-		return err
+		return c.TryPush(ctx, q, []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
 	})
 	if pushErr != nil {
 		cancel()
@@ -418,8 +410,7 @@ func TestMultiExactlyOnce(t *testing.T) {
 // it waits, and a smaller exactly-once run over several connections.
 func TestMultiRPC(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	gw, c := rpcStartDialed(t)
 	for _, q := range []string{"rany/1", "rany/2"} {
 		c.MustEmpty("pull", q, 0)
 	}
@@ -641,34 +632,4 @@ func (a *multiAsync) expectPending(t testing.TB, d time.Duration) {
 		t.Fatalf("request answered while it should wait: %v %v", a.r, a.err)
 	case <-time.After(d):
 	}
-}
-
-// multiParallel runs fn(0..n-1) on workers goroutines and returns the first
-// error; every call is bounded by requestTimeout.
-func multiParallel(n, workers int, fn func(ctx context.Context, i int) error) error {
-	var next atomic.Int64
-	errc := make(chan error, workers)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for !stop.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-				err := fn(ctx, i)
-				cancel()
-				if err != nil {
-					stop.Store(true)
-					errc <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	return <-errc
 }

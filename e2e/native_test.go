@@ -28,22 +28,40 @@ func natsClient(t *testing.T, gw *Gateway) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
+// nativeQueue is what the NATS-native tests start from: a gateway of
+// their own, an LMQ client and a plain nats.go program on it, the NATS
+// names of the queue under test, and a bound on the test.
+type nativeQueue struct {
+	c   *Client
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	n   mapping.Native
+	ctx context.Context
+}
+
+func startNative(t *testing.T, q string, limit time.Duration) nativeQueue {
+	t.Helper()
+	gw := Start(t)
+	nq := nativeQueue{c: gw.Client(t)}
+	nq.nc, nq.js = natsClient(t, gw)
+	var err error
+	if nq.n, err = mapping.NativeNames(q); err != nil {
+		t.Fatal(err)
+	}
+	var cancel context.CancelFunc
+	nq.ctx, cancel = context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	return nq
+}
+
 // TestNativePublishHTTPPull: a nats.go program publishes into a queue's
 // subject (the layout of mapping.NativeNames) and LMQ clients get the
 // messages over HTTP, with the metadata the program put in headers.
 func TestNativePublishHTTPPull(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
-	nc, js := natsClient(t, gw)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
 	const q = "native/in: ü"
-	n, err := mapping.NativeNames(q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nq := startNative(t, q, 30*time.Second)
+	c, nc, js, n, ctx := nq.c, nq.nc, nq.js, nq.n, nq.ctx
 	// The stream exists once the queue does; a PATCH creates it.
 	c.PatchProps(q, `{"retry":4}`)
 
@@ -124,14 +142,9 @@ func TestNativePublishHTTPPull(t *testing.T) {
 // the program's delivery counts as one of the message's deliveries.
 func TestNativeConsume(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
-	_, js := natsClient(t, gw)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
 	const q = "native/out"
-	n, _ := mapping.NativeNames(q)
+	nq := startNative(t, q, 30*time.Second)
+	c, js, n, ctx := nq.c, nq.js, nq.n, nq.ctx
 	c.Push(q, []byte("one"), "text/plain")
 	c.Push(q, []byte("two"), "")
 
@@ -210,14 +223,9 @@ func TestNativeConsume(t *testing.T) {
 // Nats-* headers from the copy).
 func TestNativeMsgIDSurvivesNack(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
-	_, js := natsClient(t, gw)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-
 	const q = "native/msgid"
-	n, _ := mapping.NativeNames(q)
+	nq := startNative(t, q, 20*time.Second)
+	c, js, n, ctx := nq.c, nq.js, nq.n, nq.ctx
 	c.PatchProps(q, `{}`)
 	m := nats.NewMsg(n.Subject)
 	m.Data = []byte("once")

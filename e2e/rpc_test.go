@@ -70,8 +70,7 @@ func TestRPCClientCodec(t *testing.T) {
 // checks LMQ's result shapes.
 func TestRPCMethods(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	gw, c := rpcStartDialed(t)
 
 	t.Run("push pull release retain done", func(t *testing.T) {
 		c := c.For(t)
@@ -220,8 +219,7 @@ func TestRPCMethods(t *testing.T) {
 // TestRPCContent checks the content rules across the two protocols.
 func TestRPCContent(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	gw, c := rpcStartDialed(t)
 
 	nested := map[string]any{
 		"str":    "hello",
@@ -328,10 +326,7 @@ func TestRPCContent(t *testing.T) {
 // the current dialect (--rpc-dialect current).
 func TestRPCDialect(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	hc := gw.Client(t)
-	nc := rpcDialRaw(t, gw.RPCAddr)
-	dec := newMPDecoder(nc)
+	hc, nc, dec := rawRPCGateway(t)
 
 	long := strings.Repeat("q", 40) // str8 in the 2013 dialect, raw16 in LMQ's
 
@@ -374,10 +369,7 @@ func TestRPCDialect(t *testing.T) {
 	pull(7, "\xac", "dialect/http", "\xda\x00\x28"+strings.Repeat("b", 40))
 
 	t.Run("current", func(t *testing.T) {
-		gw := rpcStart(t, "--rpc-dialect", "current")
-		hc := gw.Client(t)
-		nc := rpcDialRaw(t, gw.RPCAddr)
-		dec := newMPDecoder(nc)
+		hc, nc, dec := rawRPCGateway(t, "--rpc-dialect", "current")
 		// Requests in either dialect are still read.
 		rpcRoundTrip(t, nc, dec,
 			cat("\x94\x00\x01\xa4push\x92\xa7dialect\xa2hi"),
@@ -407,12 +399,20 @@ func TestRPCDialect(t *testing.T) {
 	})
 }
 
+// rawRPCGateway starts a gateway of its own (with args) and connects to its
+// RPC port for hand-built frames; hc is an HTTP client of the same gateway.
+func rawRPCGateway(t *testing.T, args ...string) (hc *Client, nc net.Conn, dec *mpDecoder) {
+	t.Helper()
+	gw := rpcStart(t, args...)
+	nc = rpcDialRaw(t, gw.RPCAddr)
+	return gw.Client(t), nc, newMPDecoder(nc)
+}
+
 // TestRPCPipelining: many requests in flight on one connection, answered by
 // msgid in whatever order they finish; notifications ignored.
 func TestRPCPipelining(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	_, c := rpcStartDialed(t)
 
 	t.Run("many in flight", func(t *testing.T) {
 		c := c.For(t)
@@ -523,8 +523,7 @@ func TestRPCPipelining(t *testing.T) {
 // it go before the push; see TestRPCDisconnectRace for a plain close.
 func TestRPCDisconnectDuringPull(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	b := dialRPC(t, gw.RPCAddr)
+	gw, b := rpcStartDialed(t)
 	for i, method := range []string{"pull", "pull_any"} {
 		q := fmt.Sprintf("gone/%d", i)
 		b.MustEmpty("pull", q, 0) // exists, for pull_any
@@ -607,8 +606,7 @@ func TestRPCDisconnectRace(t *testing.T) {
 // connection keeps working.
 func TestRPCBadInput(t *testing.T) {
 	t.Parallel()
-	gw := rpcStart(t)
-	c := dialRPC(t, gw.RPCAddr)
+	gw, c := rpcStartDialed(t)
 	c.MustOK("push", "bad/q", "keep")
 
 	cases := []struct {
@@ -951,26 +949,15 @@ func rpcQueueExists(t testing.TB, hc *Client, queue string) bool {
 // mpLoose is mpNormalize with every number as float64, for properties,
 // where 2 and 2.0 mean the same.
 func mpLoose(v any) any {
-	switch v := mpNormalize(v).(type) {
-	case int64:
-		return float64(v)
-	case uint64:
-		return float64(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = mpLoose(e)
+	return mpMapLeaves(mpNormalize(v), func(v any) any {
+		switch v := v.(type) {
+		case int64:
+			return float64(v)
+		case uint64:
+			return float64(v)
 		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = mpLoose(e)
-		}
-		return out
-	default:
 		return v
-	}
+	})
 }
 
 // rpcShort prints a value for an error message, long strings cut.
@@ -992,4 +979,12 @@ func rpcStart(t testing.TB, args ...string) *Gateway {
 	t.Helper()
 	_ = t.TempDir()
 	return Start(t, args...)
+}
+
+// rpcStartDialed is rpcStart with a MessagePack-RPC connection to the new
+// gateway.
+func rpcStartDialed(t testing.TB, args ...string) (*Gateway, *rpcClient) {
+	t.Helper()
+	gw := rpcStart(t, args...)
+	return gw, dialRPC(t, gw.RPCAddr)
 }

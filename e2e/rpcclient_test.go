@@ -20,6 +20,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"reflect"
 	"sort"
 	"sync"
 	"testing"
@@ -82,52 +83,51 @@ func mpString(v any) (string, bool) {
 // dialect cannot tell strings from binaries), integers into int64 or, beyond
 // its range, uint64.
 func mpNormalize(v any) any {
-	switch v := v.(type) {
-	case []byte:
-		return string(v)
-	case int:
-		return int64(v)
-	case int8:
-		return int64(v)
-	case int16:
-		return int64(v)
-	case int32:
-		return int64(v)
-	case uint8:
-		return int64(v)
-	case uint16:
-		return int64(v)
-	case uint32:
-		return int64(v)
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int64(v)
+	return mpMapLeaves(v, func(v any) any {
+		switch v := v.(type) {
+		case []byte:
+			return string(v)
+		case int, int8, int16, int32:
+			return reflect.ValueOf(v).Int()
+		case uint8, uint16, uint32:
+			return int64(reflect.ValueOf(v).Uint())
+		case uint64:
+			if v <= math.MaxInt64 {
+				return int64(v)
+			}
+		case mpMap:
+			out := make(map[string]any, len(v))
+			for _, p := range v {
+				k, ok := mpString(p.Key)
+				if !ok {
+					k = fmt.Sprint(p.Key)
+				}
+				out[k] = mpNormalize(p.Val)
+			}
+			return out
 		}
 		return v
+	})
+}
+
+// mpMapLeaves rebuilds v's arrays and string-keyed maps with f applied to
+// every value in them that is neither.
+func mpMapLeaves(v any, f func(any) any) any {
+	switch v := v.(type) {
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = mpNormalize(e)
-		}
-		return out
-	case mpMap:
-		out := make(map[string]any, len(v))
-		for _, p := range v {
-			k, ok := mpString(p.Key)
-			if !ok {
-				k = fmt.Sprint(p.Key)
-			}
-			out[k] = mpNormalize(p.Val)
+			out[i] = mpMapLeaves(e, f)
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = mpNormalize(e)
+			out[k] = mpMapLeaves(e, f)
 		}
 		return out
 	}
-	return v
+	return f(v)
 }
 
 // ---- encoding ----
@@ -168,15 +168,7 @@ func (e mpEncoder) encode(b []byte, v any) []byte {
 		if !e.current {
 			return e.appendStr(b, string(v))
 		}
-		switch n := len(v); {
-		case n <= math.MaxUint8:
-			b = append(b, 0xc4, byte(n))
-		case n <= math.MaxUint16:
-			b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
-		default:
-			b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
-		}
-		return append(b, v...)
+		return append(mpAppendSized(b, len(v), 0xc4), v...)
 	case mpRaw:
 		return append(b, v...)
 	case []any:
@@ -213,14 +205,26 @@ func (e mpEncoder) appendStr(b []byte, s string) []byte {
 	switch n := len(s); {
 	case n < 32:
 		b = append(b, 0xa0|byte(n))
-	case n <= math.MaxUint8 && e.current:
-		b = append(b, 0xd9, byte(n))
-	case n <= math.MaxUint16:
+	case n <= math.MaxUint8 && !e.current:
+		// LMQ's raw dialect has no str8: raw16.
 		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
 	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+		b = mpAppendSized(b, n, 0xd9)
 	}
 	return append(b, s...)
+}
+
+// mpAppendSized appends the header of a str or bin of n bytes in the
+// smallest of its three sized formats: code8 (8-bit length) and the two
+// after it (16 and 32 bits).
+func mpAppendSized(b []byte, n int, code8 byte) []byte {
+	switch {
+	case n <= math.MaxUint8:
+		return append(b, code8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, code8+1), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(b, code8+2), uint32(n))
 }
 
 func mpAppendInt(b []byte, v int64) []byte {
@@ -253,24 +257,20 @@ func mpAppendUint(b []byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
 }
 
-func mpAppendArrayHeader(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
-}
+func mpAppendArrayHeader(b []byte, n int) []byte { return mpAppendCount(b, n, 0x90, 0xdc) }
+func mpAppendMapHeader(b []byte, n int) []byte   { return mpAppendCount(b, n, 0x80, 0xde) }
 
-func mpAppendMapHeader(b []byte, n int) []byte {
+// mpAppendCount appends the header of an array or a map of n elements,
+// whose formats are alike: fix holds a count below 16 in its low bits,
+// code16 is the format with a 16-bit count, the next one has a 32-bit count.
+func mpAppendCount(b []byte, n int, fix, code16 byte) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x80|byte(n))
+		return append(b, fix|byte(n))
 	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, code16), uint16(n))
 	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
+	return binary.BigEndian.AppendUint32(append(b, code16+1), uint32(n))
 }
 
 // rpcRequestFrame encodes [0, msgid, method, params].

@@ -102,14 +102,8 @@ func testFractionalTimeout(t *testing.T, c *Client) {
 	c.PatchProps(q, `{"timeout":0.3}`)
 	start := time.Now()
 	first := c.MustPull(q, msgWait, "fast")
-	again := c.MustPull(q, msgWait, "fast")
 	// Rounded down (to 0) it would come back at once.
-	if back := time.Since(start); back < 250*time.Millisecond {
-		t.Errorf("message came back %v after the pull, want 0.3s or later", back)
-	}
-	if again.Retry() != 1 {
-		t.Errorf("redelivery retry-remaining %d, want 1", again.Retry())
-	}
+	again := pullTimedOut(t, c, q, "fast", start, 1)
 	c.ExpectReply(http.StatusNotFound, q, first.ID(), "ack")
 	// (No ack of the redelivery: under load it could come after its 0.3s.)
 	// "slow" comes back too (under timeout 0.3 now); the third delivery of
@@ -138,6 +132,21 @@ func testFractionalTimeout(t *testing.T, c *Client) {
 		ExpectMessage(t, r, q, "slow")
 		c.Reply(q, r.ID(), "ack")
 	}
+}
+
+// pullTimedOut pulls body again after its timeout of 0.3s, which ran from
+// no earlier than start, and checks that it did not come back sooner and
+// came with retry-remaining retry.
+func pullTimedOut(t *testing.T, c *Client, q, body string, start time.Time, retry int) *Response {
+	t.Helper()
+	r := c.MustPull(q, msgWait, body)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("%q came back %v after the pull, want 0.3s or later", body, d)
+	}
+	if r.Retry() != retry {
+		t.Errorf("redelivery of %q: retry-remaining %d, want %d", body, r.Retry(), retry)
+	}
+	return r
 }
 
 // testZeroTimeout: timeout 0 makes a pulled message available again at once,
@@ -177,25 +186,25 @@ func testRetryAtPushTimeoutAtDelivery(t *testing.T, c *Client) {
 	// Both time out after 0.3s; "after" has no retry left and is discarded.
 	// (Under the timeout 30 of the push it would not come back within
 	// msgWait.)
-	r := c.MustPull(q, msgWait, "before")
-	if d := time.Since(start); d < 250*time.Millisecond {
-		t.Errorf("timed out %v after the pull, want 0.3s or later", d)
-	}
-	if r.Retry() != 1 {
-		t.Errorf("redelivery: retry-remaining %d, want 1", r.Retry())
-	}
+	r := pullTimedOut(t, c, q, "before", start, 1)
 	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	c.PullEmpty(q, "0.6")
+}
+
+// pushPull sets q's properties, pushes body and pulls it. start is taken
+// just before the pull: the message's timeout runs from no earlier.
+func pushPull(c *Client, q, props, body string) (r *Response, start time.Time) {
+	c.PatchProps(q, props)
+	c.Push(q, []byte(body), "")
+	start = time.Now()
+	return c.MustPull(q, msgWait, body), start
 }
 
 // testExtRestartsTimer: ext moves the deadline to now+timeout, keeps the id,
 // and the message still times out after the new deadline.
 func testExtRestartsTimer(t *testing.T, c *Client) {
 	const q = "sem-ext"
-	c.PatchProps(q, `{"timeout":3}`)
-	c.Push(q, []byte("m"), "")
-	start := time.Now()
-	r := c.MustPull(q, msgWait, "m")
+	r, start := pushPull(c, q, `{"timeout":3}`, "m")
 	sleepUntil(start.Add(1500 * time.Millisecond))
 	extAt := time.Now()
 	c.ExpectReply(http.StatusNoContent, q, r.ID(), "ext")
@@ -246,10 +255,7 @@ func testNackGoesBehindWaiting(t *testing.T, c *Client) {
 // doubled for margin. JetStream alone would redeliver the timed-out one first.
 func testOrderTimedOutLater(t *testing.T, c *Client) {
 	const q = "sem-order-later"
-	c.PatchProps(q, `{"timeout":3}`)
-	c.Push(q, []byte("timed-out"), "")
-	start := time.Now()
-	c.MustPull(q, msgWait, "timed-out")
+	_, start := pushPull(c, q, `{"timeout":3}`, "timed-out")
 	sleepUntil(start.Add(1500 * time.Millisecond))
 	c.Push(q, []byte("fresh"), "")
 	if time.Since(start) > 2900*time.Millisecond {
@@ -267,10 +273,7 @@ func testOrderTimedOutLater(t *testing.T, c *Client) {
 // fresh push is served before it.
 func testOrderTimedOutEarlier(t *testing.T, c *Client) {
 	const q = "sem-order-earlier"
-	c.PatchProps(q, `{"timeout":0.3}`)
-	c.Push(q, []byte("timed-out"), "")
-	start := time.Now()
-	c.MustPull(q, msgWait, "timed-out")
+	_, start := pushPull(c, q, `{"timeout":0.3}`, "timed-out")
 	sleepUntil(start.Add(300 * time.Millisecond)) // (the timeout cannot end sooner)
 	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.Push(q, []byte("fresh"), "")

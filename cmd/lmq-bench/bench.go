@@ -124,36 +124,24 @@ func (b *bench) openTargets(ctx context.Context) error {
 		if !slices.Contains(cfg.targets, name) {
 			continue
 		}
+		if why := b.unreachable(name); why != "" {
+			b.skip(name, why)
+			continue
+		}
 		var t target
+		var err error
 		switch name {
 		case tNoop:
-			nt, err := newNoopHTTPTarget(maxConc)
-			if err != nil {
-				return err
-			}
-			t = nt
+			t, err = newNoopHTTPTarget(maxConc)
 		case tJS:
-			if b.natsURL == "" {
-				b.skip(name, "no --nats URL")
-				continue
-			}
-			jt, err := newJSTarget(b.natsURL, cfg.jsConns)
-			if err != nil {
-				return err
-			}
-			t = jt
+			t, err = newJSTarget(b.natsURL, cfg.jsConns)
 		case tHTTP:
-			if b.httpAddr == "" {
-				b.skip(name, "no --http address")
-				continue
-			}
 			t = newGatewayHTTPTarget(b.httpAddr, maxConc)
 		case tRPC:
-			if b.rpcAddr == "" {
-				b.skip(name, "no --rpc address")
-				continue
-			}
 			t = newRPCTarget(b.rpcAddr, cfg.rpcDepth)
+		}
+		if err != nil {
+			return err
 		}
 		b.targets = append(b.targets, t)
 	}
@@ -161,6 +149,20 @@ func (b *bench) openTargets(ctx context.Context) error {
 		return errors.New("no target can run (give --http/--rpc/--nats, or spawn)")
 	}
 	return nil
+}
+
+// unreachable says why target name cannot be measured (the address of the
+// server it measures was not given), or "" when it can.
+func (b *bench) unreachable(name string) string {
+	switch {
+	case name == tJS && b.natsURL == "":
+		return "no --nats URL"
+	case name == tHTTP && b.httpAddr == "":
+		return "no --http address"
+	case name == tRPC && b.rpcAddr == "":
+		return "no --rpc address"
+	}
+	return ""
 }
 
 func (b *bench) skip(target, why string) {
@@ -297,31 +299,31 @@ func (b *bench) keepMedians(runs [][]cellResult) {
 func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size int) ([]cellResult, error) {
 	cfg := b.cfg
 	var out []cellResult
-	if cfg.has(wPush) || cfg.has(wPull) {
-		r, err := b.pushCell(ctx, t, qs, c, size)
-		if err != nil {
-			return out, err
-		}
-		if cfg.has(wPush) {
+	// run runs one cell and keeps it for the report when report says so.
+	run := func(cell func(context.Context, target, *queueSet, int, int) (cellResult, error), report bool) error {
+		r, err := cell(ctx, t, qs, c, size)
+		if err == nil && report {
 			out = append(out, b.measured(r))
+		}
+		return err
+	}
+	if cfg.has(wPush) || cfg.has(wPull) {
+		if err := run(b.pushCell, cfg.has(wPush)); err != nil {
+			return out, err
 		}
 	}
 	if cfg.has(wPull) {
-		r, err := b.pullCell(ctx, t, qs, c, size)
-		if err != nil {
+		if err := run(b.pullCell, true); err != nil {
 			return out, err
 		}
-		out = append(out, b.measured(r))
 	}
 	if err := b.drain(ctx, t, qs); err != nil {
 		return out, err
 	}
 	if cfg.has(wMixed) {
-		r, err := b.mixedCell(ctx, t, qs, c, size)
-		if err != nil {
+		if err := run(b.mixedCell, true); err != nil {
 			return out, err
 		}
-		out = append(out, b.measured(r))
 		if err := b.drain(ctx, t, qs); err != nil {
 			return out, err
 		}

@@ -104,6 +104,18 @@ func slots(clients []client, depth int, fn func(w, k int, c client)) {
 	wg.Wait()
 }
 
+// recordedSlots is slots with a latency recorder of its own for every slot
+// (no lock shared between them); it returns them all for merging.
+func recordedSlots(clients []client, depth int, fn func(w, k int, c client, rec *recorder)) []*recorder {
+	recs := make([]*recorder, len(clients)*depth)
+	slots(clients, depth, func(w, k int, c client) {
+		rec := &recorder{}
+		recs[w*depth+k] = rec
+		fn(w, k, c, rec)
+	})
+	return recs
+}
+
 func (b *bench) newCell(workload string, t target, qs *queueSet, conc, size int) cellResult {
 	return cellResult{workload: workload, target: t.name(), conc: conc, depth: t.depth(), size: size, queues: len(qs.names)}
 }
@@ -145,29 +157,41 @@ func (b *bench) pusher(ctx context.Context, c client, qs *queueSet, own []int, s
 }
 
 func (b *bench) pushCell(ctx context.Context, t target, qs *queueSet, conc, size int) (cellResult, error) {
-	r := b.newCell(wPush, t, qs, conc, size)
+	return b.timedCell(ctx, wPush, t, qs, conc, size, 1, func(ctx context.Context, r *cellResult, clients [][]client, deadline time.Time, errs *errTally) []*recorder {
+		var done atomic.Int64
+		recs := recordedSlots(clients[0], t.depth(), func(w, k int, c client, rec *recorder) {
+			b.pusher(ctx, c, qs, qs.assigned(w, conc), k, size, deadline, rec, &done, errs)
+		})
+		r.msgs = done.Load()
+		return recs
+	})
+}
+
+// timedCell is the frame of the push, pull and mixed cells: a context
+// bounded well beyond the cell's duration, sets of conc clients each
+// (mixed: pushers and pullers), and the server's CPU and a profile taken
+// around the timed part. run works until deadline, counts into r and
+// returns the latency recorders.
+func (b *bench) timedCell(ctx context.Context, workload string, t target, qs *queueSet, conc, size, sets int,
+	run func(ctx context.Context, r *cellResult, clients [][]client, deadline time.Time, errs *errTally) []*recorder) (cellResult, error) {
+	r := b.newCell(workload, t, qs, conc, size)
 	ctx, cancel := context.WithTimeout(ctx, b.cellLimit(b.cfg.duration))
 	defer cancel()
-	clients, err := b.openClients(ctx, t, conc)
-	if err != nil {
-		return r, err
+	clients := make([][]client, sets)
+	for i := range clients {
+		cs, err := b.openClients(ctx, t, conc)
+		if err != nil {
+			return r, err
+		}
+		defer closeClients(cs)
+		clients[i] = cs
 	}
-	defer closeClients(clients)
 
-	depth := t.depth()
-	recs := make([]*recorder, conc*depth)
-	var done atomic.Int64
 	var errs errTally
 	cpu0 := b.serverCPU(t)
 	profiled := b.startProfile(ctx, r)
 	start := time.Now()
-	deadline := start.Add(b.cfg.duration)
-	slots(clients, depth, func(w, k int, c client) {
-		rec := &recorder{}
-		recs[w*depth+k] = rec
-		b.pusher(ctx, c, qs, qs.assigned(w, conc), k, size, deadline, rec, &done, &errs)
-	})
-	r.msgs = done.Load()
+	recs := run(ctx, &r, clients, start.Add(b.cfg.duration), &errs)
 	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
 	profiled()
 	return r, b.cellErr(ctx)
@@ -220,71 +244,62 @@ func (b *bench) takeReserved(ctx context.Context, c client, qs *queueSet, q int,
 	return nil, nil, nil
 }
 
-func (b *bench) pullCell(ctx context.Context, t target, qs *queueSet, conc, size int) (cellResult, error) {
-	r := b.newCell(wPull, t, qs, conc, size)
-	ctx, cancel := context.WithTimeout(ctx, b.cellLimit(b.cfg.duration))
-	defer cancel()
-	clients, err := b.openClients(ctx, t, conc)
+// ackPulled finishes one pull from queue q that returned ack and err: it
+// counts a failed pull (pausing before the next), passes over an empty one,
+// and acks a message. It reports whether a message was pulled and acked.
+func ackPulled(ctx context.Context, qs *queueSet, q int, ack func(context.Context) error, err error, errs *errTally) bool {
 	if err != nil {
-		return r, err
+		errs.add(err)
+		pauseAfterError(ctx)
+		return false
 	}
-	defer closeClients(clients)
+	if ack == nil {
+		return false
+	}
+	if err := ack(ctx); err != nil {
+		// The message stays in flight on the server and comes back later:
+		// the queue must be recreated before the next cell.
+		qs.markDirty(q)
+		errs.add(err)
+		return false
+	}
+	return true
+}
 
-	depth := t.depth()
-	recs := make([]*recorder, conc*depth)
-	var done, missing, retried atomic.Int64
-	var errs errTally
-	stateful := t.stateful()
-	cpu0 := b.serverCPU(t)
-	profiled := b.startProfile(ctx, r)
-	start := time.Now()
-	deadline := start.Add(b.cfg.duration)
-	slots(clients, depth, func(w, k int, c client) {
-		rec := &recorder{}
-		recs[w*depth+k] = rec
-		own := qs.assigned(w, conc)
-		cursor := k
-		for ctx.Err() == nil && time.Now().Before(deadline) {
-			t0 := time.Now()
-			var ack func(context.Context) error
-			var err error
-			var q int
-			if stateful {
-				var ok bool
-				if q, ok = pickReserved(qs, own, &cursor); !ok {
-					return // this client's queues are drained
+func (b *bench) pullCell(ctx context.Context, t target, qs *queueSet, conc, size int) (cellResult, error) {
+	return b.timedCell(ctx, wPull, t, qs, conc, size, 1, func(ctx context.Context, r *cellResult, clients [][]client, deadline time.Time, errs *errTally) []*recorder {
+		var done, missing, retried atomic.Int64
+		stateful := t.stateful()
+		recs := recordedSlots(clients[0], t.depth(), func(w, k int, c client, rec *recorder) {
+			own := qs.assigned(w, conc)
+			cursor := k
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				t0 := time.Now()
+				var ack func(context.Context) error
+				var err error
+				var q int
+				if stateful {
+					var ok bool
+					if q, ok = pickReserved(qs, own, &cursor); !ok {
+						return // this client's queues are drained
+					}
+					_, ack, err = b.takeReserved(ctx, c, qs, q, &missing, &retried)
+				} else {
+					q = own[cursor%len(own)]
+					cursor++
+					_, ack, err = c.pull(ctx, qs.names[q], 0)
 				}
-				_, ack, err = b.takeReserved(ctx, c, qs, q, &missing, &retried)
-			} else {
-				q = own[cursor%len(own)]
-				cursor++
-				_, ack, err = c.pull(ctx, qs.names[q], 0)
+				if ackPulled(ctx, qs, q, ack, err, errs) {
+					rec.add(time.Since(t0))
+					done.Add(1)
+				}
 			}
-			if err != nil {
-				errs.add(err)
-				pauseAfterError(ctx)
-				continue
-			}
-			if ack == nil {
-				continue
-			}
-			if err := ack(ctx); err != nil {
-				// The message stays in flight on the server and comes back
-				// later: the queue must be recreated before the next cell.
-				qs.markDirty(q)
-				errs.add(err)
-				continue
-			}
-			rec.add(time.Since(t0))
-			done.Add(1)
-		}
+		})
+		r.msgs = done.Load()
+		r.missing = missing.Load()
+		r.retried = retried.Load()
+		return recs
 	})
-	r.msgs = done.Load()
-	r.missing = missing.Load()
-	r.retried = retried.Load()
-	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
-	profiled()
-	return r, b.cellErr(ctx)
 }
 
 // puller is the pulling half of mixed and e2e: it pulls counted messages
@@ -350,56 +365,33 @@ func (b *bench) puller(ctx context.Context, c client, qs *queueSet, own []int, c
 }
 
 func (b *bench) mixedCell(ctx context.Context, t target, qs *queueSet, conc, size int) (cellResult, error) {
-	r := b.newCell(wMixed, t, qs, conc, size)
-	ctx, cancel := context.WithTimeout(ctx, b.cellLimit(b.cfg.duration))
-	defer cancel()
-	pushers, err := b.openClients(ctx, t, conc)
-	if err != nil {
-		return r, err
-	}
-	defer closeClients(pushers)
-	pullers, err := b.openClients(ctx, t, conc)
-	if err != nil {
-		return r, err
-	}
-	defer closeClients(pullers)
-
-	depth := t.depth()
-	pushRecs := make([]*recorder, conc*depth)
-	recs := make([]*recorder, conc*depth)
-	var pushed, done atomic.Int64
-	var errs errTally
-	cpu0 := b.serverCPU(t)
-	profiled := b.startProfile(ctx, r)
-	start := time.Now()
-	deadline := start.Add(b.cfg.duration)
-	stop := func() bool { return !time.Now().Before(deadline) }
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		slots(pushers, depth, func(w, k int, c client) {
-			rec := &recorder{}
-			pushRecs[w*depth+k] = rec
-			b.pusher(ctx, c, qs, qs.assigned(w, conc), k, size, deadline, rec, &pushed, &errs)
-		})
-	}()
-	go func() {
-		defer wg.Done()
-		slots(pullers, depth, func(w, k int, c client) {
-			rec := &recorder{}
-			recs[w*depth+k] = rec
-			onMsg := func([]byte, time.Time) {}
-			b.puller(ctx, c, qs, qs.assigned(w, conc), k, stop, deadline, onMsg, rec, &done, &errs)
-		})
-	}()
-	wg.Wait()
-	r.msgs = done.Load()
-	r.pushed = pushed.Load()
-	r.pushLat = merge(pushRecs)
-	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
-	profiled()
-	return r, b.cellErr(ctx)
+	return b.timedCell(ctx, wMixed, t, qs, conc, size, 2, func(ctx context.Context, r *cellResult, clients [][]client, deadline time.Time, errs *errTally) []*recorder {
+		pushers, pullers := clients[0], clients[1]
+		depth := t.depth()
+		var pushRecs, recs []*recorder
+		var pushed, done atomic.Int64
+		stop := func() bool { return !time.Now().Before(deadline) }
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			pushRecs = recordedSlots(pushers, depth, func(w, k int, c client, rec *recorder) {
+				b.pusher(ctx, c, qs, qs.assigned(w, conc), k, size, deadline, rec, &pushed, errs)
+			})
+		}()
+		go func() {
+			defer wg.Done()
+			recs = recordedSlots(pullers, depth, func(w, k int, c client, rec *recorder) {
+				onMsg := func([]byte, time.Time) {}
+				b.puller(ctx, c, qs, qs.assigned(w, conc), k, stop, deadline, onMsg, rec, &done, errs)
+			})
+		}()
+		wg.Wait()
+		r.msgs = done.Load()
+		r.pushed = pushed.Load()
+		r.pushLat = merge(pushRecs)
+		return recs
+	})
 }
 
 // drain empties a queue set between cells (untimed), so that every cell
@@ -431,20 +423,9 @@ func (b *bench) drain(ctx context.Context, t target, qs *queueSet) error {
 				return
 			}
 			_, ack, err := b.takeReserved(dctx, c, qs, q, &missing, &retried)
-			if err != nil {
-				errs.add(err)
-				pauseAfterError(dctx)
-				continue
+			if ackPulled(dctx, qs, q, ack, err, &errs) {
+				done.Add(1)
 			}
-			if ack == nil {
-				continue
-			}
-			if err := ack(dctx); err != nil {
-				errs.add(err)
-				qs.markDirty(q)
-				continue
-			}
-			done.Add(1)
 		}
 	})
 	closeClients(clients)

@@ -123,7 +123,7 @@ func (b *bench) e2eTrial(ctx context.Context, t target, qs *queueSet, conc, size
 	var sent, pulled, inWindow, acked, notSent atomic.Int64
 	var pushersDone atomic.Bool
 	var errs errTally
-	recs := make([]*recorder, conc*depth)
+	var recs []*recorder
 
 	cpu0 := b.serverCPU(t)
 	profiled := b.profileFor(ctx, t.name(), fmt.Sprintf("e2e-%s-c%d-s%d-q%d-r%.0f", t.name(), conc, size, len(qs.names), rate), d)
@@ -192,9 +192,7 @@ func (b *bench) e2eTrial(ctx context.Context, t target, qs *queueSet, conc, size
 			}
 			return pushersDone.Load() && pulled.Load() >= sent.Load()
 		}
-		slots(pullers, depth, func(w, k int, c client) {
-			rec := &recorder{}
-			recs[w*depth+k] = rec
+		recs = recordedSlots(pullers, depth, func(w, k int, c client, rec *recorder) {
 			onMsg := func(body []byte, at time.Time) {
 				pulled.Add(1)
 				if at.Before(end) {

@@ -115,22 +115,15 @@ func (r *mqRun) single(ctx context.Context) error {
 	var failures errTally
 	err := r.budgeted(ctx, n, cfg.mqClients, func(ctx context.Context, i int) error {
 		c := &httpClient{t: r.t}
-		// A push the gateway could not store (503, 504 under load) is
-		// tried again, up to three times, then counted as failed.
-		for range 3 {
-			err := c.push(ctx, r.names[i], r.body)
-			if err == nil {
-				r.full[i] = true
-				done.Add(1)
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			failures.add(err)
-			pauseAfterError(ctx)
+		err := pushTried(ctx, &failures, func(int) error { return c.push(ctx, r.names[i], r.body) })
+		switch {
+		case err == nil:
+			r.full[i] = true
+			done.Add(1)
+		case ctx.Err() != nil:
+			return ctx.Err()
 		}
-		return nil
+		return nil // failed three times: counted, and the phase goes on
 	})
 	el := time.Since(start)
 	r.created = int(done.Load())
@@ -188,6 +181,25 @@ func (r *mqRun) budgeted(ctx context.Context, n, conc int, fn func(ctx context.C
 	err := parallel(bctx, n, conc, fn)
 	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
 		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// pushTried pushes with push (given the try's number), trying again when
+// the gateway could not store the message (503, 504 under load), three
+// tries in all, each failure counted in failures. It returns nil once a
+// push is stored, ctx's error when ctx ends, else the last failure.
+func pushTried(ctx context.Context, failures *errTally, push func(try int) error) error {
+	var err error
+	for try := range 3 {
+		if err = push(try); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		failures.add(err)
+		pauseAfterError(ctx)
 	}
 	return err
 }
@@ -872,19 +884,13 @@ func (b *bench) mqCluster(ctx context.Context) error {
 	start := time.Now()
 	bctx, cancel := context.WithTimeout(ctx, cfg.mqBudget)
 	err = parallel(bctx, m, cfg.mqClients, func(ctx context.Context, i int) error {
-		// Retried (through the next gateway) as in the single-node phase.
-		var err error
-		for k := range 3 {
-			c := &httpClient{t: hcs[(i+k)%len(hcs)]}
-			if err = c.push(ctx, fmt.Sprintf("%s%05d", prefix, i), body); err == nil {
-				done.Add(1)
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			failures.add(err)
-			pauseAfterError(ctx)
+		// Each try goes through the next gateway.
+		err := pushTried(ctx, &failures, func(try int) error {
+			c := &httpClient{t: hcs[(i+try)%len(hcs)]}
+			return c.push(ctx, fmt.Sprintf("%s%05d", prefix, i), body)
+		})
+		if err == nil {
+			done.Add(1)
 		}
 		return err
 	})

@@ -345,18 +345,27 @@ func cpuPerMsg(cpu time.Duration, msgs int64) string {
 	return fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(msgs))
 }
 
-func cellNotes(c cellResult) string {
+// firstNotes starts the notes of a row the same way for every workload:
+// the figures of the --repeat runs its median was taken from (median says
+// which figure, with a %d for their count and a %s for the list), then a
+// pipelining depth above 1.
+func firstNotes[T any](median string, reps []T, format func(T) string, depth int) []string {
 	var n []string
-	if len(c.repRates) > 1 {
-		rates := make([]string, len(c.repRates))
-		for i, x := range c.repRates {
-			rates[i] = fmtRate(x)
+	if len(reps) > 1 {
+		figs := make([]string, len(reps))
+		for i, x := range reps {
+			figs[i] = format(x)
 		}
-		n = append(n, fmt.Sprintf("median of %d runs: %s /s", len(rates), strings.Join(rates, ", ")))
+		n = append(n, fmt.Sprintf(median, len(figs), strings.Join(figs, ", ")))
 	}
-	if c.depth > 1 {
-		n = append(n, fmt.Sprintf("depth %d", c.depth))
+	if depth > 1 {
+		n = append(n, fmt.Sprintf("depth %d", depth))
 	}
+	return n
+}
+
+func cellNotes(c cellResult) string {
+	n := firstNotes("median of %d runs: %s /s", c.repRates, fmtRate, c.depth)
 	if c.workload == wMixed {
 		n = append(n, fmt.Sprintf("pushed %s/s, push p50 %s p99 %s", fmtRate(float64(c.pushed)/c.elapsed.Seconds()),
 			fmtDur(c.pushLat.p50), fmtDur(c.pushLat.p99)))
@@ -377,17 +386,7 @@ func cellNotes(c cellResult) string {
 }
 
 func e2eNotes(r e2eResult) string {
-	var n []string
-	if len(r.repP99) > 1 {
-		p := make([]string, len(r.repP99))
-		for i, x := range r.repP99 {
-			p[i] = fmtDur(x)
-		}
-		n = append(n, fmt.Sprintf("median p99 of %d runs: %s", len(p), strings.Join(p, ", ")))
-	}
-	if r.depth > 1 {
-		n = append(n, fmt.Sprintf("depth %d", r.depth))
-	}
+	n := firstNotes("median p99 of %d runs: %s", r.repP99, fmtDur, r.depth)
 	if r.undelivered > 0 {
 		n = append(n, fmt.Sprintf("%s not delivered within the grace period", fmtInt(r.undelivered)))
 	}

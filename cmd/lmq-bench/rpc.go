@@ -42,14 +42,7 @@ func (t *rpcTarget) setup(ctx context.Context, queue string) error {
 		return err
 	}
 	defer c.close()
-	_, ack, err := c.pull(ctx, queue, 0)
-	if err != nil {
-		return err
-	}
-	if ack != nil {
-		return fmt.Errorf("setup %s: fresh queue handed out a message", queue)
-	}
-	return nil
+	return createByPull(ctx, c, queue)
 }
 
 func (t *rpcTarget) remove(ctx context.Context, queue string) error {

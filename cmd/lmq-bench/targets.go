@@ -115,7 +115,12 @@ func (t *httpTarget) messagesURL(queue string) string {
 
 // setup creates the queue with a pull that does not wait (LMQ: GET creates).
 func (t *httpTarget) setup(ctx context.Context, queue string) error {
-	c := &httpClient{t: t}
+	return createByPull(ctx, &httpClient{t: t}, queue)
+}
+
+// createByPull creates queue through c the LMQ way, with a pull that does
+// not wait (a pull creates the queue it names), and checks that it is empty.
+func createByPull(ctx context.Context, c client, queue string) error {
 	_, ack, err := c.pull(ctx, queue, 0)
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/server"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -28,6 +30,52 @@ func writeFile(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// withConfigFile is args followed, when text is not empty, by --config
+// naming a file that holds text.
+func withConfigFile(t *testing.T, args []string, text string) []string {
+	t.Helper()
+	if text == "" {
+		return args
+	}
+	return append(slices.Clip(args), "--config", writeFile(t, text))
+}
+
+// mustParse is the configuration args and the environment envs make,
+// failing the test when they are refused.
+func mustParse(t *testing.T, args []string, envs map[string]string) *config {
+	t.Helper()
+	c, err := parseConfig(args, env(envs), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// mustServerConfig is the server configuration c makes, failing the test on
+// an error.
+func mustServerConfig(t *testing.T, c *config) server.Config {
+	t.Helper()
+	sc, err := c.serverConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// wantInHelp checks that --help prints each of wants.
+func wantInHelp(t *testing.T, wants ...string) {
+	t.Helper()
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
 }
 
 // TestConfigPrecedence: flags > environment > config file > defaults.
@@ -101,11 +149,7 @@ func TestConfigErrors(t *testing.T) {
 		"nats-wait < 0":    {args: []string{"--nats-wait", "-1s"}, want: "--nats-wait must not be negative"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := tc.args
-			if tc.file != "" {
-				args = append(args, "--config", writeFile(t, tc.file))
-			}
-			_, err := parseConfig(args, env(tc.env), &bytes.Buffer{})
+			_, err := parseConfig(withConfigFile(t, tc.args, tc.file), env(tc.env), &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -114,20 +158,10 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestHelpListsDefaultsAndEnv(t *testing.T) {
-	var out bytes.Buffer
-	_, err := parseConfig([]string{"--help"}, env(nil), &out)
-	if !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, want := range []string{
+	wantInHelp(t,
 		"precedence", "--config FILE", "--statsd-addr", "(default :9980; env LMQ_HTTP_LISTEN)",
 		"--access-log", "(default true; env LMQ_ACCESS_LOG)", "(default 10s; env LMQ_STATSD_INTERVAL)",
-		"lmq-gateway status", "lmq-gateway version",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("--help lacks %q", want)
-		}
-	}
+		"lmq-gateway status", "lmq-gateway version")
 }
 
 func TestSubcommands(t *testing.T) {
@@ -162,22 +196,11 @@ func TestAllowedOrigins(t *testing.T) {
 		"file":        {file: "allowed-origins = https://a.example,http://b.example\n", want: []string{"https://a.example", "http://b.example"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := tc.args
-			if tc.file != "" {
-				args = append(args, "--config", writeFile(t, tc.file))
-			}
-			c, err := parseConfig(args, env(tc.env), &bytes.Buffer{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustParse(t, withConfigFile(t, tc.args, tc.file), tc.env)
 			if got := c.origins(); !slices.Equal(got, tc.want) {
 				t.Errorf("origins %q, want %q", got, tc.want)
 			}
-			sc, err := c.serverConfig(slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(sc.AllowedOrigins, tc.want) {
+			if sc := mustServerConfig(t, c); !slices.Equal(sc.AllowedOrigins, tc.want) {
 				t.Errorf("server config: %q, want %q", sc.AllowedOrigins, tc.want)
 			}
 		})
@@ -188,13 +211,5 @@ func TestAllowedOrigins(t *testing.T) {
 			t.Errorf("--allowed-origins %q: %v, want an error naming the flag", bad, err)
 		}
 	}
-	var out bytes.Buffer
-	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, want := range []string{"--allowed-origins ORIGINS", `(default ""; env LMQ_ALLOWED_ORIGINS)`, "refused 403"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("--help lacks %q", want)
-		}
-	}
+	wantInHelp(t, "--allowed-origins ORIGINS", `(default ""; env LMQ_ALLOWED_ORIGINS)`, "refused 403")
 }

@@ -2,10 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 )
@@ -29,18 +25,7 @@ func TestConsumerStorageSetting(t *testing.T) {
 		{name: "flag over env", args: []string{"--consumer-storage", "memory"}, env: map[string]string{"LMQ_CONSUMER_STORAGE": "file"}, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := tc.args
-			if tc.file != "" {
-				args = append(args, "--config", writeFile(t, tc.file))
-			}
-			c, err := parseConfig(args, env(tc.env), &bytes.Buffer{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc, err := c.serverConfig(slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			sc := mustServerConfig(t, mustParse(t, withConfigFile(t, tc.args, tc.file), tc.env))
 			if sc.FileConsumers != tc.want {
 				t.Errorf("FileConsumers %v, want %v", sc.FileConsumers, tc.want)
 			}
@@ -52,11 +37,5 @@ func TestConsumerStorageSetting(t *testing.T) {
 			t.Errorf("--consumer-storage %q: error %v, want one naming memory or file", bad, err)
 		}
 	}
-	var out bytes.Buffer
-	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	if !strings.Contains(out.String(), "(default memory; env LMQ_CONSUMER_STORAGE)") {
-		t.Errorf("--help lacks --consumer-storage with its default:\n%s", out.String())
-	}
+	wantInHelp(t, "(default memory; env LMQ_CONSUMER_STORAGE)")
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
-	"log/slog"
 	"strings"
 	"testing"
 )
@@ -57,21 +54,12 @@ func TestLimitFlagsAccepted(t *testing.T) {
 }
 
 func TestLimitFlagsInHelp(t *testing.T) {
-	var out bytes.Buffer
-	if _, err := parseConfig([]string{"--help"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, want := range []string{
+	wantInHelp(t,
 		"(default 30s; env LMQ_READ_BODY_IDLE_TIMEOUT)", "(default 1024; env LMQ_MIN_BODY_RATE)",
 		"(default 30s; env LMQ_WRITE_TIMEOUT)", "(default 16384; env LMQ_MAX_HTTP_CONNS)",
 		"(default 4096; env LMQ_MAX_RPC_CONNS)", "(default 268435456; env LMQ_RPC_MAX_INFLIGHT_BYTES)",
 		"--rpc-allow-unauthenticated", "--rpc-tls-cert FILE", "--rpc-tls-client-ca FILE",
-		"(default 100000; env LMQ_MAX_QUEUES)",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("--help lacks %q", want)
-		}
-	}
+		"(default 100000; env LMQ_MAX_QUEUES)")
 }
 
 // TestMaxQueuesLayers: --max-queues comes from a flag, LMQ_MAX_QUEUES or the
@@ -89,19 +77,14 @@ func TestMaxQueuesLayers(t *testing.T) {
 		"flag":    {[]string{"--config", file, "--max-queues", "9"}, map[string]string{"LMQ_MAX_QUEUES": "8"}, 9},
 		"off":     {[]string{"--max-queues", "0"}, nil, 0},
 	} {
-		c, err := parseConfig(tc.args, env(tc.env), &bytes.Buffer{})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if c.limits.maxQueues != tc.want {
-			t.Errorf("%s: max-queues %d, want %d", name, c.limits.maxQueues, tc.want)
-		}
-		sc, err := c.serverConfig(slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if sc.MaxQueues != tc.want {
-			t.Errorf("%s: server MaxQueues %d, want %d", name, sc.MaxQueues, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			c := mustParse(t, tc.args, tc.env)
+			if c.limits.maxQueues != tc.want {
+				t.Errorf("max-queues %d, want %d", c.limits.maxQueues, tc.want)
+			}
+			if sc := mustServerConfig(t, c); sc.MaxQueues != tc.want {
+				t.Errorf("server MaxQueues %d, want %d", sc.MaxQueues, tc.want)
+			}
+		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,18 +51,12 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		args = args[1:]
 	}
-	defHTTP := "localhost:9980"
-	if v, ok := os.LookupEnv(envName("http-listen")); ok && v != "" {
-		defHTTP = v
-	}
 	fs := flag.NewFlagSet("lmq-gateway token "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("http", defHTTP, "the gateway's HTTP address: host:port or a URL (https://host:port); default from LMQ_HTTP_LISTEN")
-	bearer := fs.String("auth-token", os.Getenv(envName("auth-token")), "the operator's --auth-token, or an admin token on every queue (default from LMQ_AUTH_TOKEN)")
-	basic := fs.String("auth-basic", os.Getenv(envName("auth-basic")), "USER:PASSWORD of the operator's --auth-basic (default from LMQ_AUTH_BASIC)")
-	insecure := fs.Bool("insecure", false, "do not verify the gateway's TLS certificate")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	gw := addGatewayFlags(fs,
+		"the operator's --auth-token, or an admin token on every queue (default from LMQ_AUTH_TOKEN)",
+		"USER:PASSWORD of the operator's --auth-basic (default from LMQ_AUTH_BASIC)",
+		"print the gateway's JSON answer")
 	var name, prefix, re, rights *string
 	if verb == "create" {
 		name = fs.String("name", "", "the token's namespace (1 to 64 of A-Z a-z 0-9 _ . -): it labels the metrics; tokens may share one")
@@ -78,12 +71,19 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c := tokenClient{base: ops.BaseURL(*addr), cred: auth.Credential{BearerToken: *bearer}, insecure: *insecure}
-	if *basic != "" {
-		c.cred.BasicUser, c.cred.BasicPassword, _ = strings.Cut(*basic, ":")
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	c := tokenClient{base: ops.BaseURL(*gw.addr), cred: gw.credential(), insecure: *gw.insecure}
+	ctx, cancel := context.WithTimeout(ctx, *gw.timeout)
 	defer cancel()
+	// answer asks /tokens; with --json it prints the gateway's answer as it
+	// is and says so (printed), leaving the caller nothing more to print.
+	answer := func(method string, body []byte, want int, out any) (printed bool, err error) {
+		raw, err := c.do(ctx, method, auth.PathTokens, body, want, out)
+		if err != nil || !*gw.asJSON {
+			return false, err
+		}
+		_, err = stdout.Write(append(raw, '\n'))
+		return true, err
+	}
 	switch verb {
 	case "create":
 		if fs.NArg() > 0 {
@@ -97,33 +97,23 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		body, _ := json.Marshal(spec)
 		var out auth.CreatedToken
-		raw, err := c.do(ctx, http.MethodPost, auth.PathTokens, body, http.StatusCreated, &out)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			_, err = stdout.Write(append(raw, '\n'))
+		if printed, err := answer(http.MethodPost, body, http.StatusCreated, &out); printed || err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "token %s (namespace %s, rights %s, scope %s); keep it, it is not shown again:\n",
 			out.ID, out.Name, strings.Join(out.Rights, ","), scopeText(out.TokenInfo))
-		_, err = fmt.Fprintln(stdout, out.Token)
+		_, err := fmt.Fprintln(stdout, out.Token)
 		return err
 	case "list":
 		if fs.NArg() > 0 {
 			return fmt.Errorf("token list: unexpected argument %q", fs.Arg(0))
 		}
 		var out auth.TokenList
-		raw, err := c.do(ctx, http.MethodGet, auth.PathTokens, nil, http.StatusOK, &out)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			_, err = stdout.Write(append(raw, '\n'))
+		if printed, err := answer(http.MethodGet, nil, http.StatusOK, &out); printed || err != nil {
 			return err
 		}
 		if len(out.Tokens) == 0 {
-			_, err = fmt.Fprintln(stdout, "No tokens.")
+			_, err := fmt.Fprintln(stdout, "No tokens.")
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

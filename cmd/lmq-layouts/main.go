@@ -291,29 +291,19 @@ func run(ctx context.Context, cfg config) (result, error) {
 
 	// Creation: one queue = (stream + consumer, for perqueue) + first push.
 	cctx, cancel := context.WithTimeout(ctx, cfg.budget)
-	var next, created atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
-	for range cfg.workers {
-		wg.Go(func() {
-			for {
-				q := int(next.Add(1)) - 1
-				if q >= cfg.queues || cctx.Err() != nil {
-					return
-				}
-				err := createQueue(cctx, js, cfg, q, body)
-				if err != nil {
-					if cctx.Err() == nil {
-						errOnce.Do(func() { firstErr = err })
-					}
-					return
-				}
-				created.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	var created atomic.Int64
+	firstErr := eachQueue(cfg.workers, cfg.queues, func(q int) error {
+		if cctx.Err() != nil {
+			return nil // budget hit: the rest are not created
+		}
+		switch err := createQueue(cctx, js, cfg, q, body); {
+		case err == nil:
+			created.Add(1)
+		case cctx.Err() == nil:
+			return err
+		}
+		return nil // failed as the budget ran out: not counted
+	})
 	budgetHit := cctx.Err() != nil
 	cancel()
 	res.CreateSec = time.Since(start).Seconds()
@@ -415,46 +405,58 @@ func listAll(ctx context.Context, js jetstream.JetStream, subjects bool) (uint64
 	return total, nil
 }
 
+// eachQueue calls fn for queues 0 to n-1 from workers goroutines and
+// returns the first error; after one, no worker takes a new queue.
+func eachQueue(workers, n int, fn func(q int) error) error {
+	var next atomic.Int64
+	var failed atomic.Bool
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				q := int(next.Add(1)) - 1
+				if q >= n {
+					return
+				}
+				if err := fn(q); err != nil {
+					once.Do(func() { first = err; failed.Store(true) })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
 // activePhase puts A queues in use and measures Fetch(1)+DoubleAck.
 func activePhase(ctx context.Context, js jetstream.JetStream, cfg config, res *result) error {
 	a := min(cfg.active, res.Created)
 	res.Active = a
 	cons := make([]jetstream.Consumer, a)
 	start := time.Now()
-	var next atomic.Int64
-	errs := make(chan error, cfg.workers)
-	var wg sync.WaitGroup
-	for range cfg.workers {
-		wg.Go(func() {
-			for {
-				q := int(next.Add(1)) - 1
-				if q >= a {
-					return
-				}
-				var c jetstream.Consumer
-				var err error
-				if cfg.layout == "perqueue" {
-					c, err = js.Consumer(ctx, queueStream(cfg, q), "lmq")
-				} else {
-					c, err = js.CreateOrUpdateConsumer(ctx, queueStream(cfg, q), jetstream.ConsumerConfig{
-						Durable: fmt.Sprintf("q%d", q), FilterSubject: queueSubject(cfg, q),
-						AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-						InactiveThreshold: 5 * time.Minute,
-					})
-				}
-				if err != nil {
-					errs <- fmt.Errorf("consumer for q%d: %w", q, err)
-					return
-				}
-				cons[q] = c
-			}
-		})
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	err := eachQueue(cfg.workers, a, func(q int) error {
+		var c jetstream.Consumer
+		var err error
+		if cfg.layout == "perqueue" {
+			c, err = js.Consumer(ctx, queueStream(cfg, q), "lmq")
+		} else {
+			c, err = js.CreateOrUpdateConsumer(ctx, queueStream(cfg, q), jetstream.ConsumerConfig{
+				Durable: fmt.Sprintf("q%d", q), FilterSubject: queueSubject(cfg, q),
+				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+				InactiveThreshold: 5 * time.Minute,
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("consumer for q%d: %w", q, err)
+		}
+		cons[q] = c
+		return nil
+	})
+	if err != nil {
 		return err
-	default:
 	}
 	if cfg.layout != "perqueue" {
 		res.ConsPerSec = float64(a) / time.Since(start).Seconds()
@@ -462,37 +464,24 @@ func activePhase(ctx context.Context, js jetstream.JetStream, cfg config, res *r
 	res.ActiveRSSMiB, _ = rssMiB()
 
 	lat := make([]time.Duration, a)
-	next.Store(0)
 	start = time.Now()
-	for range cfg.workers {
-		wg.Go(func() {
-			for {
-				q := int(next.Add(1)) - 1
-				if q >= a {
-					return
-				}
-				b, err := cons[q].Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-				if err != nil {
-					errs <- fmt.Errorf("fetch q%d: %w", q, err)
-					return
-				}
-				for m := range b.Messages() {
-					t := time.Now()
-					if err := m.DoubleAck(ctx); err != nil {
-						errs <- fmt.Errorf("ack q%d: %w", q, err)
-						return
-					}
-					lat[q] = time.Since(t)
-				}
+	err = eachQueue(cfg.workers, a, func(q int) error {
+		b, err := cons[q].Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return fmt.Errorf("fetch q%d: %w", q, err)
+		}
+		for m := range b.Messages() {
+			t := time.Now()
+			if err := m.DoubleAck(ctx); err != nil {
+				return fmt.Errorf("ack q%d: %w", q, err)
 			}
-		})
-	}
-	wg.Wait()
+			lat[q] = time.Since(t)
+		}
+		return nil
+	})
 	elapsed := time.Since(start)
-	select {
-	case err := <-errs:
+	if err != nil {
 		return err
-	default:
 	}
 	if a > 0 {
 		res.AcksPerSec = float64(a) / elapsed.Seconds()
