@@ -13,7 +13,7 @@ import (
 
 // ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
 // that JetStream's backstop never fires before the gateway's own timer.
-func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
+func (l *locals) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
 	want := store.Backstop(timeout)
 	q.mu.Lock()
 	have, ready := q.ackWait, q.ready
@@ -24,7 +24,7 @@ func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout tim
 	if want <= have || !ready {
 		return nil
 	}
-	exists, err := r.g.store.RaiseAckWait(ctx, q.name, want)
+	exists, err := l.g.store.RaiseAckWait(ctx, q.name, want)
 	if err != nil {
 		return err
 	}
@@ -45,10 +45,10 @@ func (r *registry) ensureAckWait(ctx context.Context, q *queueState, timeout tim
 }
 
 // applyProps brings the consumer in line with changed properties.
-func (r *registry) applyProps(ctx context.Context, queue string) error {
-	q := r.local(queue)
+func (l *locals) applyProps(ctx context.Context, queue string) error {
+	q := l.local(queue)
 	if q == nil {
 		return nil
 	}
-	return r.ensureAckWait(ctx, q, r.g.props.effective(queue).TimeoutDuration())
+	return l.ensureAckWait(ctx, q, l.g.props.effective(queue).TimeoutDuration())
 }

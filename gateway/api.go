@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -135,8 +135,8 @@ var (
 	ErrUnknown = store.ErrUnknown
 	// ErrTooManyQueues: the request would create a queue while
 	// Config.MaxQueues exist. HTTP 409; nothing was changed, and the same
-	// request succeeds once a queue is deleted.
-	ErrTooManyQueues = errors.New("too many queues")
+	// request succeeds once a queue is deleted. Package registry's value.
+	ErrTooManyQueues = registry.ErrTooManyQueues
 	// ErrAlreadyAcked: a reply to a delivery that this gateway saw acked
 	// (recently): the ack the client may be retrying took effect. It wraps
 	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.

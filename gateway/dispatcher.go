@@ -373,7 +373,7 @@ func (q *queueState) shutdown() {
 // repollLoop polls queues with waiting clients that saw no notification for a
 // while: messages from plain NATS publishers and JetStream's own redeliveries
 // arrive without one. While no queue has waiting clients or a request out it
-// sleeps until one has (registry.busy), so an idle gateway is not woken.
+// sleeps until one has (locals.busy), so an idle gateway is not woken.
 func (g *Gateway) repollLoop() {
 	defer g.bg.Done()
 	const tick = 250 * time.Millisecond
@@ -459,13 +459,7 @@ func (q *queueState) abandonFetchLocked() {
 // as usual.)
 func (g *Gateway) onReconnect() {
 	_ = g.peers.Announce()
-	g.queues.mu.Lock()
-	states := make([]*queueState, 0, len(g.queues.states))
-	for _, q := range g.queues.states {
-		states = append(states, q)
-	}
-	g.queues.mu.Unlock()
-	for _, q := range states {
+	for _, q := range g.queues.all() {
 		q.mu.Lock()
 		if q.fetching {
 			q.abandonFetchLocked()

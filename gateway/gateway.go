@@ -16,7 +16,7 @@
 // WorkQueue streams LMQS_00..63 (mapping.StreamName): a queue's deliverable
 // messages are on lmq.q.<kk>.<enc> in its shard's stream, its parts, delays
 // and dead letters on lmq.a/s/d.<kk>.<enc>. A queue exists while its key is
-// in the KV bucket LMQ_QUEUES (registry, queues.go), which every gateway
+// in the KV bucket LMQ_QUEUES (package registry), which every gateway
 // watches; the shard streams are package store's (store/shards.go). A queue
 // has a durable pull consumer (store/consumers.go) only while it is in use:
 // the first pull makes it (filtered to its subject), JetStream's
@@ -110,9 +110,10 @@
 // reads the body back from the stream by sequence.
 //
 // Built from: package store (queue data in JetStream: its streams,
-// consumers, pull wire and reads, as above), internal/kvfollow (following a KV bucket, skipping echoes of
-// own writes: the registry and properties), internal/peers (the other
-// gateways, by heartbeats), internal/lifecycle (background work owned and
+// consumers, pull wire and reads, as above), gateway/registry (which queues
+// exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), internal/kvfollow
+// (following a KV bucket, skipping echoes of own writes: the registry and
+// properties), internal/peers (the other gateways, by heartbeats), internal/lifecycle (background work owned and
 // waited for by Close), internal/wakeups (timed pokes of queues and
 // dispatchers), internal/noise (log-noise limiter), internal/recent
 // (recently acked ids) and mapping's compound body format.
@@ -174,7 +175,7 @@ type Config struct {
 	// properties update, a copy) fails with ErrTooManyQueues. Queues that
 	// exist already are never refused, nor those found holding messages at
 	// the start. Exact on one gateway; gateways creating queues at the same
-	// moment may each take the last free place (see registry.reserve). 0: no
+	// moment may each take the last free place (see registry.Reserve). 0: no
 	// bound.
 	MaxQueues int
 	// Domain is the JetStream domain to use (jetstream.NewWithDomain), for a
@@ -208,7 +209,7 @@ type Gateway struct {
 	prioPfx [mapping.MaxPriority + 1][]byte
 	kv      jetstream.KeyValue
 	props   *propCache
-	queues  *registry
+	queues  *locals
 	dels    *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
@@ -299,7 +300,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
-	g.queues = newRegistry(g)
+	g.queues = newLocals(g)
 	g.pulls = newPullTable(nc.NewInbox())
 	g.wakes = newWakeups(g)
 	g.peers = peers.New(nc, idb)

@@ -209,7 +209,7 @@ func (g *Gateway) tryQueue(ctx context.Context, name string) (*raw, error) {
 }
 
 // anyWaiter is a waiting pull-any: notifications of matching queues reach it
-// (registry.notifyAny) and wake it.
+// (locals.notifyAny) and wake it.
 type anyWaiter struct {
 	re       *regexp.Regexp
 	scope    Scope

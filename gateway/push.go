@@ -201,7 +201,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 // purges: a message stored before the purge goes with it, and one stored
 // after finds the key gone here.
 func (g *Gateway) unlessDeleted(ctx context.Context, q *queueState, seq uint64) error {
-	if _, err := g.queues.kv.Get(ctx, q.enc); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if !g.queues.reg.KeyGone(ctx, q.name) {
 		return nil
 	}
 	g.queues.forget(q.name)

@@ -22,18 +22,16 @@ const scanWorkers = 8
 // knows; a queue's name comes from its subject (the encoding is
 // reversible), so one created a moment ago through another gateway counts
 // too if its shard is looked at.
-func (r *registry) withMessages(ctx context.Context, w *anyWaiter, maxAge time.Duration) ([]string, error) {
+func (l *locals) withMessages(ctx context.Context, w *anyWaiter, maxAge time.Duration) ([]string, error) {
 	seen := make(map[int]bool)
 	var shards []int
-	r.mu.Lock()
-	for _, name := range r.known {
-		if k := mapping.Shard(name); !seen[k] && w.matches(name) {
+	for _, name := range l.reg.Matching(w.matches) {
+		if k := mapping.Shard(name); !seen[k] {
 			seen[k] = true
 			shards = append(shards, k)
 		}
 	}
-	r.mu.Unlock()
-	counts, err := r.g.store.QueueCounts(ctx, shards, maxAge)
+	counts, err := l.g.store.QueueCounts(ctx, shards, maxAge)
 	if err != nil {
 		return nil, err
 	}
@@ -47,35 +45,35 @@ func (r *registry) withMessages(ctx context.Context, w *anyWaiter, maxAge time.D
 	return out, nil
 }
 
-func (r *registry) addAny(w *anyWaiter) {
-	r.mu.Lock()
-	r.anyWait[w] = struct{}{}
-	r.anyCount.Add(1)
-	r.mu.Unlock()
+func (l *locals) addAny(w *anyWaiter) {
+	l.mu.Lock()
+	l.anyWait[w] = struct{}{}
+	l.anyCount.Add(1)
+	l.mu.Unlock()
 }
 
-func (r *registry) removeAny(w *anyWaiter) {
-	r.mu.Lock()
-	if _, ok := r.anyWait[w]; ok {
-		delete(r.anyWait, w)
-		r.anyCount.Add(-1)
+func (l *locals) removeAny(w *anyWaiter) {
+	l.mu.Lock()
+	if _, ok := l.anyWait[w]; ok {
+		delete(l.anyWait, w)
+		l.anyCount.Add(-1)
 	}
-	r.mu.Unlock()
+	l.mu.Unlock()
 }
 
 // notifyAny tells the waiting pull-anys that the queue (by encoded name)
 // has a message. Without any waiting it costs one atomic load.
-func (r *registry) notifyAny(enc string) {
-	if r.anyCount.Load() == 0 {
+func (l *locals) notifyAny(enc string) {
+	if l.anyCount.Load() == 0 {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name, ok := r.known[enc]
+	name, ok := l.reg.Name(enc)
 	if !ok {
 		return
 	}
-	for w := range r.anyWait {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.anyWait {
 		w.hit(name)
 	}
 }

@@ -1,4 +1,4 @@
-package gateway
+package registry
 
 import "context"
 
@@ -7,17 +7,17 @@ import "context"
 // deleted, or published by a NATS program straight into a new queue's
 // subject. A message is never left where no client can reach it. The shard
 // streams themselves are package store's (store/shards.go).
-func (r *registry) adopt(ctx context.Context) error {
-	queues, err := r.g.store.StoredQueues(ctx)
+func (r *Registry) adopt(ctx context.Context) error {
+	queues, err := r.cfg.Store.StoredQueues(ctx)
 	if err != nil {
 		return err
 	}
 	for _, name := range queues {
-		if r.isKnown(name) {
+		if r.Known(name) {
 			continue
 		}
-		r.g.log.Info("registering a queue that has messages but no registry key", "queue", name)
-		if err := r.register(ctx, name); err != nil {
+		r.cfg.Logger.Info("registering a queue that has messages but no registry key", "queue", name)
+		if err := r.Register(ctx, name); err != nil {
 			return err
 		}
 	}

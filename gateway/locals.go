@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
+	"github.com/lmq-gateway/lmq-gateway/store"
+)
+
+// locals is this gateway's state of the queues it uses: a dispatcher
+// (queueState) per queue, the queues with waiting clients, the waiting
+// pull-anys. Which queues exist is the registry's (package registry); a
+// queue's state ends when the registry drops the queue (dropped).
+type locals struct {
+	g   *Gateway
+	reg *registry.Registry // set by start, before anything is served
+
+	mu      sync.Mutex
+	states  map[string]*queueState  // queue name → local state (queues this gateway used)
+	byEnc   map[string]*queueState  // the same, by encoded name
+	anyWait map[*anyWaiter]struct{} // waiting pull-anys (scan.go)
+	// anyCount is len(anyWait), read without the lock on every notification.
+	anyCount atomic.Int32
+
+	// active holds the queue states with waiting clients (or that had them
+	// at the last re-poll): the re-poll loop looks at these only. Its lock
+	// is taken under a queueState's, never the other way round.
+	activeMu sync.Mutex
+	active   map[*queueState]struct{}
+	// activeWake wakes the re-poll loop, asleep while active is empty,
+	// when the first queue becomes busy.
+	activeWake chan struct{}
+}
+
+func newLocals(g *Gateway) *locals {
+	return &locals{
+		g:          g,
+		states:     make(map[string]*queueState),
+		byEnc:      make(map[string]*queueState),
+		anyWait:    make(map[*anyWaiter]struct{}),
+		active:     make(map[*queueState]struct{}),
+		activeWake: make(chan struct{}, 1),
+	}
+}
+
+// start opens the queue registry (package registry).
+func (l *locals) start(ctx context.Context) error {
+	reg, err := registry.Open(ctx, l.g.work.Context(), registry.Config{
+		JS:        l.g.js,
+		Store:     l.g.store,
+		Replicas:  l.g.cfg.Replicas,
+		MaxQueues: l.g.cfg.MaxQueues,
+		Logger:    l.g.log,
+		OnDrop:    l.dropped,
+	})
+	if err != nil {
+		return err
+	}
+	l.reg = reg
+	return nil
+}
+
+func (l *locals) stop() {
+	if l.reg != nil {
+		l.reg.Stop()
+	}
+	l.mu.Lock()
+	states := make([]*queueState, 0, len(l.states))
+	for _, q := range l.states {
+		states = append(states, q)
+	}
+	l.mu.Unlock()
+	for _, q := range states {
+		q.shutdown()
+	}
+}
+
+// dropped ends the local state of a queue that stopped existing: its
+// waiting clients answer empty. The registry calls it under its lock
+// (registry.Config.OnDrop); the shutdown runs after.
+func (l *locals) dropped(queue string) func() {
+	l.mu.Lock()
+	q := l.states[queue]
+	if q != nil {
+		delete(l.states, queue)
+		delete(l.byEnc, q.enc)
+	}
+	l.mu.Unlock()
+	if q == nil {
+		return nil
+	}
+	return q.shutdown
+}
+
+// forget drops a queue that turned out not to exist, and its local state.
+func (l *locals) forget(queue string) { l.reg.Forget(queue) }
+
+// reserve, exists and names are the registry's (registry.Reserve, Exists,
+// Names).
+func (l *locals) reserve(ctx context.Context, queue string) (release func(), err error) {
+	return l.reg.Reserve(ctx, queue)
+}
+
+func (l *locals) exists(ctx context.Context, queue string) (bool, error) {
+	return l.reg.Exists(ctx, queue)
+}
+
+func (l *locals) names() []string { return l.reg.Names() }
+
+// matching returns the existing queues of scope whose names match re,
+// sorted.
+func (l *locals) matching(re *regexp.Regexp, scope Scope) []string {
+	return l.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
+}
+
+// busy marks q as having waiting clients (called under q.mu).
+func (l *locals) busy(q *queueState) {
+	l.activeMu.Lock()
+	first := len(l.active) == 0
+	l.active[q] = struct{}{}
+	l.activeMu.Unlock()
+	if first {
+		select {
+		case l.activeWake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// idle unmarks q, which has no waiting client and no request out (called
+// under q.mu).
+func (l *locals) idle(q *queueState) {
+	l.activeMu.Lock()
+	delete(l.active, q)
+	l.activeMu.Unlock()
+}
+
+// busyStates returns the queue states marked busy.
+func (l *locals) busyStates() []*queueState {
+	l.activeMu.Lock()
+	defer l.activeMu.Unlock()
+	out := make([]*queueState, 0, len(l.active))
+	for q := range l.active {
+		out = append(out, q)
+	}
+	return out
+}
+
+// all returns every local queue state.
+func (l *locals) all() []*queueState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*queueState, 0, len(l.states))
+	for _, q := range l.states {
+		out = append(out, q)
+	}
+	return out
+}
+
+// localByEnc finds local queue state by encoded name.
+func (l *locals) localByEnc(enc string) *queueState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byEnc[enc]
+}
+
+// local returns the queue's local state if this gateway has it.
+func (l *locals) local(queue string) *queueState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.states[queue]
+}
+
+// ensure returns the queue's local state, creating the queue when it does
+// not exist.
+func (l *locals) ensure(ctx context.Context, queue string) (*queueState, error) {
+	return l.bind(ctx, queue, true)
+}
+
+// open returns the local state of an existing queue and ErrNotFound when the
+// queue does not exist: for the regexp operations, which must never bring
+// back a queue that another gateway deleted after this one listed it.
+func (l *locals) open(ctx context.Context, queue string) (*queueState, error) {
+	return l.bind(ctx, queue, false)
+}
+
+// bind returns the queue's local state. A queue's state costs no JetStream
+// resource: its consumer is made on the first pull (queueState.ready).
+func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
+	if q := l.local(queue); q != nil {
+		return q, nil
+	}
+	if err := validName(queue); err != nil {
+		return nil, err
+	}
+	if mayCreate {
+		release, err := l.reg.Reserve(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		err = l.reg.Register(ctx, queue)
+		release()
+		if err != nil {
+			return nil, err
+		}
+	} else if ok, err := l.reg.Exists(ctx, queue); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+	}
+	q := newQueueState(l.g, queue)
+	q.ackWait = store.Backstop(l.g.props.effective(queue).TimeoutDuration())
+	// Recorded under the registry's lock, so that a deletion (by another
+	// gateway) while it was being bound either comes first and is seen
+	// here, or comes after and ends it (dropped).
+	out := q
+	if !l.reg.IfKnown(queue, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if prev := l.states[queue]; prev != nil {
+			out = prev
+			return
+		}
+		l.states[queue] = q
+		l.byEnc[q.enc] = q
+	}) {
+		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+	}
+	return out, nil
+}
