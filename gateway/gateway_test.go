@@ -99,6 +99,17 @@ func mustPull(t *testing.T, g *gateway.Gateway, q string, wait time.Duration) *g
 	return d
 }
 
+// wantPulled pulls from q and checks the message's body and the retries it
+// has left.
+func wantPulled(t *testing.T, g *gateway.Gateway, q string, wait time.Duration, body string, retry int) *gateway.Delivery {
+	t.Helper()
+	d := mustPull(t, g, q, wait)
+	if string(d.Message.Body) != body || d.RetryRemaining != retry {
+		t.Fatalf("pull %s: got %q with %d retries left, want %q with %d", q, d.Message.Body, d.RetryRemaining, body, retry)
+	}
+	return d
+}
+
 func timeoutProps(t *testing.T, g *gateway.Gateway, q string, timeout float64) {
 	t.Helper()
 	if err := g.UpdateProps(ctxT(t), q, mapping.Props{Timeout: &timeout}); err != nil {
@@ -155,10 +166,7 @@ func TestNackGoesBehindWaiting(t *testing.T) {
 	if d := mustPull(t, g, "n", time.Second); string(d.Message.Body) != "2" {
 		t.Fatalf("after nack got %q, want 2", d.Message.Body)
 	}
-	d = mustPull(t, g, "n", time.Second)
-	if string(d.Message.Body) != "1" || d.RetryRemaining != 1 {
-		t.Fatalf("got %q retry %d", d.Message.Body, d.RetryRemaining)
-	}
+	wantPulled(t, g, "n", time.Second, "1", 1)
 }
 
 func TestTimeoutOrderAndStaleID(t *testing.T) {
@@ -176,10 +184,7 @@ func TestTimeoutOrderAndStaleID(t *testing.T) {
 	if d := mustPull(t, g, "o", 10*time.Second); string(d.Message.Body) != "b" {
 		t.Fatalf("got %q, want b first", d.Message.Body)
 	}
-	d := mustPull(t, g, "o", 10*time.Second)
-	if string(d.Message.Body) != "a" || d.RetryRemaining != 1 {
-		t.Fatalf("got %q retry %d", d.Message.Body, d.RetryRemaining)
-	}
+	wantPulled(t, g, "o", 10*time.Second, "a", 1)
 }
 
 func TestExtRestartsTimer(t *testing.T) {

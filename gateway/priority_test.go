@@ -59,6 +59,16 @@ func pullP(t *testing.T, g *Gateway, queue string) *Delivery {
 }
 
 // pullOrder pulls n messages, acking each, and returns their bodies.
+// wantOrder pulls (and acks) as many messages as want names, separated by
+// spaces, checks that they came in that order, and that the queue is then
+// empty.
+func wantOrder(t *testing.T, g *Gateway, queue, want string) {
+	t.Helper()
+	if got := strings.Join(pullOrder(t, g, queue, len(strings.Fields(want))), " "); got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+}
+
 func pullOrder(t *testing.T, g *Gateway, queue string, n int) []string {
 	t.Helper()
 	var got []string
@@ -166,10 +176,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 		}
 		return qi.Size == 5 && g.inFlightCount("pn") == 0
 	})
-	got := strings.Join(pullOrder(t, g, "pn", 5), " ")
-	if want := "p4-3 p4-1 p4-2 p2-1 p0-1"; got != want {
-		t.Fatalf("order %s, want %s", got, want)
-	}
+	wantOrder(t, g, "pn", "p4-3 p4-1 p4-2 p2-1 p0-1")
 }
 
 // inFlightCount is the number of deliveries of queue this gateway has out.
@@ -211,10 +218,7 @@ func TestPriorityDeadLetterRespawn(t *testing.T) {
 	if n, err := g.RespawnDeadLetters(prioCtx(t), "pd", 1); n != 1 || err != nil {
 		t.Fatalf("respawn %d %v", n, err)
 	}
-	got := strings.Join(pullOrder(t, g, "pd", 3), " ")
-	if want := "p7-1 p6-1 p0-1"; got != want {
-		t.Fatalf("order %s, want %s", got, want)
-	}
+	wantOrder(t, g, "pd", "p7-1 p6-1 p0-1")
 }
 
 // TestPriorityUnusedOneRequestPerPull: a queue that never saw a priority
@@ -306,10 +310,7 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(g2.Close)
-	got := strings.Join(pullOrder(t, g2, "po", 4), " ")
-	if want := "p8-1 p2-1 p2-2 p0-1"; got != want {
-		t.Fatalf("order %s, want %s", got, want)
-	}
+	wantOrder(t, g2, "po", "p8-1 p2-1 p2-2 p0-1")
 	// A waiting pull on g2 is woken by g1's notification of a priority.
 	done := make(chan *Delivery, 1)
 	go func() {
@@ -354,10 +355,7 @@ func TestPriorityUpgradesShard(t *testing.T) {
 	t.Cleanup(g.Close)
 	pushP(t, g, "old/q", "p0-1", 0)
 	pushP(t, g, "old/q", "p4-1", 4)
-	got := strings.Join(pullOrder(t, g, "old/q", 2), " ")
-	if want := "p4-1 p0-1"; got != want {
-		t.Fatalf("order %s, want %s", got, want)
-	}
+	wantOrder(t, g, "old/q", "p4-1 p0-1")
 }
 
 // BenchmarkPriorityPullAck reports what a pull+ack costs with priorities:
@@ -483,10 +481,7 @@ func TestPriorityDelayed(t *testing.T) {
 		}
 		return qi.Size == 2
 	})
-	got := strings.Join(pullOrder(t, g, "pdl", 2), " ")
-	if want := "p5-1 p0-1"; got != want {
-		t.Fatalf("order %s, want %s", got, want)
-	}
+	wantOrder(t, g, "pdl", "p5-1 p0-1")
 }
 
 // TestPriorityFilledWithoutEvent: a level that fills with no event this
