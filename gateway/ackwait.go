@@ -50,5 +50,5 @@ func (r *registry) applyProps(ctx context.Context, queue string) error {
 	if q == nil {
 		return nil
 	}
-	return r.ensureAckWait(ctx, q, r.g.props.effective(queue).TimeoutDuration())
+	return r.ensureAckWait(ctx, q, r.g.props.Effective(queue).TimeoutDuration())
 }

@@ -581,7 +581,7 @@ func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
 	s := readStamped(m.Header)
 	r.prev, r.retry, r.pushedAt, r.expires = s.delivered, s.retry, s.pushedAt, s.expires
 	if r.retry < 0 {
-		r.retry = g.props.effective(q.name).Retry
+		r.retry = g.props.Effective(q.name).Retry
 	}
 	if r.pushedAt == 0 {
 		r.pushedAt = md.Timestamp.UnixNano()

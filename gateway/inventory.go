@@ -98,7 +98,7 @@ func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, e
 	if c := counts[enc]; c != nil {
 		s.QueueInfo = *c
 	}
-	s.Name, s.Props = queue, g.props.effective(queue)
+	s.Name, s.Props = queue, g.props.Effective(queue)
 	s.Bytes = shareOf(info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
 	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
 		s.InFlight = uint64(c.CachedInfo().NumAckPending)
@@ -195,7 +195,7 @@ func (g *Gateway) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus
 			s.Bytes = shareOf(v.info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
 			s.Nodes, s.Current, s.Silent = placement(v.info)
 		}
-		s.Name, s.Props = name, g.props.effective(name)
+		s.Name, s.Props = name, g.props.Effective(name)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

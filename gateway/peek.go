@@ -272,15 +272,3 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	p.Body = append([]byte(nil), body...)
 	return p
 }
-
-// OwnProps returns the properties set on the queue itself (without the
-// defaults), for the console's "where does this value come from".
-func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, error) {
-	if err := validName(queue); err != nil {
-		return mapping.Props{}, err
-	}
-	enc := mapping.EncodeName(queue)
-	g.props.mu.RLock()
-	defer g.props.mu.RUnlock()
-	return g.props.own[enc].Merge(mapping.Props{}), nil // a copy
-}

@@ -125,7 +125,7 @@ func (q *queueState) makeLevelLocked(p int) {
 
 // makeLevel creates (or updates) level p's consumer.
 func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
-	ackWait = max(ackWait, store.Backstop(q.g.props.effective(q.name).TimeoutDuration()))
+	ackWait = max(ackWait, store.Backstop(q.g.props.Effective(q.name).TimeoutDuration()))
 	_, err := q.g.store.MakeConsumer(ctx, q.name, p, ackWait)
 	return err
 }

@@ -386,7 +386,7 @@ func (r *registry) bind(ctx context.Context, queue string, mayCreate bool) (*que
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
 	q = newQueueState(r.g, queue)
-	q.ackWait = store.Backstop(r.g.props.effective(queue).TimeoutDuration())
+	q.ackWait = store.Backstop(r.g.props.Effective(queue).TimeoutDuration())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev := r.states[queue]; prev != nil {
