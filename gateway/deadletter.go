@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Dead letters (beyond LMQ) live in the queue's own stream on a subject the
@@ -75,7 +76,7 @@ func (g *Gateway) nextDead(ctx context.Context, st jetstream.Stream, queue strin
 		return nil, err
 	}
 	dl := &DeadLetter{Message: msg, seq: raw.Sequence}
-	dl.Deliveries = readStamped(raw.Header).delivered
+	dl.Deliveries = store.ReadStamps(raw.Header).Delivered
 	dl.DiedAt, _ = time.Parse(time.RFC3339Nano, raw.Header.Get(mapping.HdrDeadAt))
 	return dl, nil
 }
@@ -101,7 +102,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 			return moved, jsErr("read dead letter", err)
 		}
 		// Back to its own priority (the Lmq-Priority header it kept).
-		p := messagePriority("", raw.Header)
+		p := store.MessagePriority("", raw.Header)
 		levels |= 1 << p
 		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
 		copyOwnHeaders(m, &nats.Msg{Header: raw.Header})

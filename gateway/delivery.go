@@ -241,7 +241,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if ns := readStamped(r.msg.Header).expires; ns != 0 {
+	if ns := store.ReadStamps(r.msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
 		left := time.Until(time.Unix(0, ns))
 		if left <= 0 {

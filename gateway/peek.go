@@ -214,21 +214,21 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	if h == nil {
 		h = nats.Header{}
 	}
-	s := readStamped(h)
+	s := store.ReadStamps(h)
 	p := Peeked{
 		Seq:         raw.Sequence,
-		Priority:    messagePriority(raw.Subject, h),
+		Priority:    store.MessagePriority(raw.Subject, h),
 		ContentType: h.Get(mapping.HdrContentType),
-		Retry:       s.retry,
-		Delivered:   s.delivered,
+		Retry:       s.Retry,
+		Delivered:   s.Delivered,
 		Size:        int64(len(raw.Data)),
 		Compound:    h.Get(mapping.HdrKind) == mapping.KindCompound,
 	}
-	if s.pushedAt > 0 {
-		p.PushedAt = time.Unix(0, s.pushedAt)
+	if s.PushedAt > 0 {
+		p.PushedAt = time.Unix(0, s.PushedAt)
 	}
-	if s.expires > 0 {
-		p.Expires = time.Unix(0, s.expires)
+	if s.Expires > 0 {
+		p.Expires = time.Unix(0, s.Expires)
 	}
 	if v := h.Get(mapping.HdrDeadAt); v != "" {
 		p.DiedAt, _ = time.Parse(time.RFC3339Nano, v) // garbage reads as unknown

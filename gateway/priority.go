@@ -262,18 +262,3 @@ func pushPriority(opt *int, eff mapping.Effective) (int, error) {
 	}
 	return *opt, nil
 }
-
-// messagePriority is a stored message's priority, from its subject (the
-// deliverable ones) or its Lmq-Priority header (dead letters); 0 when it
-// has none or a bad one (data read back from the stream is input too).
-func messagePriority(subject string, hdr interface{ Get(string) string }) int {
-	if p, ok := mapping.SubjectPriority(subject); ok {
-		return p
-	}
-	if v := hdr.Get(mapping.HdrPriority); v != "" {
-		if p, err := mapping.ParsePriority(v); err == nil {
-			return p
-		}
-	}
-	return 0
-}
