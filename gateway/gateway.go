@@ -112,7 +112,8 @@
 // Built from: package store (queue data in JetStream: its streams,
 // consumers, pull wire and reads, as above), gateway/props (the
 // properties: their bucket, its mirror, writes and resolution),
-// internal/kvfollow (following a KV bucket, skipping echoes of
+// gateway/view (read-only views of stored queues: counts, placement,
+// peeks, the oldest dead letter), internal/kvfollow (following a KV bucket, skipping echoes of
 // own writes: the registry and properties), internal/peers (the other
 // gateways, by heartbeats), internal/lifecycle (background work owned and
 // waited for by Close), internal/wakeups (timed pokes of queues and
@@ -134,6 +135,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
+	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
@@ -210,6 +212,7 @@ type Gateway struct {
 	// prioPfx[p] is the payload of a notification of priority p (notifyPayload).
 	prioPfx [mapping.MaxPriority + 1][]byte
 	props   *props.Cache
+	views   *view.Reader // read-only views of stored queues (inventory.go)
 	queues  *registry
 	dels    *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
@@ -314,6 +317,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	g.views = newViews(g)
 	sub, err := nc.Subscribe(notifyPrefix+"*", g.counted(g.onNotify))
 	if err != nil {
 		g.Close()
