@@ -50,5 +50,5 @@ func (l *locals) applyProps(ctx context.Context, queue string) error {
 	if q == nil {
 		return nil
 	}
-	return l.ensureAckWait(ctx, q, l.g.props.effective(queue).TimeoutDuration())
+	return l.ensureAckWait(ctx, q, l.g.props.Effective(queue).TimeoutDuration())
 }

@@ -31,7 +31,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	if _, err := g.queues.ensure(ctx, queue); err != nil {
 		return err
 	}
-	eff := g.props.effective(queue)
+	eff := g.props.Effective(queue)
 	if eff.Accum > 0 {
 		return fmt.Errorf("%w: batch push is not available on accumulating queues", ErrInvalid)
 	}

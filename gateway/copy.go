@@ -64,7 +64,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
 	}
 	if c.Parts != nil && prio == 0 {
-		prio = g.props.effective(queue).Priority
+		prio = g.props.Effective(queue).Priority
 	}
 	m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, prio), content.content(), c.Retry)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Dead letters (beyond LMQ) live in the queue's own stream on a subject the
@@ -52,32 +53,15 @@ type DeadLetter struct {
 	seq        uint64
 }
 
-// DeadLetterHead returns the oldest dead letter of queue, nil when none.
+// DeadLetterHead returns the oldest dead letter of queue, nil when none
+// (view.Reader.DeadHead).
 func (g *Gateway) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter, error) {
-	st, err := g.queueStream(ctx, queue)
-	if err != nil {
+	d, err := g.views.DeadHead(ctx, queue)
+	if d == nil || err != nil {
 		return nil, err
 	}
-	return g.nextDead(ctx, st, queue, 1)
-}
-
-func (g *Gateway) nextDead(ctx context.Context, st jetstream.Stream, queue string, from uint64) (*DeadLetter, error) {
-	raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(mapping.DeadSubject(queue)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, jsErr("read dead letter", err)
-	}
-	m := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
-	msg, err := decoded(g.store.Decode(ctx, m))
-	if err != nil {
-		return nil, err
-	}
-	dl := &DeadLetter{Message: msg, seq: raw.Sequence}
-	dl.Deliveries = readStamped(raw.Header).delivered
-	dl.DiedAt, _ = time.Parse(time.RFC3339Nano, raw.Header.Get(mapping.HdrDeadAt))
-	return dl, nil
+	msg, _ := decoded(d.Content, nil)
+	return &DeadLetter{Message: msg, Deliveries: d.Deliveries, DiedAt: d.DiedAt, seq: d.Seq}, nil
 }
 
 // RespawnDeadLetters moves up to n of the oldest dead letters back into the
@@ -101,7 +85,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 			return moved, jsErr("read dead letter", err)
 		}
 		// Back to its own priority (the Lmq-Priority header it kept).
-		p := messagePriority("", raw.Header)
+		p := store.MessagePriority("", raw.Header)
 		levels |= 1 << p
 		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
 		copyOwnHeaders(m, &nats.Msg{Header: raw.Header})

@@ -150,7 +150,7 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 			out.Compound, out.Parts, out.Message = true, parts, Message{}
 		}
 	}
-	eff := g.props.effective(q.name)
+	eff := g.props.Effective(q.name)
 	timeout := eff.TimeoutDuration()
 	out.releaseOnDisconnect = eff.ReleaseOnDisconnect // releaseconn.go
 	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
@@ -241,7 +241,7 @@ func (g *Gateway) release(r *raw, counted bool) {
 	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if ns := readStamped(r.msg.Header).expires; ns != 0 {
+	if ns := store.ReadStamps(r.msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
 		left := time.Until(time.Unix(0, ns))
 		if left <= 0 {
@@ -297,7 +297,7 @@ func (g *Gateway) body(ctx context.Context, r *raw) ([]byte, error) {
 // when the queue keeps them (the dead_letter property), else it is dropped as
 // LMQ did.
 func (g *Gateway) discard(r *raw) {
-	if g.props.effective(r.q.name).DeadLetter {
+	if g.props.Effective(r.q.name).DeadLetter {
 		if err := g.bury(r); err == nil {
 			g.obs.Discarded(r.q.name)
 			return
@@ -391,7 +391,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		}
 		g.nackRelease(d.raw)
 	case Ext:
-		timeout := g.props.effective(q.name).TimeoutDuration()
+		timeout := g.props.Effective(q.name).TimeoutDuration()
 		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
 		defer cancel()
 		if err := g.queues.ensureAckWait(ectx, q, timeout); err != nil {

@@ -572,10 +572,10 @@ func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
 		return nil, false
 	}
 	r := &raw{q: q, msg: m, sseq: md.Sequence.Stream, dc: int(min(md.NumDelivered, math.MaxInt32))}
-	s := readStamped(m.Header)
-	r.prev, r.retry, r.pushedAt, r.expires = s.delivered, s.retry, s.pushedAt, s.expires
+	s := store.ReadStamps(m.Header)
+	r.prev, r.retry, r.pushedAt, r.expires = s.Delivered, s.Retry, s.PushedAt, s.Expires
 	if r.retry < 0 {
-		r.retry = g.props.effective(q.name).Retry
+		r.retry = g.props.Effective(q.name).Retry
 	}
 	if r.pushedAt == 0 {
 		r.pushedAt = md.Timestamp.UnixNano()

@@ -22,7 +22,7 @@
 // the first pull makes it (filtered to its subject), JetStream's
 // InactiveThreshold removes it after mapping.ConsumerInactive without pulls
 // and without deliveries in flight. Properties and the default list live in
-// the KV bucket LMQ_PROPS, watched by every gateway. Bodies too large for one
+// the KV bucket LMQ_PROPS, watched by every gateway (package props). Bodies too large for one
 // NATS message live in the Object Store bucket LMQ_OBJ and the queued
 // message carries a reference.
 //
@@ -111,9 +111,12 @@
 //
 // Built from: package store (queue data in JetStream: its streams,
 // consumers, pull wire and reads, as above), gateway/registry (which queues
-// exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), internal/kvfollow
-// (following a KV bucket, skipping echoes of own writes: the registry and
-// properties), internal/peers (the other gateways, by heartbeats), internal/lifecycle (background work owned and
+// exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/props (the
+// properties: their bucket, its mirror, writes and resolution),
+// gateway/view (read-only views of stored queues: counts, placement,
+// peeks, the oldest dead letter), internal/kvfollow (following a KV bucket, skipping echoes of
+// own writes: the registry and properties), internal/peers (the other
+// gateways, by heartbeats), internal/lifecycle (background work owned and
 // waited for by Close), internal/wakeups (timed pokes of queues and
 // dispatchers), internal/noise (log-noise limiter), internal/recent
 // (recently acked ids) and mapping's compound body format.
@@ -132,6 +135,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/props"
+	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
@@ -207,8 +212,8 @@ type Gateway struct {
 	idPfx []byte
 	// prioPfx[p] is the payload of a notification of priority p (notifyPayload).
 	prioPfx [mapping.MaxPriority + 1][]byte
-	kv      jetstream.KeyValue
-	props   *propCache
+	props   *props.Cache
+	views   *view.Reader // read-only views of stored queues (inventory.go)
 	queues  *locals
 	dels    *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
@@ -309,11 +314,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("properties: %w", err)
 	}
-	g.kv = kv
-	if g.props, err = newPropCache(ctx, g, kv); err != nil {
+	if g.props, err = props.Open(ctx, kv, g.log, g.followBucket); err != nil {
 		g.Close()
 		return nil, err
 	}
+	g.views = newViews(g)
 	sub, err := nc.Subscribe(notifyPrefix+"*", g.counted(g.onNotify))
 	if err != nil {
 		g.Close()

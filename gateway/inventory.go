@@ -4,61 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 )
 
-// What JetStream knows about queues, for introspection and statistics. A
-// queue's counts are its subjects' counts in its shard stream; its in-flight
-// count is its consumer's (none while it has no consumer: nothing is in
-// flight then). One look at every shard answers for every queue at once
-// (QueueStatuses), so listing 10,000 queues costs about 64 requests.
+// What JetStream knows about queues, and their messages as the console
+// shows them, is package view's (gateway/view): the core gives it the
+// queues that exist and their properties (newViews). The types are
+// aliases, so front ends name them as the core's.
 
-// QueueInfo is what JetStream knows about a queue.
-type QueueInfo struct {
-	Name string
-	// Size counts messages waiting and in flight (LMQ's size), compound
-	// messages as one; parts of open accumulation windows are not counted.
-	Size uint64
-	// Bytes is an estimate of the bytes stored for the queue: its share of
-	// its shard stream's bytes by message count (JetStream counts bytes per
-	// stream, not per subject).
-	Bytes uint64
-	// InFlight are messages delivered and not yet acked.
-	InFlight uint64
-	// Delayed messages not yet due.
-	Delayed uint64
-	// DeadLetters kept for the queue.
-	DeadLetters uint64
-	// Parts waiting in open accumulation windows.
-	Parts uint64
-	// Props are the effective properties.
-	Props mapping.Effective
-}
+// QueueInfo is what JetStream knows about a queue (view.QueueInfo).
+type QueueInfo = view.QueueInfo
 
 // QueueDetail is the introspection view of one queue.
 type QueueDetail = QueueInfo
 
-// QueueStatus is QueueInfo plus where the queue's stream is stored.
-type QueueStatus struct {
-	QueueInfo
-	// Nodes are the NATS servers storing the queue's stream, leader first;
-	// empty outside a cluster.
-	Nodes []string
-	// Current lists the Nodes that are up to date.
-	Current []string
-	// Silent lists the Nodes (leader aside) that the stream's leader has
-	// not heard from within ReplicaSilence: gone, as far as it can tell.
-	Silent []string
-	// Err is set (and the counts are zero) when the queue's shard stream did
-	// not answer, in QueueStatuses: one offline stream does not hide the
-	// other queues.
-	Err error
+// QueueStatus is QueueInfo plus where the queue's stream is stored
+// (view.QueueStatus).
+type QueueStatus = view.QueueStatus
+
+// Peeked is one waiting message as Peek sees it (view.Peeked).
+type Peeked = view.Peeked
+
+// Bounds of Peek (view.MaxPeek...).
+const (
+	MaxPeek      = view.MaxPeek
+	MaxPeekBody  = view.MaxPeekBody
+	MaxPeekParts = view.MaxPeekParts
+)
+
+// ReplicaSilence is how long a Raft leader may go without hearing from a
+// replica before that replica counts as gone (view.ReplicaSilence).
+const ReplicaSilence = view.ReplicaSilence
+
+// newViews is the read-only views on this core (after props is open).
+func newViews(g *Gateway) *view.Reader {
+	return view.New(view.Core{
+		Store:  g.store,
+		Stream: g.queueStream,
+		Names:  func() []string { return g.queues.reg.Names() },
+		Props:  g.props.Effective,
+	})
 }
 
 // Queue returns JetStream's view of one queue; ErrNotFound if it does not exist.
@@ -75,212 +64,34 @@ func (g *Gateway) QueueDetail(ctx context.Context, queue string) (QueueDetail, e
 // QueueStatus returns JetStream's view of one queue with its placement;
 // ErrNotFound if it does not exist.
 func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, error) {
-	st, err := g.queueStream(ctx, queue)
-	if err != nil {
-		return QueueStatus{}, err
-	}
-	enc := mapping.EncodeName(queue)
-	var info *jetstream.StreamInfo
-	counts := make(map[string]*QueueInfo)
-	var levels []int // priorities holding messages, in flight ones included
-	for _, filter := range mapping.QueueSubjects(queue) {
-		if info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter)); err != nil {
-			return QueueStatus{}, jsErr("queue info", err)
-		}
-		addCounts(counts, info.State.Subjects)
-		for subj, n := range info.State.Subjects {
-			if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
-				levels = append(levels, p)
-			}
-		}
-	}
-	s := QueueStatus{Nodes: []string{}, Current: []string{}}
-	if c := counts[enc]; c != nil {
-		s.QueueInfo = *c
-	}
-	s.Name, s.Props = queue, g.props.effective(queue)
-	s.Bytes = shareOf(info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
-	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
-		s.InFlight = uint64(c.CachedInfo().NumAckPending)
-	}
-	for _, p := range levels {
-		if c, err := st.Consumer(ctx, mapping.PriorityConsumerName(queue, p)); err == nil {
-			s.InFlight += uint64(c.CachedInfo().NumAckPending)
-		}
-	}
-	s.Nodes, s.Current, s.Silent = placement(info)
-	return s, nil
+	return g.views.Status(ctx, queue)
 }
-
-// shardViewTimeout bounds QueueStatuses' look at one shard stream. A stream
-// whose leader vanished without closing its connections (a lost machine, a
-// frozen process) answers nothing until its replicas have elected another,
-// seconds later; without a bound of its own it would hold /stats, the status
-// command and the console for their whole bound (30 s), just when someone
-// looks at what is down. Its queues are reported with Err meanwhile.
-const shardViewTimeout = 3 * time.Second
 
 // QueueStatuses returns the view of every existing queue of scope (nil:
-// all), sorted by name, from one look at each
-// shard stream and its consumers. A queue whose shard did not answer has
-// Err set.
+// all), sorted by name, from one look at each shard stream and its
+// consumers. A queue whose shard did not answer has Err set.
 func (g *Gateway) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus, error) {
-	names := g.queues.names()
-	// The shards of the queues that exist, looked up if this gateway has
-	// not used them (another gateway made them).
-	shards := make(map[int]bool)
-	for _, name := range names {
-		if scope.Allows(name) {
-			shards[mapping.Shard(name)] = true
-		}
-	}
-	type shardView struct {
-		info     *jetstream.StreamInfo
-		counts   map[string]*QueueInfo
-		inFlight map[string]uint64
-		err      error
-	}
-	views := make(map[int]*shardView, len(shards))
-	var mu sync.Mutex
-	sem := make(chan struct{}, scanWorkers)
-	var wg sync.WaitGroup
-	for k := range shards {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(ctx, shardViewTimeout)
-			defer cancel()
-			v := &shardView{counts: make(map[string]*QueueInfo), inFlight: make(map[string]uint64)}
-			st, err := g.store.LookupShard(ctx, k)
-			switch {
-			case err != nil:
-				v.err = err
-			case st == nil: // no message was ever stored in the shard
-				v.info = &jetstream.StreamInfo{}
-			default:
-				v.info, v.err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
-			}
-			if v.err == nil {
-				addCounts(v.counts, v.info.State.Subjects)
-			}
-			if v.err == nil && st != nil && v.info.State.Consumers > 0 { // queues in use
-				cl := st.ListConsumers(ctx)
-				for ci := range cl.Info() {
-					if _, enc, ok := mapping.ParseSubject(ci.Config.FilterSubject); ok {
-						v.inFlight[enc] += uint64(ci.NumAckPending) // a consumer per priority
-					}
-				}
-				v.err = cl.Err()
-			}
-			mu.Lock()
-			views[k] = v
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	out := make([]QueueStatus, 0, len(names))
-	for _, name := range names {
-		if !scope.Allows(name) {
-			continue
-		}
-		s := QueueStatus{Nodes: []string{}, Current: []string{}}
-		enc := mapping.EncodeName(name)
-		if v := views[mapping.Shard(name)]; v != nil && v.err != nil {
-			s.Err = jsErr("queue statistics", v.err)
-		} else if v != nil {
-			if c := v.counts[enc]; c != nil {
-				s.QueueInfo = *c
-			}
-			s.InFlight = v.inFlight[enc]
-			s.Bytes = shareOf(v.info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
-			s.Nodes, s.Current, s.Silent = placement(v.info)
-		}
-		s.Name, s.Props = name, g.props.effective(name)
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return g.views.Statuses(ctx, scope.Allows)
 }
 
-// addCounts adds a shard's per-subject counts to the queues' sizes by kind.
-func addCounts(into map[string]*QueueInfo, subjects map[string]uint64) {
-	for subj, n := range subjects {
-		kind, enc, ok := mapping.ParseSubject(subj)
-		if !ok {
-			continue
-		}
-		c := into[enc]
-		if c == nil {
-			c = &QueueInfo{}
-			into[enc] = c
-		}
-		switch kind {
-		case "q", "p": // priorities count as deliverable
-			c.Size += n
-		case "s":
-			c.Delayed += n
-		case "d":
-			c.DeadLetters += n
-		case "a":
-			c.Parts += n
-		}
-	}
+// Peek returns up to n (at most MaxPeek) of the queue's next waiting
+// messages, in the order pulls would get them, without taking them
+// (view.Reader.Peek). ErrNotFound when the queue does not exist.
+func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
+	return g.views.Peek(ctx, queue, n)
 }
 
-// shareOf estimates the bytes of msgs messages of a stream by its average.
-func shareOf(st jetstream.StreamState, msgs uint64) uint64 {
-	if st.Msgs == 0 || msgs == 0 {
-		return 0
-	}
-	return uint64(float64(st.Bytes) * float64(min(msgs, st.Msgs)) / float64(st.Msgs))
+// PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
+// letters, without removing them. ErrNotFound when the queue does not exist.
+func (g *Gateway) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
+	return g.views.PeekDead(ctx, queue, n)
 }
 
-// ReplicaSilence is how long a Raft leader (a stream's, or the JetStream
-// meta group's) may go without hearing from a replica before that replica
-// counts as gone: leaders hear from each replica about every second (Raft
-// heartbeats), so this leaves room for a busy server and still shows a lost
-// one down well within 10 s. JetStream itself calls a replica current for
-// 10 s of silence, and offline only minutes later.
-const ReplicaSilence = 5 * time.Second
-
-// placement lists a stream's servers, leader first, those up to date
-// (current by JetStream's word and heard from by the stream's leader, which
-// answers stream info, within ReplicaSilence), and those the leader has not
-// heard from for longer.
-func placement(info *jetstream.StreamInfo) (nodes, current, silent []string) {
-	nodes, current = []string{}, []string{}
-	ci := info.Cluster
-	if ci == nil {
-		return nodes, current, nil
-	}
-	if ci.Leader != "" {
-		nodes = append(nodes, ci.Leader)
-		current = append(current, ci.Leader)
-	}
-	// How long the leader has led, by its own clock (the answer's time).
-	var led time.Duration
-	if ci.LeaderSince != nil && !info.TimeStamp.IsZero() {
-		led = info.TimeStamp.Sub(*ci.LeaderSince)
-	}
-	for _, p := range ci.Replicas {
-		if p == nil {
-			continue
-		}
-		nodes = append(nodes, p.Name)
-		if p.Current && !p.Offline && p.Active <= ReplicaSilence {
-			current = append(current, p.Name)
-		}
-		// Active 0 is "not heard from since": a leader elected after the
-		// replica went silent (or that forgot, as followers do, when it
-		// last heard from the other followers) has no time to give. One
-		// that has led longer than ReplicaSilence hears from a live
-		// replica every second, so silence that long is silence.
-		unheard := p.Active == 0 && !p.Current && led > ReplicaSilence
-		if ci.Leader != "" && (p.Active > ReplicaSilence || unheard) {
-			silent = append(silent, p.Name)
-		}
-	}
-	return nodes, current, silent
+// OldestWaiting returns when the oldest of the queue's next waiting
+// messages was pushed; zero when none is waiting or its push time is
+// unknown; ErrNotFound when the queue does not exist.
+func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
+	return g.views.OldestWaiting(ctx, queue)
 }
 
 // queueStream returns the stream of an existing queue; ErrNotFound when the
@@ -289,7 +100,7 @@ func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stre
 	if err := validName(queue); err != nil {
 		return nil, err
 	}
-	ok, err := g.queues.exists(ctx, queue)
+	ok, err := g.queues.reg.Exists(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

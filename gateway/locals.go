@@ -99,18 +99,6 @@ func (l *locals) dropped(queue string) func() {
 // forget drops a queue that turned out not to exist, and its local state.
 func (l *locals) forget(queue string) { l.reg.Forget(queue) }
 
-// reserve, exists and names are the registry's (registry.Reserve, Exists,
-// Names).
-func (l *locals) reserve(ctx context.Context, queue string) (release func(), err error) {
-	return l.reg.Reserve(ctx, queue)
-}
-
-func (l *locals) exists(ctx context.Context, queue string) (bool, error) {
-	return l.reg.Exists(ctx, queue)
-}
-
-func (l *locals) names() []string { return l.reg.Names() }
-
 // matching returns the existing queues of scope whose names match re,
 // sorted.
 func (l *locals) matching(re *regexp.Regexp, scope Scope) []string {
@@ -213,7 +201,7 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*queue
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
 	q := newQueueState(l.g, queue)
-	q.ackWait = store.Backstop(l.g.props.effective(queue).TimeoutDuration())
+	q.ackWait = store.Backstop(l.g.props.Effective(queue).TimeoutDuration())
 	// Recorded under the registry's lock, so that a deletion (by another
 	// gateway) while it was being bound either comes first and is seen
 	// here, or comes after and ends it (dropped).

@@ -125,7 +125,7 @@ func (q *queueState) makeLevelLocked(p int) {
 
 // makeLevel creates (or updates) level p's consumer.
 func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
-	ackWait = max(ackWait, store.Backstop(q.g.props.effective(q.name).TimeoutDuration()))
+	ackWait = max(ackWait, store.Backstop(q.g.props.Effective(q.name).TimeoutDuration()))
 	_, err := q.g.store.MakeConsumer(ctx, q.name, p, ackWait)
 	return err
 }
@@ -261,19 +261,4 @@ func pushPriority(opt *int, eff mapping.Effective) (int, error) {
 		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
 	}
 	return *opt, nil
-}
-
-// messagePriority is a stored message's priority, from its subject (the
-// deliverable ones) or its Lmq-Priority header (dead letters); 0 when it
-// has none or a bad one (data read back from the stream is input too).
-func messagePriority(subject string, hdr interface{ Get(string) string }) int {
-	if p, ok := mapping.SubjectPriority(subject); ok {
-		return p
-	}
-	if v := hdr.Get(mapping.HdrPriority); v != "" {
-		if p, err := mapping.ParsePriority(v); err == nil {
-			return p
-		}
-	}
-	return 0
 }

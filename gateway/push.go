@@ -97,7 +97,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if err != nil {
 		return "", err
 	}
-	eff := g.props.effective(queue)
+	eff := g.props.Effective(queue)
 	ttl := opts.TTL
 	if ttl == 0 {
 		ttl = eff.TTLDuration()
@@ -242,7 +242,7 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 // The message's priority is not known here: the queue's priority property is
 // assumed, and a queue that ever saw priorities looks at its levels' counts.
 func (g *Gateway) Notify(queue string) {
-	p := g.props.effective(queue).Priority
+	p := g.props.Effective(queue).Priority
 	if q := g.queues.local(queue); q != nil {
 		q.mu.Lock()
 		if q.prio.seen {

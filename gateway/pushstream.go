@@ -50,7 +50,7 @@ func (g *Gateway) PushStream(ctx context.Context, queue string, msg Message, bod
 	if _, err := g.queues.ensure(ctx, queue); err != nil {
 		return "", err
 	}
-	if g.props.effective(queue).Accum > 0 {
+	if g.props.Effective(queue).Accum > 0 {
 		limit = min(g.cfg.MaxBufferedBody, g.cfg.MaxMessageSize)
 		br.max = limit
 	}

@@ -29,4 +29,4 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 }
 
 // QueueNames lists every existing queue, sorted.
-func (g *Gateway) QueueNames() []string { return g.queues.names() }
+func (g *Gateway) QueueNames() []string { return g.queues.reg.Names() }

@@ -20,7 +20,7 @@ import (
 // MessagePack-RPC connection that received them (its effective
 // release_on_disconnect property).
 func (g *Gateway) ReleasesOnDisconnect(queue string) bool {
-	return g.props.effective(queue).ReleaseOnDisconnect
+	return g.props.Effective(queue).ReleaseOnDisconnect
 }
 
 // ReleasesOnDisconnect reports whether the delivery's queue had the property

@@ -12,10 +12,6 @@ import (
 // look at the shard streams' subject counts, shared and cached, is package
 // store's (store/scan.go).
 
-// scanWorkers bounds the shard requests of one inventory (QueueStatuses)
-// in flight at once, as the store's scans do.
-const scanWorkers = 8
-
 // withMessages returns the queues matching w that hold messages, sorted,
 // from looks at their shards started at most maxAge before the call (0:
 // after it). It looks at the shards of the matching queues this gateway

@@ -1,4 +1,4 @@
-package gateway
+package store_test
 
 import (
 	"strconv"
@@ -7,12 +7,13 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// FuzzReadStamped feeds arbitrary values to the headers the gateway reads back
+// FuzzReadStamps feeds arbitrary values to the headers the gateway reads back
 // from stored messages: every value read is in range or reads as absent, so
 // that retry and delivery counts cannot wrap around.
-func FuzzReadStamped(f *testing.F) {
+func FuzzReadStamps(f *testing.F) {
 	f.Add("1", "2", "1700000000000000000", "1700000000000000000")
 	f.Add("-1", "-5", "-1", "-9223372036854775808")
 	f.Add("9223372036854775807", "9223372036854775807", "x", "1e9")
@@ -23,23 +24,23 @@ func FuzzReadStamped(f *testing.F) {
 		h.Set(mapping.HdrRetry, retry)
 		h.Set(mapping.HdrPushedAt, pushed)
 		h.Set(mapping.HdrExpires, expires)
-		s := readStamped(h)
-		if s.delivered < 0 || s.delivered > maxDeliveries {
-			t.Fatalf("delivered %d from %q", s.delivered, delivered)
+		s := store.ReadStamps(h)
+		if s.Delivered < 0 || s.Delivered > store.MaxDeliveries {
+			t.Fatalf("delivered %d from %q", s.Delivered, delivered)
 		}
-		if s.retry < -1 || s.retry > mapping.MaxRetry {
-			t.Fatalf("retry %d from %q", s.retry, retry)
+		if s.Retry < -1 || s.Retry > mapping.MaxRetry {
+			t.Fatalf("retry %d from %q", s.Retry, retry)
 		}
-		if s.pushedAt < 0 {
-			t.Fatalf("pushed %d from %q", s.pushedAt, pushed)
+		if s.PushedAt < 0 {
+			t.Fatalf("pushed %d from %q", s.PushedAt, pushed)
 		}
 		// The sums deliver and release compute stay far from overflowing.
-		if left := s.retry + 1 - (s.delivered + 1<<20); left > 1<<31 || left < -(1<<33) {
+		if left := s.Retry + 1 - (s.Delivered + 1<<20); left > 1<<31 || left < -(1<<33) {
 			t.Fatalf("retries left %d", left)
 		}
 		// What the gateway wrote reads back unchanged.
-		if n, err := strconv.Atoi(retry); err == nil && n >= 0 && n <= mapping.MaxRetry && s.retry != n {
-			t.Fatalf("retry %q read as %d", retry, s.retry)
+		if n, err := strconv.Atoi(retry); err == nil && n >= 0 && n <= mapping.MaxRetry && s.Retry != n {
+			t.Fatalf("retry %q read as %d", retry, s.Retry)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package gateway
+package view
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// Read-only views of a queue for the web console (package console): looking
-// at messages must never take, delay or change them.
+// What the web console (package console) shows of a queue's messages:
+// looking at them must never take, delay or change them.
 
 // Bounds of Peek. A peek answers a person looking at a page, so it shows
 // the head of a queue and the head of each message, not everything.
@@ -39,7 +39,7 @@ type Peeked struct {
 	// ContentType as given at push ("" when none was given).
 	ContentType string
 	// Kept are the headers a preserve-header hook kept.
-	Kept []Header
+	Kept []mapping.Header
 	// PushedAt is the push time; zero when unknown.
 	PushedAt time.Time
 	// Expires is when the message expires (ttl); zero for never.
@@ -66,7 +66,7 @@ type Peeked struct {
 	// their number. PartsError says why the parts could not be decoded
 	// (Body then holds the raw bytes).
 	Compound   bool
-	Parts      []Message
+	Parts      []mapping.Part
 	PartCount  int
 	PartsError string
 }
@@ -74,15 +74,15 @@ type Peeked struct {
 // Peek returns up to n (at most MaxPeek) of the queue's next waiting
 // messages, in the order pulls would get them, without taking them: its
 // priority levels from the highest down (the dispatcher serves them
-// strictly so, priority.go), and within a level the level's subject from
+// strictly so, gateway/priority.go), and within a level the level's subject from
 // just after the last message its consumer handed out (from the start when
 // the level has no consumer), by direct "next by subject" reads. Messages
 // handed out and not yet answered are not shown, so a message whose delivery
-// timed out in place may be missing until it is handed out again. ErrNotFound
+// timed out in place may be missing until it is handed out again. store.ErrNotFound
 // when the queue does not exist.
-func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
+func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
-	st, err := g.queueStream(ctx, queue)
+	st, err := r.core.Stream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, erro
 		if err != nil {
 			return out, err
 		}
-		ps, err := g.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, n-len(out))
+		ps, err := r.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, n-len(out))
 		out = append(out, ps...)
 		if err != nil {
 			return out, err
@@ -112,9 +112,9 @@ func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, erro
 // messages was pushed: the earliest push time among the heads of its
 // priority levels (Peek's first message is the highest priority's, which
 // need not be the one waiting longest). Zero when none is waiting or its
-// push time is unknown; ErrNotFound when the queue does not exist.
-func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
-	st, err := g.queueStream(ctx, queue)
+// push time is unknown; store.ErrNotFound when the queue does not exist.
+func (r *Reader) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
+	st, err := r.core.Stream(ctx, queue)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -128,7 +128,7 @@ func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, e
 		if err != nil {
 			return time.Time{}, err
 		}
-		ps, err := g.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, 1)
+		ps, err := r.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, 1)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -145,7 +145,7 @@ func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, e
 func waitingLevels(ctx context.Context, st jetstream.Stream, queue string) ([]int, error) {
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(queue)))
 	if err != nil {
-		return nil, jsErr("peek", err)
+		return nil, store.Classify("peek", err)
 	}
 	levels := make([]int, 0, 2)
 	for p := mapping.MaxPriority; p >= 1; p-- {
@@ -170,7 +170,7 @@ func levelFrom(ctx context.Context, st jetstream.Stream, queue string, p int) (u
 		return 1, nil
 	}
 	if err != nil {
-		return 0, jsErr("peek", err)
+		return 0, store.Classify("peek", err)
 	}
 	if ci := c.CachedInfo(); ci != nil {
 		return ci.Delivered.Stream + 1, nil
@@ -180,19 +180,19 @@ func levelFrom(ctx context.Context, st jetstream.Stream, queue string, p int) (u
 
 // PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
 // letters, without removing them; DiedAt and Delivered say when they died
-// and after how many deliveries. ErrNotFound when the queue does not exist.
-func (g *Gateway) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
+// and after how many deliveries. store.ErrNotFound when the queue does not exist.
+func (r *Reader) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
-	st, err := g.queueStream(ctx, queue)
+	st, err := r.core.Stream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	return g.peekSubject(ctx, st, mapping.DeadSubject(queue), 1, n)
+	return r.peekSubject(ctx, st, mapping.DeadSubject(queue), 1, n)
 }
 
 // peekSubject reads up to n messages of subject from stream sequence from
 // on, one direct "next by subject" read each.
-func (g *Gateway) peekSubject(ctx context.Context, st jetstream.Stream, subject string, from uint64, n int) ([]Peeked, error) {
+func (r *Reader) peekSubject(ctx context.Context, st jetstream.Stream, subject string, from uint64, n int) ([]Peeked, error) {
 	out := make([]Peeked, 0, n)
 	for len(out) < n {
 		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
@@ -200,35 +200,35 @@ func (g *Gateway) peekSubject(ctx context.Context, st jetstream.Stream, subject 
 			break
 		}
 		if err != nil {
-			return out, jsErr("peek", err)
+			return out, store.Classify("peek", err)
 		}
-		out = append(out, g.peeked(ctx, raw))
+		out = append(out, r.peeked(ctx, raw))
 		from = raw.Sequence + 1
 	}
 	return out, nil
 }
 
 // peeked decodes one stored message for Peek, within its bounds.
-func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked {
+func (r *Reader) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked {
 	h := raw.Header
 	if h == nil {
 		h = nats.Header{}
 	}
-	s := readStamped(h)
+	s := store.ReadStamps(h)
 	p := Peeked{
 		Seq:         raw.Sequence,
-		Priority:    messagePriority(raw.Subject, h),
+		Priority:    store.MessagePriority(raw.Subject, h),
 		ContentType: h.Get(mapping.HdrContentType),
-		Retry:       s.retry,
-		Delivered:   s.delivered,
+		Retry:       s.Retry,
+		Delivered:   s.Delivered,
 		Size:        int64(len(raw.Data)),
 		Compound:    h.Get(mapping.HdrKind) == mapping.KindCompound,
 	}
-	if s.pushedAt > 0 {
-		p.PushedAt = time.Unix(0, s.pushedAt)
+	if s.PushedAt > 0 {
+		p.PushedAt = time.Unix(0, s.PushedAt)
 	}
-	if s.expires > 0 {
-		p.Expires = time.Unix(0, s.expires)
+	if s.Expires > 0 {
+		p.Expires = time.Unix(0, s.Expires)
 	}
 	if v := h.Get(mapping.HdrDeadAt); v != "" {
 		p.DiedAt, _ = time.Parse(time.RFC3339Nano, v) // garbage reads as unknown
@@ -238,13 +238,13 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	if ref := h.Get(mapping.HdrObject); ref != "" {
 		// A large body stays where it is: its size is enough for a look.
 		p.Object, p.Size = true, -1
-		if size, ok := g.store.BodySize(ctx, ref); ok {
+		if size, ok := r.core.Store.BodySize(ctx, ref); ok {
 			p.Size = size
 		}
 		return p
 	}
 	if p.Compound {
-		parts, err := DecodeCompound(raw.Data, 0)
+		parts, err := mapping.DecodeCompound(raw.Data, 0)
 		if err == nil {
 			p.PartCount = len(parts)
 			budget := MaxPeekBody
@@ -271,16 +271,4 @@ func (g *Gateway) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeke
 	}
 	p.Body = append([]byte(nil), body...)
 	return p
-}
-
-// OwnProps returns the properties set on the queue itself (without the
-// defaults), for the console's "where does this value come from".
-func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, error) {
-	if err := validName(queue); err != nil {
-		return mapping.Props{}, err
-	}
-	enc := mapping.EncodeName(queue)
-	g.props.mu.RLock()
-	defer g.props.mu.RUnlock()
-	return g.props.own[enc].Merge(mapping.Props{}), nil // a copy
 }
