@@ -15,11 +15,7 @@ import (
 )
 
 // pubAckCtx bounds a PubAck test's requests; reached only on failure.
-func pubAckCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func pubAckCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // pubAckStream creates stream PA on subjects pa.> of a fresh embedded server
 // and returns the connection and a JetStream handle on it.

@@ -19,11 +19,7 @@ import (
 )
 
 // testCtx bounds a test's requests; reached only on failure.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // fixture is a Store on a fresh embedded server.
 type fixture struct {
@@ -34,9 +30,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg store.Config) *fixture {
 	t.Helper()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "store-test")
-	js := testnats.JetStream(t, nc)
+	nc, js := testnats.Client(t, "store-test")
 	return &fixture{nc: nc, js: js, s: store.New(nc, js, cfg)}
 }
 

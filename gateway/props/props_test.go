@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,19 +15,14 @@ import (
 )
 
 // testCtx bounds a test's requests; reached only on failure.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // openPair opens two caches on one bucket of a fresh embedded server, as
 // two gateways sharing a JetStream would.
 func openPair(t *testing.T) (a, b *props.Cache) {
 	t.Helper()
 	ctx := testCtx(t)
-	ns := testnats.Start(t)
-	js := testnats.JetStream(t, testnats.Connect(t, ns, "props-test"))
+	_, js := testnats.Client(t, "props-test")
 	kv, err := kvfollow.OpenBucket(ctx, js, mapping.PropsBucket, "test", 1)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,11 +19,7 @@ import (
 )
 
 // testCtx bounds a test's requests; reached only on failure.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // server is an embedded nats-server and a JetStream client on it.
 type server struct {
@@ -35,9 +30,7 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "registry-test")
-	js := testnats.JetStream(t, nc)
+	nc, js := testnats.Client(t, "registry-test")
 	return &server{nc: nc, js: js, st: store.New(nc, js, store.Config{})}
 }
 

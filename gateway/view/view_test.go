@@ -16,11 +16,7 @@ import (
 )
 
 // testCtx bounds a test's requests; reached only on failure.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // fixture is a Reader on a store of a fresh embedded server, whose queues
 // are those given (the core's registry, as far as the views can tell).
@@ -31,9 +27,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, queues ...string) *fixture {
 	t.Helper()
-	ns := testnats.Start(t)
-	nc := testnats.Connect(t, ns, "view-test")
-	s := store.New(nc, testnats.JetStream(t, nc), store.Config{})
+	nc, js := testnats.Client(t, "view-test")
+	s := store.New(nc, js, store.Config{})
 	exists := make(map[string]bool)
 	for _, q := range queues {
 		exists[q] = true

@@ -6,6 +6,7 @@ package testnats
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,4 +44,20 @@ func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// Client starts a server for t and returns a connection named name to it
+// and a JetStream handle on that connection.
+func Client(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc := Connect(t, Start(t), name)
+	return nc, JetStream(t, nc)
+}
+
+// Context bounds a test's requests to the server; the bound is reached only
+// on failure (a request hangs), and is generous for a loaded machine.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
