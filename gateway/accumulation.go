@@ -64,13 +64,13 @@ func (g *Gateway) EncodePart(ctx context.Context, queue string, msg Message, ret
 // mapping.PartSubject, which no consumer reads) and sets its Seq and Window.
 // Its errors are Push's: ErrUnknown when the part may be stored.
 func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) error {
-	q, err := g.queues.bind(ctx, part.queue, true)
+	q, err := g.disp.Bind(ctx, part.queue, true)
 	if err != nil {
 		return err
 	}
 	part.msg.Header.Set(mapping.HdrWindow, window)
 	part.Window = window
-	part.Seq, err = g.store.Publish(ctx, "store part", q.name, part.msg)
+	part.Seq, err = g.store.Publish(ctx, "store part", q.Name(), part.msg)
 	return err
 }
 

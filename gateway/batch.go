@@ -28,7 +28,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	if len(msgs) > MaxBatch {
 		return fmt.Errorf("%w: a batch holds at most %d messages", ErrInvalid, MaxBatch)
 	}
-	if _, err := g.queues.ensure(ctx, queue); err != nil {
+	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return err
 	}
 	eff := g.props.Effective(queue)
@@ -52,7 +52,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 		if err := CheckHeaders(msg); err != nil {
 			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
 		}
-		// A batch takes the queue's priority property (priority.go).
+		// A batch takes the queue's priority property (dispatch/priority.go).
 		m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), msg.content(), eff.Retry)
 		if err != nil {
 			return err

@@ -47,7 +47,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	if err := validName(queue); err != nil {
 		return 0, err
 	}
-	q, err := g.queues.bind(ctx, queue, c.Create)
+	q, err := g.disp.Bind(ctx, queue, c.Create)
 	if err != nil {
 		return 0, err
 	}
@@ -88,7 +88,7 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 	if c.Origin != "" {
 		m.Header.Set(mapping.HdrMigrated, c.Origin)
 	}
-	seq, err = g.store.Publish(ctx, "store message", q.name, m)
+	seq, err = g.store.Publish(ctx, "store message", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
 			g.store.DropBody(ctx, m) // certainly not stored (see PushWith)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -20,22 +21,22 @@ import (
 
 // bury moves a retry-exhausted message to the queue's dead letters, with its
 // history: the deliveries it had (Lmq-Delivered) and when it died.
-func (g *Gateway) bury(r *raw) error {
+func (g *Gateway) bury(r *dispatch.Raw) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cp := nats.NewMsg(mapping.DeadSubject(r.q.name))
-	copyOwnHeaders(cp, r.msg)
-	if r.level > 0 {
+	cp := nats.NewMsg(mapping.DeadSubject(r.Queue().Name()))
+	copyOwnHeaders(cp, r.Msg)
+	if r.Level > 0 {
 		// Kept for a respawn (one a NATS program published lacks it).
-		cp.Header.Set(mapping.HdrPriority, strconv.Itoa(r.level))
+		cp.Header.Set(mapping.HdrPriority, strconv.Itoa(r.Level))
 	}
-	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.used()))
+	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.Used()))
 	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
 		return err
 	}
-	if _, err := g.store.Publish(ctx, "store dead letter", r.q.name, cp); err != nil {
+	if _, err := g.store.Publish(ctx, "store dead letter", r.Queue().Name(), cp); err != nil {
 		return err
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
@@ -71,7 +72,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 	if err != nil {
 		return 0, err
 	}
-	q, err := g.queues.ensure(ctx, queue)
+	q, err := g.disp.Ensure(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +95,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		m.Data = raw.Data
 		// Store the live copy first: a crash in between leaves a duplicate
 		// dead letter, never a lost message.
-		if _, err := g.store.Publish(ctx, "respawn dead letter", q.name, m); err != nil {
+		if _, err := g.store.Publish(ctx, "respawn dead letter", q.Name(), m); err != nil {
 			return moved, err
 		}
 		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !jsapi.MsgGone(err) {
@@ -105,7 +106,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 	}
 	for p := mapping.MaxPriority; p >= 0; p-- {
 		if levels&(1<<p) != 0 {
-			g.notifyLevel(queue, p)
+			g.disp.NotifyLevel(queue, p)
 		}
 	}
 	return moved, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -33,7 +34,7 @@ const (
 // delivery is one entry of the delivery table.
 type delivery struct {
 	id  string
-	raw *raw
+	raw *dispatch.Raw
 
 	mu       sync.Mutex
 	state    deliveryState
@@ -72,7 +73,7 @@ func (t *deliveryTable) dropQueue(queue string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, d := range t.m {
-		if d.raw.q.name == queue {
+		if d.raw.Queue().Name() == queue {
 			d.mu.Lock()
 			d.state = finished
 			if d.timer != nil {
@@ -113,18 +114,18 @@ func (g *Gateway) newID() string {
 
 // deliver turns a message JetStream handed over into a delivery: fresh id,
 // timer from the queue's current timeout.
-func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
-	q := r.q
-	msg, err := decoded(g.store.Decode(ctx, r.msg))
+func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
+	q := r.Queue()
+	msg, err := decoded(g.store.Decode(ctx, r.Msg))
 	if store.BodyLost(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
 		// out as stored, without that body, so the client can see and ack it.
 		g.log.Warn("large-message body not found; delivering the message without it",
-			"queue", q.name, "seq", r.sseq, "object", r.msg.Header.Get(mapping.HdrObject), "err", err)
-		stripped := *r.msg
-		stripped.Header = make(nats.Header, len(r.msg.Header))
-		for k, v := range r.msg.Header {
+			"queue", q.Name(), "seq", r.Seq, "object", r.Msg.Header.Get(mapping.HdrObject), "err", err)
+		stripped := *r.Msg
+		stripped.Header = make(nats.Header, len(r.Msg.Header))
+		for k, v := range r.Msg.Header {
 			if k != mapping.HdrObject {
 				stripped.Header[k] = v
 			}
@@ -135,9 +136,9 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
-	out := &Delivery{Queue: q.name, RetryRemaining: r.retry + 1 - r.used(), Priority: r.level}
+	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level}
 	out.Message = msg
-	if r.msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
+	if r.Msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
 		// What comes back from the stream is input too: anyone who can publish
 		// on the queue subject can store any body with this header. One that
 		// does not decode is handed out as a plain message with its body as
@@ -145,22 +146,22 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 		// it, and the queue is not stuck on it.
 		if parts, err := DecodeCompound(msg.Body, 0); err != nil {
 			g.log.Warn("compound message does not decode; delivering it as a plain message",
-				"queue", q.name, "seq", r.sseq, "bytes", len(msg.Body), "err", err)
+				"queue", q.Name(), "seq", r.Seq, "bytes", len(msg.Body), "err", err)
 		} else {
 			out.Compound, out.Parts, out.Message = true, parts, Message{}
 		}
 	}
-	eff := g.props.Effective(q.name)
+	eff := g.props.Effective(q.Name())
 	timeout := eff.TimeoutDuration()
 	out.releaseOnDisconnect = eff.ReleaseOnDisconnect // releaseconn.go
-	if err := g.queues.ensureAckWait(ctx, q, timeout); err != nil {
+	if err := g.disp.EnsureAckWait(ctx, q, timeout); err != nil {
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
 	d := &delivery{id: g.newID(), raw: r, deadline: time.Now().Add(timeout)}
 	out.ID, out.ref = d.id, d
-	if r.pushedAt > 0 {
-		g.obs.Pulled(q.name, time.Since(time.Unix(0, r.pushedAt)))
+	if r.PushedAt > 0 {
+		g.obs.Pulled(q.Name(), time.Since(time.Unix(0, r.PushedAt)))
 	}
 	if timeout <= 0 {
 		// Available again at once: the next pull gets it with one retry less,
@@ -171,7 +172,7 @@ func (g *Gateway) deliver(ctx context.Context, r *raw) (*Delivery, error) {
 	}
 	// An in-flight message does not keep its body in memory (thousands may be
 	// in flight): a release reads it back from the stream.
-	r.msg.Data, r.bodyGone = nil, true
+	r.Msg.Data, r.BodyGone = nil, true
 	g.dels.add(d)
 	d.mu.Lock()
 	// The timer's goroutine counts itself, and does nothing once the gateway
@@ -202,7 +203,7 @@ func (g *Gateway) expire(d *delivery) {
 	if !g.take(d) {
 		return
 	}
-	g.obs.TimedOut(d.raw.q.name)
+	g.obs.TimedOut(d.raw.Queue().Name())
 	g.release(d.raw, true)
 }
 
@@ -222,26 +223,26 @@ func (g *Gateway) Abandon(_ context.Context, d *Delivery) {
 // deliveries used so far is stored first, then the original is removed (a
 // crash in between duplicates the message; it never loses it). counted says
 // whether the delivery that ends here used up one of the message's retries.
-func (g *Gateway) release(r *raw, counted bool) {
-	used := r.used()
+func (g *Gateway) release(r *dispatch.Raw, counted bool) {
+	used := r.Used()
 	if !counted {
 		used--
 	}
-	if used >= r.retry+1 {
+	if used >= r.Retry+1 {
 		g.discard(r)
 		return
 	}
 	ctx, cancel := g.opContext()
 	defer cancel()
-	// To the tail of its own priority's subject (priority.go).
-	subj := r.q.subject
-	if r.level > 0 {
-		subj = mapping.PrioritySubject(r.q.name, r.level)
+	// To the tail of its own priority's subject (dispatch/priority.go).
+	subj := r.Queue().Subject()
+	if r.Level > 0 {
+		subj = mapping.PrioritySubject(r.Queue().Name(), r.Level)
 	}
 	cp := nats.NewMsg(subj)
-	copyOwnHeaders(cp, r.msg)
+	copyOwnHeaders(cp, r.Msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if ns := store.ReadStamps(r.msg.Header).Expires; ns != 0 {
+	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
 		left := time.Until(time.Unix(0, ns))
 		if left <= 0 {
@@ -256,21 +257,21 @@ func (g *Gateway) release(r *raw, counted bool) {
 			// Already gone: an ack whose answer was lost (ErrUnknown) did
 			// take effect, or JetStream's backstop redelivered the message
 			// and another client acked it. Nothing to put back.
-			g.log.Debug("released message no longer stored", "queue", r.q.name, "seq", r.sseq)
+			g.log.Debug("released message no longer stored", "queue", r.Queue().Name(), "seq", r.Seq)
 			return
 		}
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
+		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	if _, err := g.store.Publish(ctx, "release message", r.q.name, cp); err != nil {
+	if _, err := g.store.Publish(ctx, "release message", r.Queue().Name(), cp); err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.q.name, "err", err)
+		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
 		return
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.q.name, "err", err)
+		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.Queue().Name(), "err", err)
 	}
-	g.notifyLevel(r.q.name, r.level)
+	g.disp.NotifyLevel(r.Queue().Name(), r.Level)
 }
 
 // copyOwnHeaders copies the message's headers except JetStream's own
@@ -286,44 +287,44 @@ func copyOwnHeaders(dst, src *nats.Msg) {
 
 // body returns the stored body of r, reading it from the stream when the
 // delivery let go of it.
-func (g *Gateway) body(ctx context.Context, r *raw) ([]byte, error) {
-	if !r.bodyGone {
-		return r.msg.Data, nil
+func (g *Gateway) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
+	if !r.BodyGone {
+		return r.Msg.Data, nil
 	}
-	return g.store.ReadBack(ctx, r.q.name, r.sseq)
+	return g.store.ReadBack(ctx, r.Queue().Name(), r.Seq)
 }
 
 // discard ends a message whose retries are used up: it becomes a dead letter
 // when the queue keeps them (the dead_letter property), else it is dropped as
 // LMQ did.
-func (g *Gateway) discard(r *raw) {
-	if g.props.Effective(r.q.name).DeadLetter {
+func (g *Gateway) discard(r *dispatch.Raw) {
+	if g.props.Effective(r.Queue().Name()).DeadLetter {
 		if err := g.bury(r); err == nil {
-			g.obs.Discarded(r.q.name)
+			g.obs.Discarded(r.Queue().Name())
 			return
 		} else {
-			g.log.Warn("could not keep dead letter; dropping it", "queue", r.q.name, "err", err)
+			g.log.Warn("could not keep dead letter; dropping it", "queue", r.Queue().Name(), "err", err)
 		}
 	}
 	g.drop(r)
-	g.obs.Discarded(r.q.name)
+	g.obs.Discarded(r.Queue().Name())
 }
 
 // drop removes a message (and its large body) for good.
-func (g *Gateway) drop(r *raw) {
+func (g *Gateway) drop(r *dispatch.Raw) {
 	ctx, cancel := g.opContext()
 	defer cancel()
 	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("could not remove message", "queue", r.q.name, "err", err)
+		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	g.store.DropBody(ctx, r.msg)
+	g.store.DropBody(ctx, r.Msg)
 }
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
 // stream, and waits for JetStream's answer.
-func (g *Gateway) ackRemove(ctx context.Context, r *raw) error {
-	if _, err := g.nc.RequestWithContext(ctx, r.msg.Reply, []byte("+ACK")); err != nil {
+func (g *Gateway) ackRemove(ctx context.Context, r *dispatch.Raw) error {
+	if _, err := g.nc.RequestWithContext(ctx, r.Msg.Reply, []byte("+ACK")); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
@@ -342,7 +343,7 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 		}
 		return g.relayReply(ctx, queue, id, kind)
 	}
-	if d.raw.q.name != queue {
+	if d.raw.Queue().Name() != queue {
 		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)
 	}
 	return g.replyLocal(ctx, d, kind)
@@ -351,7 +352,7 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
 	// Made only when answered (every successful ack would pay for it).
 	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
-	q := d.raw.q
+	q := d.raw.Queue()
 	switch kind {
 	case Ack:
 		d.mu.Lock()
@@ -366,7 +367,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		// gets an answer within replyTimeout even when the NATS node under
 		// this gateway died with the request in flight. (A request with a
 		// timeout rather than a context: no context and timer made per ack.)
-		if _, err := g.nc.Request(d.raw.msg.Reply, []byte("+ACK"), replyTimeout); err != nil {
+		if _, err := g.nc.Request(d.raw.Msg.Reply, []byte("+ACK"), replyTimeout); err != nil {
 			err = fmt.Errorf("ack: %w", err)
 			d.mu.Lock()
 			d.state = active
@@ -384,17 +385,17 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		g.dels.del(d.id)
 		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
-		g.store.DropBody(ctx, d.raw.msg)
+		g.store.DropBody(ctx, d.raw.Msg)
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound()
 		}
 		g.nackRelease(d.raw)
 	case Ext:
-		timeout := g.props.Effective(q.name).TimeoutDuration()
+		timeout := g.props.Effective(q.Name()).TimeoutDuration()
 		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
 		defer cancel()
-		if err := g.queues.ensureAckWait(ectx, q, timeout); err != nil {
+		if err := g.disp.EnsureAckWait(ectx, q, timeout); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -406,13 +407,13 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.timer.Reset(timeout)
 		d.mu.Unlock()
 		// Restart JetStream's backstop clock as well.
-		if err := g.nc.Publish(d.raw.msg.Reply, []byte("+WPI")); err != nil {
+		if err := g.nc.Publish(d.raw.Msg.Reply, []byte("+WPI")); err != nil {
 			return jsErr("ext", err)
 		}
 	default:
 		return fmt.Errorf("%w: reply %v", ErrInvalid, kind)
 	}
-	g.obs.Replied(q.name, kind)
+	g.obs.Replied(q.Name(), kind)
 	return nil
 }
 
@@ -425,7 +426,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 // AckWait (release logs it), which is what a nack that is not answered in
 // time amounts to as well. In the usual case the release is done before the
 // answer, so a client's next pull sees the message where LMQ puts it.
-func (g *Gateway) nackRelease(r *raw) {
+func (g *Gateway) nackRelease(r *dispatch.Raw) {
 	done := make(chan struct{})
 	if !g.spawn(func(context.Context) {
 		defer close(done)

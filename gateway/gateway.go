@@ -88,38 +88,31 @@
 // delivery id starts with this gateway's id, so a reply reaching another
 // gateway is relayed here over NATS (lmq.gw.<id>.reply).
 //
-// Pulling: a client's pull registers a waiter on the queue's dispatcher. The
-// dispatcher issues no_wait pull requests (batch = waiting clients, one
-// request at a time per queue; every queue's answers come on one
-// subscription) and never leaves a pull request standing in
-// JetStream: a standing request would keep taking messages after its client
-// left, and giving such a message back either reorders the queue or costs it
-// a retry. (Right after a push notification a request may wait up to 50 ms,
-// because JetStream acknowledges a publish before the consumer counts the
-// message.) While a queue is empty its waiters sleep until a notification on
-// lmq.n.<enc> (published by any gateway after every stored push or release,
-// while other gateways are known to be running: package peers) or
-// a periodic re-poll (which also catches messages published by plain NATS
-// programs and JetStream's own redeliveries). An idle long-poll therefore
-// costs no JetStream requests between re-polls. Pull-any does not bind the
-// queues it matches: it tries those the shards' subject counts show holding
-// messages, then sleeps until a notification names a matching queue or the
-// next re-poll (pull.go).
+// Pulling lives in package dispatch (gateway/dispatch, its package doc
+// says how): a client's pull waits on the queue's dispatcher, which issues
+// no_wait pull requests and never leaves one standing in JetStream, and
+// wakes on notifications (lmq.n.<enc>, published there after every stored
+// push or release while other gateways run) or periodic re-polls. Pull and
+// PullAny (pull.go) are the API over it: the dispatcher hands over a
+// dispatch.Raw, the core makes the delivery; a pulled message no client
+// takes comes back through dispatch.Rules (release, discard, drop).
 //
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
 //
 // Built from: package store (queue data in JetStream: its streams,
 // consumers, pull wire and reads, as above), gateway/registry (which queues
-// exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/props (the
+// exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/dispatch
+// (the pull engine: per-queue dispatch state, pull requests, waiting
+// clients, priority levels, notifications), gateway/props (the
 // properties: their bucket, its mirror, writes and resolution),
 // gateway/view (read-only views of stored queues: counts, placement,
-// peeks, the oldest dead letter), internal/kvfollow (following a KV bucket, skipping echoes of
-// own writes: the registry and properties), internal/peers (the other
-// gateways, by heartbeats), internal/lifecycle (background work owned and
-// waited for by Close), internal/wakeups (timed pokes of queues and
-// dispatchers), internal/noise (log-noise limiter), internal/recent
-// (recently acked ids) and mapping's compound body format.
+// peeks, the oldest dead letter), internal/kvfollow (following a KV
+// bucket, skipping echoes of own writes: the registry and properties),
+// internal/peers (the other gateways, by heartbeats), internal/lifecycle
+// (background work owned and waited for by Close), internal/noise
+// (log-noise limiter), internal/recent (recently acked ids) and mapping's
+// compound body format.
 package gateway
 
 import (
@@ -135,7 +128,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
+	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
@@ -143,7 +138,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
-	"github.com/lmq-gateway/lmq-gateway/internal/wakeups"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -210,12 +204,13 @@ type Gateway struct {
 	// hands out so that a reply reaching another gateway can be relayed here.
 	id    string
 	idPfx []byte
-	// prioPfx[p] is the payload of a notification of priority p (notifyPayload).
-	prioPfx [mapping.MaxPriority + 1][]byte
-	props   *props.Cache
-	views   *view.Reader // read-only views of stored queues (inventory.go)
-	queues  *locals
-	dels    *deliveryTable
+	props *props.Cache
+	views *view.Reader // read-only views of stored queues (inventory.go)
+	// reg is which queues exist (package registry); disp the pull engine
+	// and this gateway's per-queue state (package dispatch).
+	reg  *registry.Registry
+	disp *dispatch.Dispatcher
+	dels *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -226,10 +221,7 @@ type Gateway struct {
 	acked *recent.IDs
 	noise *noise.Limiter
 
-	pulls    *pullTable
-	fetchSeq atomic.Uint64
-	rr       atomic.Uint64 // rotates pull-any's first queue
-	waiting  atomic.Int64  // pulls holding a waitSlot (waitlimit.go)
+	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
 
 	subs    []*nats.Subscription
 	closing chan struct{}
@@ -238,17 +230,16 @@ type Gateway struct {
 	followers []*kvfollow.Follower
 	stopWait  sync.Once // closes closing (drain.go)
 	closeOne  sync.Once
-	// bg counts the core's long-lived goroutines (re-poll, wake-ups); work
-	// counts everything started on the way and holds the context that lives
-	// as long as the gateway (lifecycle.Work). Close waits for both.
+	// bg counts the core's long-lived goroutines (peers; the dispatcher
+	// owns its own); work counts everything started on the way and holds
+	// the context that lives as long as the gateway (lifecycle.Work). Close
+	// waits for both.
 	bg    sync.WaitGroup
 	work  *lifecycle.Work
-	wakes *wakeups.Timer[wakeTarget]
 	peers *peers.Peers
 }
 
 const (
-	notifyPrefix  = mapping.NotifyPrefix
 	controlPrefix = "lmq.gw."
 	opTimeout     = 10 * time.Second
 )
@@ -293,9 +284,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
-	for p := 1; p <= mapping.MaxPriority; p++ {
-		g.prioPfx[p] = append(append([]byte(nil), idb...), byte(p))
-	}
 	g.dels = newDeliveryTable()
 	g.store = store.New(nc, js, store.Config{
 		Replicas:      cfg.Replicas,
@@ -305,9 +293,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
-	g.queues = newLocals(g)
-	g.pulls = newPullTable(nc.NewInbox())
-	g.wakes = newWakeups(g)
 	g.peers = peers.New(nc, idb)
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
@@ -318,44 +303,55 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	g.disp = dispatch.New(dispatch.Config{
+		NC:             nc,
+		Store:          g.store,
+		Props:          g.props,
+		Work:           g.work,
+		Closing:        g.closing,
+		Peers:          g.peers,
+		Logger:         g.log,
+		Noise:          g.noise,
+		ID:             idb,
+		RepollInterval: cfg.RepollInterval,
+		Rules: dispatch.Rules{
+			Release: func(r *dispatch.Raw) { g.release(r, false) },
+			Discard: g.discard,
+			Drop:    g.drop,
+		},
+	})
 	g.views = newViews(g)
-	sub, err := nc.Subscribe(notifyPrefix+"*", g.counted(g.onNotify))
+	subs, err := g.disp.Subscribe(g.counted)
+	g.subs = append(g.subs, subs...)
 	if err != nil {
 		g.Close()
-		return nil, fmt.Errorf("subscribe notifications: %w", err)
+		return nil, err
 	}
-	g.subs = append(g.subs, sub)
-	if sub, err = nc.Subscribe(controlPrefix+g.id+".reply", g.counted(g.onRelayedReply)); err != nil {
+	sub, err := nc.Subscribe(controlPrefix+g.id+".reply", g.counted(g.onRelayedReply))
+	if err != nil {
 		g.Close()
 		return nil, fmt.Errorf("subscribe control: %w", err)
 	}
 	g.subs = append(g.subs, sub)
-	// One subscription takes the answers to every queue's pull requests; it
-	// must never drop one (a dropped message waits out its AckWait).
-	if sub, err = nc.Subscribe(g.pulls.inbox+"*", g.counted(g.onPullReply)); err == nil {
-		err = sub.SetPendingLimits(-1, -1)
-		g.subs = append(g.subs, sub)
-	}
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("subscribe pull replies: %w", err)
-	}
-	subs, err := g.peers.Start(g.counted)
+	subs, err = g.peers.Start(g.counted)
 	g.subs = append(g.subs, subs...)
 	if err != nil {
 		g.Close()
 		return nil, fmt.Errorf("peers: %w", err)
 	}
-	if err := g.queues.start(ctx); err != nil {
+	if g.reg, err = registry.Open(ctx, g.work.Context(), registry.Config{
+		JS:        g.js,
+		Store:     g.store,
+		Replicas:  cfg.Replicas,
+		MaxQueues: cfg.MaxQueues,
+		Logger:    g.log,
+		OnDrop:    g.disp.Dropped,
+	}); err != nil {
 		g.Close()
 		return nil, err
 	}
-	g.bg.Add(3)
-	go g.repollLoop()
-	go func() {
-		defer g.bg.Done()
-		g.wakes.Run(g.work.Context())
-	}()
+	g.disp.Start(g.reg)
+	g.bg.Add(1)
 	go func() {
 		defer g.bg.Done()
 		g.peers.Run(g.closing)
@@ -370,7 +366,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		select {
 		case <-g.closing:
 		default:
-			g.onReconnect()
+			_ = g.peers.Announce()
+			g.disp.OnReconnect()
 		}
 	})
 	// FlushWithContext insists on a deadline; the caller's ctx need not have
@@ -407,10 +404,18 @@ func (g *Gateway) Close() {
 			_ = s.Unsubscribe()
 		}
 		g.stopFollowers()
-		g.queues.stop()
+		if g.reg != nil {
+			g.reg.Stop()
+		}
+		if g.disp != nil {
+			g.disp.Shutdown()
+		}
 		g.dels.stopTimers()
 		g.work.Close()
 		g.bg.Wait()
+		if g.disp != nil {
+			g.disp.Close()
+		}
 	})
 }
 

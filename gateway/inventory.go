@@ -45,7 +45,7 @@ func newViews(g *Gateway) *view.Reader {
 	return view.New(view.Core{
 		Store:  g.store,
 		Stream: g.queueStream,
-		Names:  func() []string { return g.queues.reg.Names() },
+		Names:  func() []string { return g.reg.Names() },
 		Props:  g.props.Effective,
 	})
 }
@@ -100,7 +100,7 @@ func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stre
 	if err := validName(queue); err != nil {
 		return nil, err
 	}
-	ok, err := g.queues.reg.Exists(ctx, queue)
+	ok, err := g.reg.Exists(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func (g *Gateway) inFlightCount(queue string) int {
 	n := 0
 	g.dels.mu.Lock()
 	for _, d := range g.dels.m {
-		if d.raw.q.name == queue {
+		if d.raw.Queue().Name() == queue {
 			n++
 		}
 	}
@@ -233,14 +233,14 @@ func TestPriorityUnusedOneRequestPerPull(t *testing.T) {
 		pushP(t, g, "plain", "m"+string(rune('a'+i)), -1)
 	}
 	pullP(t, g, "plain") // makes the consumer (and looks at the levels once)
-	before := g.fetchSeq.Load()
+	before := g.disp.PullRequests()
 	for range n - 1 {
 		d := pullP(t, g, "plain")
 		if d.Priority != 0 {
 			t.Fatalf("priority %d", d.Priority)
 		}
 	}
-	if reqs := g.fetchSeq.Load() - before; reqs != n-1 {
+	if reqs := g.disp.PullRequests() - before; reqs != n-1 {
 		t.Fatalf("%d pull requests for %d pulls", reqs, n-1)
 	}
 	consumers := func() []string {
@@ -258,15 +258,10 @@ func TestPriorityUnusedOneRequestPerPull(t *testing.T) {
 	if cs := consumers(); len(cs) != 1 || cs[0] != mapping.ConsumerName("plain") {
 		t.Fatalf("consumers %v", cs)
 	}
-	g.queues.mu.Lock()
-	q := g.queues.states["plain"]
-	g.queues.mu.Unlock()
-	if q == nil {
+	seen, ok := g.disp.PrioritySeen("plain")
+	if !ok {
 		t.Fatal("no dispatcher")
 	}
-	q.mu.Lock()
-	seen := q.prio.seen
-	q.mu.Unlock()
 	if seen {
 		t.Fatal("priorities marked as seen")
 	}
@@ -318,10 +313,7 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 		done <- d
 	}()
 	testwait.For(t, "a waiter on po", func() bool {
-		q := g2.queues.local("po")
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return len(q.waiters) > 0
+		return g2.disp.Waiting("po") > 0
 	})
 	pushP(t, g1, "po", "p3-1", 3)
 	d := <-done
@@ -402,7 +394,7 @@ func BenchmarkPriorityPullAck(b *testing.B) {
 				}
 			}
 			b.ResetTimer()
-			reqs, cpu := g.fetchSeq.Load(), time.Duration(0)
+			reqs, cpu := g.disp.PullRequests(), time.Duration(0)
 			for i := range b.N {
 				if alternate {
 					b.StopTimer()
@@ -414,7 +406,7 @@ func BenchmarkPriorityPullAck(b *testing.B) {
 				cpu += processCPU() - c0
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(g.fetchSeq.Load()-reqs)/float64(b.N), "req/pull")
+			b.ReportMetric(float64(g.disp.PullRequests()-reqs)/float64(b.N), "req/pull")
 			b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "cpu-µs/op")
 		})
 	}

@@ -40,7 +40,7 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 	// have JetStream hand them out a second time).
 	// Room for the queue is taken first: properties written for a queue
 	// then refused would wait for whoever creates it next.
-	release, err := g.queues.reg.Reserve(ctx, queue)
+	release, err := g.reg.Reserve(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -48,10 +48,10 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 	if err := g.props.Update(ctx, queue, patch); err != nil {
 		return err
 	}
-	if _, err := g.queues.ensure(ctx, queue); err != nil {
+	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return err
 	}
-	return g.queues.applyProps(ctx, queue)
+	return g.disp.ApplyProps(ctx, queue)
 }
 
 // ResetProps drops the queue's own properties (back to the defaults), creating
@@ -60,13 +60,13 @@ func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
-	if _, err := g.queues.ensure(ctx, queue); err != nil {
+	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return err
 	}
 	if err := g.dropOwnProps(ctx, queue); err != nil {
 		return err
 	}
-	return g.queues.applyProps(ctx, queue)
+	return g.disp.ApplyProps(ctx, queue)
 }
 
 // dropOwnProps drops the queue's own properties (a deleted queue's too).

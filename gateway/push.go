@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -93,7 +93,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay < 0 || opts.TTL < 0 || opts.Delay > mapping.MaxDuration || opts.TTL > mapping.MaxDuration {
 		return "", fmt.Errorf("%w: delay and ttl must be from 0 to %d seconds (10 years)", ErrInvalid, mapping.MaxSeconds)
 	}
-	q, err := g.queues.bind(ctx, queue, mayCreate)
+	q, err := g.disp.Bind(ctx, queue, mayCreate)
 	if err != nil {
 		return "", err
 	}
@@ -129,7 +129,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		return "", fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
 	}
 	now := time.Now()
-	subject := q.subject // mapping.PrioritySubject(queue, 0), already encoded
+	subject := q.Subject() // mapping.PrioritySubject(queue, 0), already encoded
 	if prio > 0 {
 		subject = mapping.PrioritySubject(queue, prio)
 	}
@@ -166,7 +166,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
 		m.Header.Set("Nats-Schedule-Target", mapping.PrioritySubject(queue, prio))
 	}
-	seq, err := g.store.Publish(ctx, "store message", q.name, m)
+	seq, err := g.store.Publish(ctx, "store message", q.Name(), m)
 	if err == nil && !mayCreate {
 		err = g.unlessDeleted(ctx, q, seq)
 	}
@@ -183,15 +183,15 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.
-		g.wakes.AtSlot(wakeTarget{queue: queue}, time.Now().Add(opts.Delay+300*time.Millisecond))
+		g.disp.NotifyAt(queue, time.Now().Add(opts.Delay+300*time.Millisecond))
 		if prio > 0 {
 			// Mark the queue as using priorities everywhere, so that the
 			// wake-up (and other gateways' re-polls) look at its levels.
-			g.notifyLevel(queue, prio)
+			g.disp.NotifyLevel(queue, prio)
 		}
 		return AccumNo, nil
 	}
-	g.notifyLevel(queue, prio)
+	g.disp.NotifyLevel(queue, prio)
 	return AccumNo, nil
 }
 
@@ -200,13 +200,13 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 // a deleted queue back. DeleteQueue removes the registry key before it
 // purges: a message stored before the purge goes with it, and one stored
 // after finds the key gone here.
-func (g *Gateway) unlessDeleted(ctx context.Context, q *queueState, seq uint64) error {
-	if !g.queues.reg.KeyGone(ctx, q.name) {
+func (g *Gateway) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64) error {
+	if !g.reg.KeyGone(ctx, q.Name()) {
 		return nil
 	}
-	g.queues.forget(q.name)
-	g.store.TakeBack(ctx, q.name, seq)
-	return fmt.Errorf("queue %q: %w", q.name, ErrNotFound)
+	g.reg.Forget(q.Name())
+	g.store.TakeBack(ctx, q.Name(), seq)
+	return fmt.Errorf("queue %q: %w", q.Name(), ErrNotFound)
 }
 
 // setNatsTTL lets JetStream itself remove the message once it expires; its
@@ -221,7 +221,7 @@ func setNatsTTL(m *nats.Msg, ttl time.Duration) {
 // maps each queue to its accumulation answer (empty when none matched).
 // Queues are not created by it; those out of scope are left alone.
 func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
-	names := g.queues.matching(re, scope)
+	names := g.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
 		st, err := g.push(ctx, name, msg, PushOptions{}, false)
@@ -237,53 +237,17 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 }
 
 // Notify wakes the clients waiting on queue, on every gateway: it is called
-// after a message became available there.
-//
-// The message's priority is not known here: the queue's priority property is
-// assumed, and a queue that ever saw priorities looks at its levels' counts.
-func (g *Gateway) Notify(queue string) {
-	p := g.props.Effective(queue).Priority
-	if q := g.queues.local(queue); q != nil {
-		q.mu.Lock()
-		if q.prio.seen {
-			q.probeLocked()
-		}
-		q.mu.Unlock()
-	}
-	g.notifyLevel(queue, p)
-}
+// after a message became available there (dispatch.Dispatcher.Notify).
+func (g *Gateway) Notify(queue string) { g.disp.Notify(queue) }
 
-// notifyLevel is Notify for a message of priority p.
-func (g *Gateway) notifyLevel(queue string, p int) {
-	var enc string
-	if q := g.queues.local(queue); q != nil {
-		q.notifyLevel(p)
-		enc = q.enc
-	} else {
-		enc = mapping.EncodeName(queue)
+// pushPriority is the priority of a push: the option when given, else the
+// queue's priority property.
+func pushPriority(opt *int, eff mapping.Effective) (int, error) {
+	if opt == nil {
+		return eff.Priority, nil
 	}
-	g.queues.notifyAny(enc)
-	if g.peers.Any() {
-		// Only other gateways' waiting clients need it (package peers says why
-		// leaving it out while alone is safe).
-		_ = g.nc.Publish(notifyPrefix+enc, g.notifyPayload(p))
+	if *opt < 0 || *opt > mapping.MaxPriority {
+		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
 	}
-}
-
-func (g *Gateway) onNotify(m *nats.Msg) {
-	id, p := parseNotifyPayload(m.Data, len(g.idPfx))
-	if bytes.Equal(id, g.idPfx) {
-		return // our own, already applied locally
-	}
-	if len(id) == len(g.idPfx) {
-		g.peers.Heard(id) // a gateway that notifies is a peer (older ones send no hellos)
-	}
-	_, enc, ok := mapping.EncFromSubject(m.Subject)
-	if !ok {
-		return
-	}
-	if q := g.queues.localByEnc(enc); q != nil {
-		q.notifyLevel(p)
-	}
-	g.queues.notifyAny(enc)
+	return *opt, nil
 }

@@ -47,7 +47,7 @@ func (g *Gateway) PushStream(ctx context.Context, queue string, msg Message, bod
 	}
 	br := &bodyReader{r: body, max: g.cfg.MaxMessageSize}
 	limit := g.store.InlineLimit()
-	if _, err := g.queues.ensure(ctx, queue); err != nil {
+	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return "", err
 	}
 	if g.props.Effective(queue).Accum > 0 {

@@ -14,7 +14,7 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
-	if err := g.queues.reg.Delete(ctx, queue); err != nil {
+	if err := g.reg.Delete(ctx, queue); err != nil {
 		return err
 	}
 	g.dels.dropQueue(queue)
@@ -29,4 +29,4 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 }
 
 // QueueNames lists every existing queue, sorted.
-func (g *Gateway) QueueNames() []string { return g.queues.reg.Names() }
+func (g *Gateway) QueueNames() []string { return g.reg.Names() }

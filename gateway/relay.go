@@ -82,7 +82,7 @@ func (g *Gateway) onRelayedReply(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(life, replyTimeout)
 		defer cancel()
 		err := ErrNotFound
-		if d := g.dels.get(req.ID); d != nil && d.raw.q.name == req.Queue {
+		if d := g.dels.get(req.ID); d != nil && d.raw.Queue().Name() == req.Queue {
 			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
 		} else if g.acked.Has(req.ID) {
 			err = ErrAlreadyAcked

@@ -15,7 +15,7 @@ import (
 // RegisterQueue makes queue exist (its registry key and its shard stream)
 // without storing a message.
 func (g *Gateway) RegisterQueue(ctx context.Context, queue string) error {
-	return g.queues.reg.Register(ctx, queue)
+	return g.reg.Register(ctx, queue)
 }
 
 // ShardStream is the stream of queue's shard, created if it does not exist

@@ -74,7 +74,7 @@ type Peeked struct {
 // Peek returns up to n (at most MaxPeek) of the queue's next waiting
 // messages, in the order pulls would get them, without taking them: its
 // priority levels from the highest down (the dispatcher serves them
-// strictly so, gateway/priority.go), and within a level the level's subject from
+// strictly so, gateway/dispatch/priority.go), and within a level the level's subject from
 // just after the last message its consumer handed out (from the start when
 // the level has no consumer), by direct "next by subject" reads. Messages
 // handed out and not yet answered are not shown, so a message whose delivery

@@ -1,4 +1,4 @@
-package gateway
+package dispatch
 
 import (
 	"context"
@@ -28,32 +28,36 @@ const (
 	settleWait = 50 * time.Millisecond
 )
 
-// raw is a message JetStream handed to this gateway, not yet a delivery.
-type raw struct {
-	q        *queueState
-	msg      *nats.Msg
-	sseq     uint64
-	dc       int // JetStream's delivery count of this copy
-	prev     int // deliveries consumed by earlier copies (Lmq-Delivered)
-	retry    int
-	pushedAt int64
-	expires  int64 // Lmq-Expires (Unix ns), 0: never; read once by parseRaw
-	bodyGone bool  // msg.Data was let go while in flight (see Gateway.body)
-	level    int   // its priority: it came from that level's subject
+// Raw is a message JetStream handed to this gateway, not yet a delivery:
+// what the dispatcher hands the core (Pull, PullAny, Rules).
+type Raw struct {
+	q        *Queue
+	Msg      *nats.Msg
+	Seq      uint64 // its stream sequence
+	DC       int    // JetStream's delivery count of this copy
+	Prev     int    // deliveries consumed by earlier copies (Lmq-Delivered)
+	Retry    int
+	PushedAt int64
+	Expires  int64 // Lmq-Expires (Unix ns), 0: never; read once by parseRaw
+	BodyGone bool  // Msg.Data was let go while in flight (see Gateway.body)
+	Level    int   // its priority: it came from that level's subject
 }
 
-// expired reports whether the message's ttl has passed.
-func (r *raw) expired(now time.Time) bool {
-	return r.expires != 0 && now.UnixNano() >= r.expires
+// Queue is the dispatcher of the message's queue.
+func (r *Raw) Queue() *Queue { return r.q }
+
+// Expired reports whether the message's ttl has passed.
+func (r *Raw) Expired(now time.Time) bool {
+	return r.Expires != 0 && now.UnixNano() >= r.Expires
 }
 
-// used is the number of deliveries consumed including the current one.
-func (r *raw) used() int { return r.prev + r.dc }
+// Used is the number of deliveries consumed including the current one.
+func (r *Raw) Used() int { return r.Prev + r.DC }
 
 // waiter is one client pull waiting for a message, registered on one queue or,
 // for pull-any, on several: the first queue that claims it serves it.
 type waiter struct {
-	ch      chan *raw // receives exactly one value once claimed (nil = empty)
+	ch      chan *Raw // receives exactly one value once claimed (nil = empty)
 	claimed atomic.Bool
 	noWait  bool
 	// pending counts the queues whose covering no_wait fetch has not yet come
@@ -62,7 +66,7 @@ type waiter struct {
 }
 
 func newWaiter(noWait bool, queues int) *waiter {
-	w := &waiter{ch: make(chan *raw, 1), noWait: noWait}
+	w := &waiter{ch: make(chan *Raw, 1), noWait: noWait}
 	w.pending.Store(int32(queues))
 	return w
 }
@@ -72,9 +76,9 @@ type waitEntry struct {
 	seq uint64
 }
 
-// queueState is this gateway's dispatcher for one queue.
-type queueState struct {
-	g                       *Gateway
+// Queue is this gateway's dispatcher for one queue.
+type Queue struct {
+	d                       *Dispatcher
 	name, enc               string
 	stream, subject, reqSub string
 
@@ -93,15 +97,15 @@ type queueState struct {
 	prio       prioState // priority levels (priority.go)
 }
 
-func newQueueState(g *Gateway, name string) *queueState {
+func newQueue(d *Dispatcher, name string) *Queue {
 	stream := mapping.StreamName(name)
-	return &queueState{
-		g:       g,
+	return &Queue{
+		d:       d,
 		name:    name,
 		enc:     mapping.EncodeName(name),
 		stream:  stream,
 		subject: mapping.QueueSubject(name),
-		reqSub:  g.store.PullSubject(name, 0),
+		reqSub:  d.store.PullSubject(name, 0),
 	}
 }
 
@@ -110,14 +114,14 @@ func newQueueState(g *Gateway, name string) *queueState {
 // after mapping.ConsumerInactive without pulls (and without deliveries in
 // flight), and the next pull makes it again; a missing one shows as "no
 // responders" to a pull request (onPullReply).
-func (q *queueState) ensureConsumer(ctx context.Context) error {
+func (q *Queue) ensureConsumer(ctx context.Context) error {
 	q.mu.Lock()
 	ready, ackWait := q.ready, q.ackWait
 	q.mu.Unlock()
 	if ready {
 		return nil
 	}
-	have, err := q.g.store.MakeConsumer(ctx, q.name, 0, ackWait)
+	have, err := q.d.store.MakeConsumer(ctx, q.name, 0, ackWait)
 	if err != nil {
 		return err
 	}
@@ -133,20 +137,20 @@ func (q *queueState) ensureConsumer(ctx context.Context) error {
 
 // consumerMissing is called when a pull request found no consumer: it is
 // made again in the background and the waiting clients' request re-sent.
-func (q *queueState) consumerMissing() {
+func (q *Queue) consumerMissing() {
 	q.mu.Lock()
 	q.ready = false
 	q.mu.Unlock()
-	q.g.spawn(func(life context.Context) {
+	q.d.spawn(func(life context.Context) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		if err := q.ensureConsumer(ctx); err != nil {
 			// A consumer without a leader (an election) answers the same
 			// way and cannot be made either: try again in a second.
-			if n, ok := q.g.noise.Allow("re-creating queue consumer failed"); ok {
-				q.g.log.Warn("re-creating queue consumer failed", "queue", q.name, "err", err, "suppressed", n)
+			if n, ok := q.d.noise.Allow("re-creating queue consumer failed"); ok {
+				q.d.log.Warn("re-creating queue consumer failed", "queue", q.name, "err", err, "suppressed", n)
 			}
-			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
+			q.d.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.mu.Lock()
@@ -156,14 +160,14 @@ func (q *queueState) consumerMissing() {
 }
 
 // streamHandle returns (and caches) the queue's stream handle.
-func (q *queueState) streamHandle(ctx context.Context) (jetstream.Stream, error) {
+func (q *Queue) streamHandle(ctx context.Context) (jetstream.Stream, error) {
 	q.mu.Lock()
 	st := q.st
 	q.mu.Unlock()
 	if st != nil {
 		return st, nil
 	}
-	st, err := q.g.store.QueueShard(ctx, q.name)
+	st, err := q.d.store.QueueShard(ctx, q.name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
 	}
@@ -206,7 +210,7 @@ func (t *pullTable) get(id uint64) *fetchReq {
 // fetchReq is one outstanding no_wait pull request.
 type fetchReq struct {
 	id     uint64
-	q      *queueState
+	q      *Queue
 	level  int // the priority level it pulls from (priority.go)
 	batch  int
 	got    int
@@ -214,16 +218,16 @@ type fetchReq struct {
 	noWait []*waiter // no-wait waiters covered by it
 }
 
-func (q *queueState) add(w *waiter) {
+func (q *Queue) add(w *waiter) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.regSeq++
 	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
-	q.g.queues.busy(q)
+	q.d.queues.busy(q)
 	q.kickLocked()
 }
 
-func (q *queueState) remove(w *waiter) {
+func (q *Queue) remove(w *waiter) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, e := range q.waiters {
@@ -234,10 +238,16 @@ func (q *queueState) remove(w *waiter) {
 	}
 }
 
-func (q *queueState) notify() { q.notifyLevel(0) }
+func (q *Queue) notify() { q.notifyLevel(0) }
+
+// Name is the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// Subject is the queue's subject of deliverable messages of priority 0.
+func (q *Queue) Subject() string { return q.subject }
 
 // compactLocked drops claimed waiters and returns how many remain.
-func (q *queueState) compactLocked() int {
+func (q *Queue) compactLocked() int {
 	n := 0
 	for _, e := range q.waiters {
 		if !e.w.claimed.Load() {
@@ -251,7 +261,7 @@ func (q *queueState) compactLocked() int {
 }
 
 // kickLocked issues a pull request for the waiting clients unless one is out.
-func (q *queueState) kickLocked() {
+func (q *Queue) kickLocked() {
 	if q.fetching || q.dead {
 		return
 	}
@@ -267,8 +277,8 @@ func (q *queueState) kickLocked() {
 		}
 		q.prio.fresh = 0
 	}
-	g := q.g
-	fr := &fetchReq{id: g.fetchSeq.Add(1), q: q, level: level, batch: min(n, maxBatch), regSeq: q.regSeq}
+	d := q.d
+	fr := &fetchReq{id: d.fetchSeq.Add(1), q: q, level: level, batch: min(n, maxBatch), regSeq: q.regSeq}
 	for _, e := range q.waiters {
 		if e.w.noWait {
 			fr.noWait = append(fr.noWait, e.w)
@@ -283,23 +293,23 @@ func (q *queueState) kickLocked() {
 		// message, and still returns as soon as it has some.
 		settle = settleWait
 	}
-	g.pulls.add(fr)
-	if err := g.nc.PublishRequest(reqSub, g.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
-		g.log.Warn("pull request failed", "queue", q.name, "err", err)
-		g.pulls.remove(fr)
+	d.pulls.add(fr)
+	if err := d.nc.PublishRequest(reqSub, d.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
+		d.log.Warn("pull request failed", "queue", q.name, "err", err)
+		d.pulls.remove(fr)
 		q.cur, q.fetching = nil, false
 	}
 }
 
 // fetchDone ends a pull request. empty is true when JetStream said the queue
 // had nothing (more) for it.
-func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
+func (q *Queue) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.cur != fr {
 		return
 	}
-	q.g.pulls.remove(fr)
+	q.d.pulls.remove(fr)
 	q.cur, q.fetching = nil, false
 	if empty && retryAfter == 0 && q.levelEmptyLocked(fr) {
 		return // the next request goes one level down
@@ -315,7 +325,7 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 		return // the caller sends the next request itself
 	}
 	if retryAfter > 0 {
-		q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(retryAfter))
+		q.d.wakes.At(wakeTarget{q: q}, time.Now().Add(retryAfter))
 		return
 	}
 	if !empty || q.dirty {
@@ -332,7 +342,7 @@ func (q *queueState) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duratio
 }
 
 // handoff gives a message to the longest-waiting client; false if none waits.
-func (q *queueState) handoff(r *raw) bool {
+func (q *Queue) handoff(r *Raw) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.waiters) > 0 {
@@ -347,19 +357,19 @@ func (q *queueState) handoff(r *raw) bool {
 	return false
 }
 
-func (q *queueState) markDirty() {
+func (q *Queue) markDirty() {
 	q.mu.Lock()
 	q.dirty = true
 	q.mu.Unlock()
 }
 
 // shutdown ends the dispatcher: its waiters answer empty.
-func (q *queueState) shutdown() {
+func (q *Queue) shutdown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.dead = true
 	if q.cur != nil {
-		q.g.pulls.remove(q.cur)
+		q.d.pulls.remove(q.cur)
 	}
 	q.cur, q.fetching = nil, false
 	for _, e := range q.waiters {
@@ -374,8 +384,8 @@ func (q *queueState) shutdown() {
 // while: messages from plain NATS publishers and JetStream's own redeliveries
 // arrive without one. While no queue has waiting clients or a request out it
 // sleeps until one has (locals.busy), so an idle gateway is not woken.
-func (g *Gateway) repollLoop() {
-	defer g.bg.Done()
+func (d *Dispatcher) repollLoop() {
+	defer d.bg.Done()
 	const tick = 250 * time.Millisecond
 	var sweepClock levelSweepClock
 	sweeping := make(chan struct{}, 1)
@@ -383,19 +393,19 @@ func (g *Gateway) repollLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-g.closing:
+		case <-d.closing:
 			return
 		case <-t.C:
 		}
 		// Only the queues with waiting clients or a request out: with
 		// thousands of idle queues the loop must cost nothing.
-		states := g.queues.busyStates()
+		states := d.queues.busyStates()
 		if len(states) == 0 {
 			t.Stop()
 			select {
-			case <-g.closing:
+			case <-d.closing:
 				return
-			case <-g.queues.activeWake:
+			case <-d.queues.activeWake:
 			}
 			t.Reset(tick)
 			continue
@@ -406,13 +416,13 @@ func (g *Gateway) repollLoop() {
 			if len(q.waiters) > 0 {
 				waiting++
 			} else if !q.fetching {
-				g.queues.idle(q)
+				d.queues.idle(q)
 			}
 			q.mu.Unlock()
 		}
 		// Bound the re-poll rate to about 50 requests a second however many
 		// queues have waiting clients (a pull-any over many queues).
-		interval := max(g.cfg.RepollInterval, time.Duration(waiting)*time.Second/50)
+		interval := max(d.cfg.RepollInterval, time.Duration(waiting)*time.Second/50)
 		now := time.Now()
 		for _, q := range states {
 			q.mu.Lock()
@@ -427,12 +437,12 @@ func (g *Gateway) repollLoop() {
 		}
 		// Levels may have filled without any event (levelsweep.go): one
 		// look per shard, off this goroutine, never two at once.
-		if sweepClock.due(now, g.cfg.RepollInterval) {
+		if sweepClock.due(now, d.cfg.RepollInterval) {
 			select {
 			case sweeping <- struct{}{}:
-				if !g.spawn(func(context.Context) {
+				if !d.spawn(func(context.Context) {
 					defer func() { <-sweeping }()
-					g.sweepLevels(states)
+					d.sweepLevels(states)
 				}) {
 					<-sweeping
 				}
@@ -444,22 +454,21 @@ func (g *Gateway) repollLoop() {
 
 // abandonFetchLocked forgets the pull request in flight, whose answer will not
 // come; the next kick sends a new one.
-func (q *queueState) abandonFetchLocked() {
+func (q *Queue) abandonFetchLocked() {
 	if q.cur != nil {
-		q.g.pulls.remove(q.cur)
+		q.d.pulls.remove(q.cur)
 	}
 	q.cur, q.fetching = nil, false
 }
 
-// onReconnect runs when the NATS connection is back: pull requests sent
+// OnReconnect runs when the NATS connection is back: pull requests sent
 // before it went away lost their answers with the old connection, so they
 // are forgotten and the waiting clients' queues polled again at once instead
 // of after stuckFetch. (A message JetStream did send for an old request
 // still arrives on the queue's subscription and is handed over or released
 // as usual.)
-func (g *Gateway) onReconnect() {
-	_ = g.peers.Announce()
-	for _, q := range g.queues.all() {
+func (d *Dispatcher) OnReconnect() {
+	for _, q := range d.queues.all() {
 		q.mu.Lock()
 		if q.fetching {
 			q.abandonFetchLocked()
@@ -477,13 +486,13 @@ func (g *Gateway) onReconnect() {
 // JetStream delivers pulled messages with their stream subject, which names
 // the queue; status messages come on the request's reply subject, which
 // names the request.
-func (g *Gateway) onPullReply(m *nats.Msg) {
+func (d *Dispatcher) onPullReply(m *nats.Msg) {
 	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
 		if err != nil {
 			return
 		}
-		fr := g.pulls.get(id)
+		fr := d.pulls.get(id)
 		if fr == nil {
 			return
 		}
@@ -509,8 +518,8 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 		case store.PullRefused:
 			// During an election every queue's requests are refused at
 			// once, hundreds a second: one line per interval says it.
-			if n, ok := g.noise.Allow("pull request refused"); ok {
-				g.log.Warn("pull request refused", "queue", fr.q.name, "status", status,
+			if n, ok := d.noise.Allow("pull request refused"); ok {
+				d.log.Warn("pull request refused", "queue", fr.q.name, "status", status,
 					"description", m.Header.Get("Description"), "suppressed", n)
 			}
 			q.fetchDone(fr, true, time.Second)
@@ -521,7 +530,7 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 	if !ok || (kind != "q" && kind != "p") {
 		return
 	}
-	q := g.queues.localByEnc(enc)
+	q := d.queues.localByEnc(enc)
 	if q == nil {
 		// The queue was deleted meanwhile: the message stays pending and
 		// JetStream's AckWait brings it back (if it was not purged).
@@ -530,27 +539,27 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 	q.mu.Lock()
 	fr := q.cur
 	q.mu.Unlock()
-	r, ok := g.parseRaw(q, m)
+	r, ok := d.parseRaw(q, m)
 	if !ok {
 		return
 	}
 	if kind == "p" {
-		if r.level, ok = mapping.SubjectPriority(m.Subject); !ok {
+		if r.Level, ok = mapping.SubjectPriority(m.Subject); !ok {
 			return // not one of ours (lmq.p.<kk>.<enc>.x from a NATS program)
 		}
 	}
 	// Not spawned once the gateway is closing: the message stays pending
 	// and JetStream's AckWait brings it back.
-	if r.expired(time.Now()) {
+	if r.Expired(time.Now()) {
 		q.markDirty()
-		g.spawn(func(context.Context) { g.drop(r) })
-	} else if r.used() > r.retry+1 {
+		d.spawn(func(context.Context) { d.rules.Drop(r) })
+	} else if r.Used() > r.Retry+1 {
 		// Retries used up (the message came back through JetStream's own
 		// redelivery): drop it, and look again for the waiting client.
 		q.markDirty()
-		g.spawn(func(context.Context) { g.discard(r) })
+		d.spawn(func(context.Context) { d.rules.Discard(r) })
 	} else if !q.handoff(r) {
-		g.spawn(func(context.Context) { g.release(r, false) })
+		d.spawn(func(context.Context) { d.rules.Release(r) })
 	}
 	if fr != nil {
 		q.mu.Lock()
@@ -566,19 +575,19 @@ func (g *Gateway) onPullReply(m *nats.Msg) {
 // parseRaw reads a pulled message's delivery facts from its ack subject
 // (nats.go's Metadata); a message without a valid one is not JetStream's and
 // is ignored.
-func (g *Gateway) parseRaw(q *queueState, m *nats.Msg) (*raw, bool) {
+func (d *Dispatcher) parseRaw(q *Queue, m *nats.Msg) (*Raw, bool) {
 	md, err := m.Metadata()
 	if err != nil || md.Sequence.Stream == 0 || md.NumDelivered == 0 {
 		return nil, false
 	}
-	r := &raw{q: q, msg: m, sseq: md.Sequence.Stream, dc: int(min(md.NumDelivered, math.MaxInt32))}
+	r := &Raw{q: q, Msg: m, Seq: md.Sequence.Stream, DC: int(min(md.NumDelivered, math.MaxInt32))}
 	s := store.ReadStamps(m.Header)
-	r.prev, r.retry, r.pushedAt, r.expires = s.Delivered, s.Retry, s.PushedAt, s.Expires
-	if r.retry < 0 {
-		r.retry = g.props.Effective(q.name).Retry
+	r.Prev, r.Retry, r.PushedAt, r.Expires = s.Delivered, s.Retry, s.PushedAt, s.Expires
+	if r.Retry < 0 {
+		r.Retry = d.props.Effective(q.name).Retry
 	}
-	if r.pushedAt == 0 {
-		r.pushedAt = md.Timestamp.UnixNano()
+	if r.PushedAt == 0 {
+		r.PushedAt = md.Timestamp.UnixNano()
 	}
 	return r, true
 }

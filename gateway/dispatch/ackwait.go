@@ -1,4 +1,4 @@
-package gateway
+package dispatch
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 )
 
 // A queue's consumer's AckWait kept a margin above the queue's timeout
-// (package doc, "Deliveries"); the consumers themselves are package store's
-// (store/consumers.go).
+// (package gateway's doc, "Deliveries"); the consumers themselves are
+// package store's (store/consumers.go).
 
 // ensureAckWait raises the consumer's AckWait when the queue's timeout grew, so
 // that JetStream's backstop never fires before the gateway's own timer.
-func (l *locals) ensureAckWait(ctx context.Context, q *queueState, timeout time.Duration) error {
+func (l *locals) ensureAckWait(ctx context.Context, q *Queue, timeout time.Duration) error {
 	want := store.Backstop(timeout)
 	q.mu.Lock()
 	have, ready := q.ackWait, q.ready
@@ -24,7 +24,7 @@ func (l *locals) ensureAckWait(ctx context.Context, q *queueState, timeout time.
 	if want <= have || !ready {
 		return nil
 	}
-	exists, err := l.g.store.RaiseAckWait(ctx, q.name, want)
+	exists, err := l.d.store.RaiseAckWait(ctx, q.name, want)
 	if err != nil {
 		return err
 	}
@@ -50,5 +50,5 @@ func (l *locals) applyProps(ctx context.Context, queue string) error {
 	if q == nil {
 		return nil
 	}
-	return l.ensureAckWait(ctx, q, l.g.props.Effective(queue).TimeoutDuration())
+	return l.ensureAckWait(ctx, q, l.d.props.Effective(queue).TimeoutDuration())
 }

@@ -1,4 +1,4 @@
-package gateway
+package dispatch
 
 // Priorities (beyond LMQ): a message of priority p ≥ 1 lives on its queue's
 // subject mapping.PrioritySubject(queue, p) in the same shard stream, and
@@ -25,7 +25,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"math/bits"
 	"time"
 
@@ -36,7 +35,7 @@ import (
 )
 
 // prioState is a dispatcher's view of its queue's priority levels, guarded by
-// queueState.mu. The zero value is a queue that never used priorities.
+// Queue.mu. The zero value is a queue that never used priorities.
 type prioState struct {
 	seen    bool   // a priority was seen on the queue: a notification without one probes its levels
 	mask    uint16 // bit p: level p (≥ 1) may hold messages
@@ -47,7 +46,7 @@ type prioState struct {
 	// answer may predate their message, so it does not unmark them.
 	fresh uint16
 	// notified[p]: the last notification of a message of level p ≥ 1 (for
-	// level 0, queueState.lastNotify); unsettled: levels notified since
+	// level 0, Queue.lastNotify); unsettled: levels notified since
 	// their last request (settleLevelLocked).
 	notified  [mapping.MaxPriority + 1]time.Time
 	unsettled uint16
@@ -58,7 +57,7 @@ type prioState struct {
 func (s *prioState) top() int { return bits.Len16(s.mask) - 1 }
 
 // markLevelLocked notes that level p may hold a message.
-func (q *queueState) markLevelLocked(p int) {
+func (q *Queue) markLevelLocked(p int) {
 	if p > 0 {
 		q.prio.seen = true
 		q.prio.mask |= 1 << p
@@ -69,7 +68,7 @@ func (q *queueState) markLevelLocked(p int) {
 // levelRequestLocked returns the level the next pull request goes to and its
 // subject; ok is false when that level's consumer must be made first (it is
 // then being made, and the queue kicked again when it exists).
-func (q *queueState) levelRequestLocked() (level int, subject string, ok bool) {
+func (q *Queue) levelRequestLocked() (level int, subject string, ok bool) {
 	if q.prio.making {
 		return 0, "", false
 	}
@@ -82,7 +81,7 @@ func (q *queueState) levelRequestLocked() (level int, subject string, ok bool) {
 		return 0, "", false
 	}
 	if q.prio.reqSub[level] == "" {
-		q.prio.reqSub[level] = q.g.store.PullSubject(q.name, level)
+		q.prio.reqSub[level] = q.d.store.PullSubject(q.name, level)
 	}
 	return level, q.prio.reqSub[level], true
 }
@@ -90,7 +89,7 @@ func (q *queueState) levelRequestLocked() (level int, subject string, ok bool) {
 // settleLevelLocked reports whether a request to level p ≥ 1 should wait a
 // moment for a message just notified (see kickLocked): only the first
 // request after a notification of that level does.
-func (q *queueState) settleLevelLocked(p int) bool {
+func (q *Queue) settleLevelLocked(p int) bool {
 	pending := q.prio.unsettled&(1<<p) != 0
 	q.prio.unsettled &^= 1 << p
 	return pending && time.Since(q.prio.notified[p]) < recentPush
@@ -98,10 +97,10 @@ func (q *queueState) settleLevelLocked(p int) bool {
 
 // makeLevelLocked makes level p's consumer in the background (no JetStream
 // request under q.mu) and kicks the queue again once it exists.
-func (q *queueState) makeLevelLocked(p int) {
+func (q *Queue) makeLevelLocked(p int) {
 	q.prio.making = true
 	ackWait := q.ackWait
-	started := q.g.spawn(func(life context.Context) {
+	started := q.d.spawn(func(life context.Context) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		err := q.makeLevel(ctx, p, ackWait)
@@ -109,10 +108,10 @@ func (q *queueState) makeLevelLocked(p int) {
 		defer q.mu.Unlock()
 		q.prio.making = false
 		if err != nil {
-			if n, ok := q.g.noise.Allow("creating priority consumer failed"); ok {
-				q.g.log.Warn("creating priority consumer failed", "queue", q.name, "priority", p, "err", err, "suppressed", n)
+			if n, ok := q.d.noise.Allow("creating priority consumer failed"); ok {
+				q.d.log.Warn("creating priority consumer failed", "queue", q.name, "priority", p, "err", err, "suppressed", n)
 			}
-			q.g.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
+			q.d.wakes.At(wakeTarget{q: q}, time.Now().Add(time.Second))
 			return
 		}
 		q.prio.ready |= 1 << p
@@ -124,16 +123,16 @@ func (q *queueState) makeLevelLocked(p int) {
 }
 
 // makeLevel creates (or updates) level p's consumer.
-func (q *queueState) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
-	ackWait = max(ackWait, store.Backstop(q.g.props.Effective(q.name).TimeoutDuration()))
-	_, err := q.g.store.MakeConsumer(ctx, q.name, p, ackWait)
+func (q *Queue) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
+	ackWait = max(ackWait, store.Backstop(q.d.props.Effective(q.name).TimeoutDuration()))
+	_, err := q.d.store.MakeConsumer(ctx, q.name, p, ackWait)
 	return err
 }
 
 // levelEmptyLocked handles an empty answer of a request to level p ≥ 1: the
 // level is unmarked and the next request goes one level down. It reports
 // whether it did (fetchDone stops there).
-func (q *queueState) levelEmptyLocked(fr *fetchReq) bool {
+func (q *Queue) levelEmptyLocked(fr *fetchReq) bool {
 	if fr.level <= 0 {
 		return false
 	}
@@ -146,16 +145,16 @@ func (q *queueState) levelEmptyLocked(fr *fetchReq) bool {
 
 // levelMissingLocked forgets level p's consumer, which JetStream no longer
 // has (removed when idle); the next request to the level makes it again.
-func (q *queueState) levelMissingLocked(p int) { q.prio.ready &^= 1 << p }
+func (q *Queue) levelMissingLocked(p int) { q.prio.ready &^= 1 << p }
 
 // probeLocked looks at the queue's priority subjects' counts in the
 // background and marks the levels holding messages, then kicks the queue.
-func (q *queueState) probeLocked() {
+func (q *Queue) probeLocked() {
 	if q.prio.probing || q.dead {
 		return
 	}
 	q.prio.probing = true
-	started := q.g.spawn(func(life context.Context) {
+	started := q.d.spawn(func(life context.Context) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		mask, err := q.storedLevels(ctx)
@@ -175,14 +174,14 @@ func (q *queueState) probeLocked() {
 // storedLevels returns the levels ≥ 1 holding messages (pending ones
 // included), from one stream info request filtered to the queue's priority
 // subjects.
-func (q *queueState) storedLevels(ctx context.Context) (uint16, error) {
+func (q *Queue) storedLevels(ctx context.Context) (uint16, error) {
 	st, err := q.streamHandle(ctx)
 	if err != nil {
 		return 0, err
 	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(q.name)))
 	if err != nil {
-		return 0, jsErr("look at priorities", err)
+		return 0, store.Classify("look at priorities", err)
 	}
 	var mask uint16
 	for subj, n := range info.State.Subjects {
@@ -196,7 +195,7 @@ func (q *queueState) storedLevels(ctx context.Context) (uint16, error) {
 // learnLevels marks the levels holding messages right after the queue's
 // consumer was made (a first pull, also after a restart), so that the first
 // pull already sees them.
-func (q *queueState) learnLevels(ctx context.Context) {
+func (q *Queue) learnLevels(ctx context.Context) {
 	mask, err := q.storedLevels(ctx)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -211,7 +210,7 @@ func (q *queueState) learnLevels(ctx context.Context) {
 }
 
 // notifyLevel wakes the queue's dispatcher for a new message of priority p.
-func (q *queueState) notifyLevel(p int) {
+func (q *Queue) notifyLevel(p int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.markLevelLocked(p)
@@ -235,11 +234,11 @@ func (q *queueState) notifyLevel(p int) {
 // ignores its own) followed, for a priority p ≥ 1, by the byte p. Gateways of
 // older versions compare the whole payload with their prefix, so to them it
 // is another gateway's notification, as it should be.
-func (g *Gateway) notifyPayload(p int) []byte {
+func (d *Dispatcher) notifyPayload(p int) []byte {
 	if p <= 0 || p > mapping.MaxPriority {
-		return g.idPfx
+		return d.idPfx
 	}
-	return g.prioPfx[p]
+	return d.prioPfx[p]
 }
 
 // parseNotifyPayload splits a notification's payload into the sender's id
@@ -249,16 +248,4 @@ func parseNotifyPayload(data []byte, idLen int) (id []byte, p int) {
 		return data[:idLen], int(data[idLen])
 	}
 	return data, 0
-}
-
-// pushPriority is the priority of a push: the option when given, else the
-// queue's priority property.
-func pushPriority(opt *int, eff mapping.Effective) (int, error) {
-	if opt == nil {
-		return eff.Priority, nil
-	}
-	if *opt < 0 || *opt > mapping.MaxPriority {
-		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
-	}
-	return *opt, nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package dispatch
 
 import (
 	"context"
@@ -39,8 +39,8 @@ import (
 // taken at it stays exact however old: its counts include deliveries in
 // flight, so one JetStream gives back after its AckWait (no change of
 // state) is on a level the look already names.
-func (g *Gateway) sweepLevels(states []*queueState) {
-	byEnc := make(map[string]*queueState, len(states))
+func (d *Dispatcher) sweepLevels(states []*Queue) {
+	byEnc := make(map[string]*Queue, len(states))
 	seen := make(map[int]bool)
 	var shards []int
 	for _, q := range states {
@@ -50,14 +50,14 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 			shards = append(shards, k)
 		}
 	}
-	g.within(func(life context.Context) {
+	d.within(func(life context.Context) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		now := time.Now()
-		looks, err := g.store.LookAt(ctx, shards, now.Add(-g.cfg.RepollInterval))
+		looks, err := d.store.LookAt(ctx, shards, now.Add(-d.cfg.RepollInterval))
 		if err != nil {
-			if n, ok := g.noise.Allow("priority level sweep failed"); ok {
-				g.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)
+			if n, ok := d.noise.Allow("priority level sweep failed"); ok {
+				d.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)
 			}
 			return
 		}
@@ -74,13 +74,13 @@ func (g *Gateway) sweepLevels(states []*queueState) {
 // markStoredLevels marks levels JetStream said hold messages (a probe's or a
 // sweep's answer) and kicks the queue: a request in flight, whose empty
 // answer may predate them, does not unmark them.
-func (q *queueState) markStoredLevels(mask uint16) {
+func (q *Queue) markStoredLevels(mask uint16) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.markStoredLevelsLocked(mask)
 }
 
-func (q *queueState) markStoredLevelsLocked(mask uint16) {
+func (q *Queue) markStoredLevelsLocked(mask uint16) {
 	if mask == 0 {
 		return
 	}

@@ -1,75 +1,56 @@
-package gateway
+package dispatch
 
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // locals is this gateway's state of the queues it uses: a dispatcher
-// (queueState) per queue, the queues with waiting clients, the waiting
+// (Queue) per queue, the queues with waiting clients, the waiting
 // pull-anys. Which queues exist is the registry's (package registry); a
 // queue's state ends when the registry drops the queue (dropped).
 type locals struct {
-	g   *Gateway
-	reg *registry.Registry // set by start, before anything is served
+	d   *Dispatcher
+	reg *registry.Registry // set by Dispatcher.Start, before anything is served
 
 	mu      sync.Mutex
-	states  map[string]*queueState  // queue name → local state (queues this gateway used)
-	byEnc   map[string]*queueState  // the same, by encoded name
+	states  map[string]*Queue       // queue name → local state (queues this gateway used)
+	byEnc   map[string]*Queue       // the same, by encoded name
 	anyWait map[*anyWaiter]struct{} // waiting pull-anys (scan.go)
 	// anyCount is len(anyWait), read without the lock on every notification.
 	anyCount atomic.Int32
 
 	// active holds the queue states with waiting clients (or that had them
 	// at the last re-poll): the re-poll loop looks at these only. Its lock
-	// is taken under a queueState's, never the other way round.
+	// is taken under a Queue's, never the other way round.
 	activeMu sync.Mutex
-	active   map[*queueState]struct{}
+	active   map[*Queue]struct{}
 	// activeWake wakes the re-poll loop, asleep while active is empty,
 	// when the first queue becomes busy.
 	activeWake chan struct{}
 }
 
-func newLocals(g *Gateway) *locals {
+func newLocals(d *Dispatcher) *locals {
 	return &locals{
-		g:          g,
-		states:     make(map[string]*queueState),
-		byEnc:      make(map[string]*queueState),
+		d:          d,
+		states:     make(map[string]*Queue),
+		byEnc:      make(map[string]*Queue),
 		anyWait:    make(map[*anyWaiter]struct{}),
-		active:     make(map[*queueState]struct{}),
+		active:     make(map[*Queue]struct{}),
 		activeWake: make(chan struct{}, 1),
 	}
 }
 
-// start opens the queue registry (package registry).
-func (l *locals) start(ctx context.Context) error {
-	reg, err := registry.Open(ctx, l.g.work.Context(), registry.Config{
-		JS:        l.g.js,
-		Store:     l.g.store,
-		Replicas:  l.g.cfg.Replicas,
-		MaxQueues: l.g.cfg.MaxQueues,
-		Logger:    l.g.log,
-		OnDrop:    l.dropped,
-	})
-	if err != nil {
-		return err
-	}
-	l.reg = reg
-	return nil
-}
-
+// stop ends every dispatcher: their waiting clients answer empty.
 func (l *locals) stop() {
-	if l.reg != nil {
-		l.reg.Stop()
-	}
 	l.mu.Lock()
-	states := make([]*queueState, 0, len(l.states))
+	states := make([]*Queue, 0, len(l.states))
 	for _, q := range l.states {
 		states = append(states, q)
 	}
@@ -79,9 +60,11 @@ func (l *locals) stop() {
 	}
 }
 
-// dropped ends the local state of a queue that stopped existing: its
+// Dropped ends the local state of a queue that stopped existing: its
 // waiting clients answer empty. The registry calls it under its lock
 // (registry.Config.OnDrop); the shutdown runs after.
+func (d *Dispatcher) Dropped(queue string) func() { return d.queues.dropped(queue) }
+
 func (l *locals) dropped(queue string) func() {
 	l.mu.Lock()
 	q := l.states[queue]
@@ -96,17 +79,8 @@ func (l *locals) dropped(queue string) func() {
 	return q.shutdown
 }
 
-// forget drops a queue that turned out not to exist, and its local state.
-func (l *locals) forget(queue string) { l.reg.Forget(queue) }
-
-// matching returns the existing queues of scope whose names match re,
-// sorted.
-func (l *locals) matching(re *regexp.Regexp, scope Scope) []string {
-	return l.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
-}
-
 // busy marks q as having waiting clients (called under q.mu).
-func (l *locals) busy(q *queueState) {
+func (l *locals) busy(q *Queue) {
 	l.activeMu.Lock()
 	first := len(l.active) == 0
 	l.active[q] = struct{}{}
@@ -121,17 +95,17 @@ func (l *locals) busy(q *queueState) {
 
 // idle unmarks q, which has no waiting client and no request out (called
 // under q.mu).
-func (l *locals) idle(q *queueState) {
+func (l *locals) idle(q *Queue) {
 	l.activeMu.Lock()
 	delete(l.active, q)
 	l.activeMu.Unlock()
 }
 
 // busyStates returns the queue states marked busy.
-func (l *locals) busyStates() []*queueState {
+func (l *locals) busyStates() []*Queue {
 	l.activeMu.Lock()
 	defer l.activeMu.Unlock()
-	out := make([]*queueState, 0, len(l.active))
+	out := make([]*Queue, 0, len(l.active))
 	for q := range l.active {
 		out = append(out, q)
 	}
@@ -139,10 +113,10 @@ func (l *locals) busyStates() []*queueState {
 }
 
 // all returns every local queue state.
-func (l *locals) all() []*queueState {
+func (l *locals) all() []*Queue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]*queueState, 0, len(l.states))
+	out := make([]*Queue, 0, len(l.states))
 	for _, q := range l.states {
 		out = append(out, q)
 	}
@@ -150,14 +124,14 @@ func (l *locals) all() []*queueState {
 }
 
 // localByEnc finds local queue state by encoded name.
-func (l *locals) localByEnc(enc string) *queueState {
+func (l *locals) localByEnc(enc string) *Queue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.byEnc[enc]
 }
 
 // local returns the queue's local state if this gateway has it.
-func (l *locals) local(queue string) *queueState {
+func (l *locals) local(queue string) *Queue {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.states[queue]
@@ -165,20 +139,20 @@ func (l *locals) local(queue string) *queueState {
 
 // ensure returns the queue's local state, creating the queue when it does
 // not exist.
-func (l *locals) ensure(ctx context.Context, queue string) (*queueState, error) {
+func (l *locals) ensure(ctx context.Context, queue string) (*Queue, error) {
 	return l.bind(ctx, queue, true)
 }
 
-// open returns the local state of an existing queue and ErrNotFound when the
+// open returns the local state of an existing queue and store.ErrNotFound when the
 // queue does not exist: for the regexp operations, which must never bring
 // back a queue that another gateway deleted after this one listed it.
-func (l *locals) open(ctx context.Context, queue string) (*queueState, error) {
+func (l *locals) open(ctx context.Context, queue string) (*Queue, error) {
 	return l.bind(ctx, queue, false)
 }
 
 // bind returns the queue's local state. A queue's state costs no JetStream
-// resource: its consumer is made on the first pull (queueState.ready).
-func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*queueState, error) {
+// resource: its consumer is made on the first pull (Queue.ready).
+func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*Queue, error) {
 	if q := l.local(queue); q != nil {
 		return q, nil
 	}
@@ -198,10 +172,10 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*queue
 	} else if ok, err := l.reg.Exists(ctx, queue); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+		return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 	}
-	q := newQueueState(l.g, queue)
-	q.ackWait = store.Backstop(l.g.props.Effective(queue).TimeoutDuration())
+	q := newQueue(l.d, queue)
+	q.ackWait = store.Backstop(l.d.props.Effective(queue).TimeoutDuration())
 	// Recorded under the registry's lock, so that a deletion (by another
 	// gateway) while it was being bound either comes first and is seen
 	// here, or comes after and ends it (dropped).
@@ -216,7 +190,15 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*queue
 		l.states[queue] = q
 		l.byEnc[q.enc] = q
 	}) {
-		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
+		return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 	}
 	return out, nil
+}
+
+// validName checks a queue's name (the core's validName).
+func validName(queue string) error {
+	if err := mapping.ValidateQueueName(queue); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	return nil
 }
