@@ -660,3 +660,8 @@ func (l *stopListener) Close() error {
 	l.once.Do(func() { l.err = l.Listener.Close() })
 	return l.err
 }
+
+// Core is the server's core, for a program that embeds the server and uses
+// the queue in-process (package lmq) besides, or instead of, the front ends.
+// It is valid from New until Shutdown returns.
+func (s *Server) Core() *gateway.Gateway { return s.core }

@@ -1,16 +1,12 @@
 package server
 
+// The listeners the front ends serve: given by the embedding program, or
+// bound here on the configured addresses.
+
 import (
 	"fmt"
 	"net"
-
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
-
-// Core is the server's core, for a program that embeds the server and uses
-// the queue in-process (package lmq) besides, or instead of, the front ends.
-// It is valid from New until Shutdown returns.
-func (s *Server) Core() *gateway.Gateway { return s.core }
 
 // bindHTTP returns the listener HTTP serves: Config.HTTPListener, a new one
 // on Config.HTTPListen, or nil when HTTP is off (both unset).
