@@ -239,20 +239,35 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
-	got := make(chan *gateway.Delivery, 1)
-	go func() {
+	got := waitingPull(t, g, func() *gateway.Delivery {
 		d, _ := g.Pull(ctx, "w", -1)
-		got <- d
-	}()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+		return d
+	})
 	mustPush(t, g, "w", "m")
+	if d := woken(t, got); d == nil || string(d.Message.Body) != "m" || d.RetryRemaining != 2 {
+		t.Fatalf("got %+v", d)
+	}
+}
+
+// waitingPull runs pull in a goroutine and returns once the core counts it
+// as its one waiting pull; what it gets arrives on the channel.
+func waitingPull(t *testing.T, g *gateway.Gateway, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
+	t.Helper()
+	got := make(chan *gateway.Delivery, 1)
+	go func() { got <- pull() }()
+	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	return got
+}
+
+// woken is what a waiting pull got once a push woke it.
+func woken(t *testing.T, got <-chan *gateway.Delivery) *gateway.Delivery {
+	t.Helper()
 	select {
 	case d := <-got:
-		if d == nil || string(d.Message.Body) != "m" || d.RetryRemaining != 2 {
-			t.Fatalf("got %+v", d)
-		}
+		return d
 	case <-time.After(20 * time.Second): // a guard against a hang, not a timing claim
-		t.Fatal("long poll not woken")
+		t.Fatal("waiting pull not woken")
+		return nil
 	}
 }
 
@@ -317,20 +332,13 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	got := make(chan *gateway.Delivery, 1)
-	go func() {
+	got := waitingPull(t, g, func() *gateway.Delivery {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
-		got <- d
-	}()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+		return d
+	})
 	mustPush(t, g, "new-queue", "hi")
-	select {
-	case d := <-got:
-		if d == nil || d.Queue != "new-queue" {
-			t.Fatalf("got %+v", d)
-		}
-	case <-time.After(20 * time.Second): // a guard against a hang, not a timing claim
-		t.Fatal("not woken")
+	if d := woken(t, got); d == nil || d.Queue != "new-queue" {
+		t.Fatalf("got %+v", d)
 	}
 	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0, nil); d != nil || err != nil {
 		t.Fatalf("no queue: %v %v", d, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -24,12 +25,19 @@ const msgWait = 20 * time.Second
 func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
 	t.Helper()
 	ns := testnats.Start(t)
-	g, err := New(context.Background(), testnats.Connect(t, ns, "core"), Config{})
+	return gatewayOn(t, ns, "core"), testnats.JetStream(t, testnats.Connect(t, ns, "look"))
+}
+
+// gatewayOn starts a gateway on its own connection to ns, closed with the
+// test.
+func gatewayOn(t *testing.T, ns *embedded.Server, name string) *Gateway {
+	t.Helper()
+	g, err := New(context.Background(), testnats.Connect(t, ns, name), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	return g, testnats.JetStream(t, testnats.Connect(t, ns, "look"))
+	return g
 }
 
 func prioCtx(t *testing.T) context.Context {
@@ -288,11 +296,7 @@ func TestPriorityUnusedOneRequestPerPull(t *testing.T) {
 func TestPriorityLearnedByOtherGateway(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
-	g1, err := New(context.Background(), testnats.Connect(t, ns, "g1"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g1.Close)
+	g1 := gatewayOn(t, ns, "g1")
 	for _, x := range []struct {
 		body string
 		p    int
@@ -300,11 +304,7 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 		pushP(t, g1, "po", x.body, x.p)
 	}
 	// A fresh gateway: it learns the levels when it makes the consumer.
-	g2, err := New(context.Background(), testnats.Connect(t, ns, "g2"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g2.Close)
+	g2 := gatewayOn(t, ns, "g2")
 	wantOrder(t, g2, "po", "p8-1 p2-1 p2-2 p0-1")
 	// A waiting pull on g2 is woken by g1's notification of a priority.
 	done := make(chan *Delivery, 1)
@@ -340,11 +340,7 @@ func TestPriorityUpgradesShard(t *testing.T) {
 	if _, err := js.CreateStream(prioCtx(t), cfg); err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(context.Background(), testnats.Connect(t, ns, "core"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
+	g := gatewayOn(t, ns, "core")
 	pushP(t, g, "old/q", "p0-1", 0)
 	pushP(t, g, "old/q", "p4-1", 4)
 	wantOrder(t, g, "old/q", "p4-1 p0-1")
@@ -427,18 +423,10 @@ func processCPU() time.Duration {
 func TestPriorityPullAny(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
-	g1, err := New(context.Background(), testnats.Connect(t, ns, "g1"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g1.Close)
+	g1 := gatewayOn(t, ns, "g1")
 	pushP(t, g1, "pa/x", "p2-1", 2)
 	pushP(t, g1, "pa/x", "p6-1", 6)
-	g2, err := New(context.Background(), testnats.Connect(t, ns, "g2"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g2.Close)
+	g2 := gatewayOn(t, ns, "g2")
 	re := regexp.MustCompile(`^pa/`)
 	for _, want := range []string{"p6-1", "p2-1"} {
 		d, err := g2.PullAny(prioCtx(t), re, 0, nil)

@@ -126,27 +126,15 @@ func Resolve(defaults DefaultList, queue string, own Props) Effective {
 		p = d
 	}
 	p = p.Merge(own) // copies, so the result shares nothing with the inputs
-	e := Effective{Accum: DefaultAccum, Retry: DefaultRetry, Timeout: DefaultTimeout, Hooks: p.Hooks}
-	if p.Accum != nil {
-		e.Accum = *p.Accum
+	return Effective{
+		Accum:      valueOr(p.Accum, DefaultAccum),
+		Retry:      valueOr(p.Retry, DefaultRetry),
+		Timeout:    valueOr(p.Timeout, DefaultTimeout),
+		Hooks:      p.Hooks,
+		TTL:        valueOr(p.TTL, 0),
+		DeadLetter: valueOr(p.DeadLetter, false),
+
+		ReleaseOnDisconnect: valueOr(p.ReleaseOnDisconnect, false),
+		Priority:            valueOr(p.Priority, 0),
 	}
-	if p.Retry != nil {
-		e.Retry = *p.Retry
-	}
-	if p.Timeout != nil {
-		e.Timeout = *p.Timeout
-	}
-	if p.TTL != nil {
-		e.TTL = *p.TTL
-	}
-	if p.DeadLetter != nil {
-		e.DeadLetter = *p.DeadLetter
-	}
-	if p.ReleaseOnDisconnect != nil {
-		e.ReleaseOnDisconnect = *p.ReleaseOnDisconnect
-	}
-	if p.Priority != nil {
-		e.Priority = *p.Priority
-	}
-	return e
 }

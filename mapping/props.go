@@ -121,42 +121,38 @@ func (p Props) IsZero() bool {
 // shares no memory with either argument, so a stored Props can be merged into
 // without the caller worrying about aliasing.
 func (p Props) Merge(patch Props) Props {
-	out := Props{
-		Accum:      clonePtr(p.Accum),
-		Retry:      clonePtr(p.Retry),
-		Timeout:    clonePtr(p.Timeout),
-		Hooks:      p.Hooks.clone(),
-		TTL:        clonePtr(p.TTL),
-		DeadLetter: clonePtr(p.DeadLetter),
-
-		ReleaseOnDisconnect: clonePtr(p.ReleaseOnDisconnect),
-		Priority:            clonePtr(p.Priority),
-	}
-	if patch.Priority != nil {
-		out.Priority = clonePtr(patch.Priority)
-	}
-	if patch.ReleaseOnDisconnect != nil {
-		out.ReleaseOnDisconnect = clonePtr(patch.ReleaseOnDisconnect)
-	}
-	if patch.TTL != nil {
-		out.TTL = clonePtr(patch.TTL)
-	}
-	if patch.DeadLetter != nil {
-		out.DeadLetter = clonePtr(patch.DeadLetter)
-	}
-	if patch.Accum != nil {
-		out.Accum = clonePtr(patch.Accum)
-	}
-	if patch.Retry != nil {
-		out.Retry = clonePtr(patch.Retry)
-	}
-	if patch.Timeout != nil {
-		out.Timeout = clonePtr(patch.Timeout)
-	}
+	hooks := p.Hooks
 	if patch.Hooks != nil {
-		out.Hooks = patch.Hooks.clone()
+		hooks = patch.Hooks
 	}
-	return out
+	return Props{
+		Accum:      clonePtr(firstSet(patch.Accum, p.Accum)),
+		Retry:      clonePtr(firstSet(patch.Retry, p.Retry)),
+		Timeout:    clonePtr(firstSet(patch.Timeout, p.Timeout)),
+		Hooks:      hooks.clone(),
+		TTL:        clonePtr(firstSet(patch.TTL, p.TTL)),
+		DeadLetter: clonePtr(firstSet(patch.DeadLetter, p.DeadLetter)),
+
+		ReleaseOnDisconnect: clonePtr(firstSet(patch.ReleaseOnDisconnect, p.ReleaseOnDisconnect)),
+		Priority:            clonePtr(firstSet(patch.Priority, p.Priority)),
+	}
+}
+
+// firstSet is the first of a and b that is set (non-nil), as cmp.Or is for
+// values: a Props field set to its zero value still overrides.
+func firstSet[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// valueOr is *v, or def where v is not set.
+func valueOr[T any](v *T, def T) T {
+	if v != nil {
+		return *v
+	}
+	return def
 }
 
 func clonePtr[T any](v *T) *T {

@@ -376,11 +376,7 @@ func (c *conn) pull(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	wait, err := argWait(p)
-	if err != nil {
-		return result{}, err
-	}
-	return c.deliver(func(ctx context.Context) (*gateway.Delivery, error) {
+	return c.deliver(p, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
 		return c.s.core.Pull(ctx, name, wait)
 	})
 }
@@ -390,28 +386,29 @@ func (c *conn) pullAny(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	wait, err := argWait(p)
-	if err != nil {
-		return result{}, err
-	}
-	return c.deliver(func(ctx context.Context) (*gateway.Delivery, error) {
+	return c.deliver(p, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
 		return c.s.core.PullAny(ctx, re, wait, nil)
 	})
 }
 
-// deliver runs a pull on the connection's wait context and encodes what it
-// got. A pull cut short by the client leaving or the server draining answers
-// "empty" (if anyone still listens).
+// deliver runs a pull, with the wait its params p give (argWait, checked
+// after the pull's first argument), on the connection's wait context and
+// encodes what it got. A pull cut short by the client leaving or the server
+// draining answers "empty" (if anyone still listens).
 //
 // A pull takes a message only once the outbox admits it (outbox.admit):
 // while the connection's answers not yet written would pass their bound (a
 // client that does not read them), each message taken would only add to
 // them. That wait comes before, and does not count against, the pull's own.
-func (c *conn) deliver(pull func(context.Context) (*gateway.Delivery, error)) (result, error) {
+func (c *conn) deliver(p [][]byte, pull func(context.Context, time.Duration) (*gateway.Delivery, error)) (result, error) {
+	wait, err := argWait(p)
+	if err != nil {
+		return result{}, err
+	}
 	if err := c.out.admit(c.waitCtx); err != nil {
 		return c.str("empty"), nil
 	}
-	d, err := pull(c.waitCtx)
+	d, err := pull(c.waitCtx, wait)
 	if err != nil {
 		// A wait cut short by the client's end of sending (or a drain) is
 		// "empty"; any other error, e.g. an invalid name, is answered as such
