@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
@@ -42,11 +40,12 @@ func startNATS(t *testing.T) *embedded.Server {
 }
 
 // startGateway runs the gateway core with its HTTP and MessagePack-RPC front
-// ends in this process, on loopback listeners, over the server s.
+// ends in this process, on loopback listeners, over the server s, reached
+// in-process as the gateway reaches its embedded server.
 func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	nc, err := nats.Connect(s.ClientURL())
+	nc, err := s.Connect("lmq-bench gateway")
 	if err != nil {
 		t.Fatalf("gateway nats connect: %v", err)
 	}
