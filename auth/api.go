@@ -8,10 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsonreply"
 )
 
 // The token endpoints (admin on every queue).
@@ -62,23 +62,23 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenSpec+1))
 	if err != nil {
 		if r.Context().Err() == nil {
-			writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
+			jsonreply.Error(w, http.StatusBadRequest, "reading body: "+err.Error())
 		}
 		return
 	}
 	if len(body) > maxTokenSpec {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxTokenSpec))
+		jsonreply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxTokenSpec))
 		return
 	}
 	var spec TokenSpec
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		writeError(w, http.StatusBadRequest, "token spec: "+err.Error())
+		jsonreply.Error(w, http.StatusBadRequest, "token spec: "+err.Error())
 		return
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "token spec: trailing data after the JSON object")
+		jsonreply.Error(w, http.StatusBadRequest, "token spec: trailing data after the JSON object")
 		return
 	}
 	tok, info, err := a.store.CreateToken(r.Context(), spec)
@@ -86,20 +86,20 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, CreatedToken{Token: tok, TokenInfo: info})
+	jsonreply.Write(w, http.StatusCreated, CreatedToken{Token: tok, TokenInfo: info})
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, TokenList{Tokens: a.store.ListTokens(r.Context())})
+	jsonreply.Write(w, http.StatusOK, TokenList{Tokens: a.store.ListTokens(r.Context())})
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	info, ok := a.store.Token(route.Var(r, "id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "no such token")
+		jsonreply.Error(w, http.StatusNotFound, "no such token")
 		return
 	}
-	writeJSON(w, http.StatusOK, info)
+	jsonreply.Write(w, http.StatusOK, info)
 }
 
 func (a *api) revoke(w http.ResponseWriter, r *http.Request) {
@@ -113,38 +113,13 @@ func (a *api) revoke(w http.ResponseWriter, r *http.Request) {
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, gateway.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonreply.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, gateway.ErrNotFound):
-		writeError(w, http.StatusNotFound, "no such token")
+		jsonreply.Error(w, http.StatusNotFound, "no such token")
 	case r.Context().Err() != nil:
 		// The client left: nobody reads an answer.
 	default:
 		a.log.Warn("tokens", "err", err)
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		jsonreply.Error(w, http.StatusServiceUnavailable, err.Error())
 	}
-}
-
-// writeJSON answers v; the token endpoints' answers are never cached.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeBody(w, status, b)
-}
-
-// writeError answers {"error": msg}, as the API's other errors read.
-func writeError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	writeBody(w, status, b)
-}
-
-func writeBody(w http.ResponseWriter, status int, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -3,6 +3,8 @@ package auth
 import (
 	"mime"
 	"net/http"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/jsonreply"
 )
 
 // RequireJSON answers 415 and reports false unless r's body is declared
@@ -20,6 +22,6 @@ func RequireJSON(w http.ResponseWriter, r *http.Request) bool {
 	if err == nil && mt == "application/json" {
 		return true
 	}
-	writeError(w, http.StatusUnsupportedMediaType, "content-type must be application/json")
+	jsonreply.Error(w, http.StatusUnsupportedMediaType, "content-type must be application/json")
 	return false
 }

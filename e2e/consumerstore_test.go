@@ -257,6 +257,11 @@ func TestConsumerStorageRestart(t *testing.T) {
 	})
 }
 
+// clusterPullWait is the long-poll wait, in seconds, of the cluster tests'
+// pulls: a pull may have to outlast a leader election, and elections on a
+// loaded machine take seconds.
+const clusterPullWait = "60"
+
 // TestConsumerStorageClusterNode: in a three-node embedded cluster with
 // --replicas 3, a queue's memory consumer is a replicated consumer of the R3
 // shard stream. The node leading it is killed with SIGKILL, messages are
@@ -271,7 +276,6 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	const q = "cluster-mem"
-	const wait = "60" // elections on a loaded machine take seconds
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -284,7 +288,7 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 	for i := range total {
 		c0.Push(q, []byte(body(i)), "")
 	}
-	r := c0.MustPull(q, wait, "warm-up")
+	r := c0.MustPull(q, clusterPullWait, "warm-up")
 	c0.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	js := JetStreamOf(t, nodes[0].NATSURL)
 	info := consumerInfo(t, js, q)
@@ -305,12 +309,12 @@ func TestConsumerStorageClusterNode(t *testing.T) {
 	third := 3 - first - keep
 	c := nodes[keep].Client(t)
 	js = JetStreamOf(t, nodes[keep].NATSURL)
-	held := c.MustPull(q, wait, body(0))
+	held := c.MustPull(q, clusterPullWait, body(0))
 	next := 1
 	pullAck := func(n int) {
 		t.Helper()
 		for range n {
-			r := c.MustPull(q, wait, body(next))
+			r := c.MustPull(q, clusterPullWait, body(next))
 			c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 			next++
 		}
@@ -369,17 +373,16 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	const q = "cluster-restart"
-	const wait = "60" // elections on a loaded machine take seconds
 	c := nodes[0].Client(t)
 	c.PatchProps(q, `{"timeout":3600,"retry":5}`)
 	for _, b := range []string{"acked-1", "acked-2", "in-flight", "waiting-1", "waiting-2"} {
 		c.Push(q, []byte(b), "")
 	}
 	for _, b := range []string{"acked-1", "acked-2"} {
-		r := c.MustPull(q, wait, b)
+		r := c.MustPull(q, clusterPullWait, b)
 		c.ExpectReply(http.StatusNoContent, q, r.ID(), "ack")
 	}
-	inflight := c.MustPull(q, wait, "in-flight")
+	inflight := c.MustPull(q, clusterPullWait, "in-flight")
 	js := JetStreamOf(t, nodes[0].NATSURL)
 	// The stream removes an acked message after the ack is answered; wait
 	// for that (three messages left), so that the test is about the
@@ -396,7 +399,7 @@ func TestConsumerStorageClusterRestart(t *testing.T) {
 	c = nodes[1].Client(t)
 	c.ExpectReply(http.StatusNotFound, q, inflight.ID(), "ack")
 	for _, b := range []string{"in-flight", "waiting-1", "waiting-2"} {
-		r := c.MustPull(q, wait, b)
+		r := c.MustPull(q, clusterPullWait, b)
 		if b == "in-flight" && r.Retry() != inflight.Retry() {
 			t.Errorf("in-flight after the restart: x-lmq-retry-remaining %d, want %d", r.Retry(), inflight.Retry())
 		}

@@ -3,16 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,41 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqexporter"
+	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 )
 
 // Tests of issue 6 (operations): /stats, /metrics, health, the status and
 // version commands, configuration precedence, authentication, and graceful
 // shutdown, against the real binary.
-
-// lmqExporterStats is shaped like the structs existing LMQ exporters decode
-// /stats into: they read size, memory, the push and pull counts and the
-// retention's min, max, mean and median.
-type lmqExporterStats struct {
-	ActiveNodes []string `json:"active_nodes"`
-	AllNodes    []string `json:"all_nodes"`
-	Queues      map[string]struct {
-		Size   int64 `json:"size"`
-		Memory int64 `json:"memory"`
-		Stats  struct {
-			Push struct {
-				Count int64   `json:"count"`
-				One   float64 `json:"one"`
-			} `json:"push"`
-			Pull struct {
-				Count int64 `json:"count"`
-			} `json:"pull"`
-			Retention struct {
-				Min            float64 `json:"min"`
-				Max            float64 `json:"max"`
-				ArithmeticMean float64 `json:"arithmetic_mean"`
-				Median         float64 `json:"median"`
-				N              int     `json:"n"`
-			} `json:"retention"`
-		} `json:"stats"`
-		Props map[string]any `json:"props"`
-	} `json:"queues"`
-}
 
 func TestOpsEndpoints(t *testing.T) {
 	t.Parallel()
@@ -85,7 +52,7 @@ func TestOpsEndpoints(t *testing.T) {
 
 	t.Run("Stats", func(t *testing.T) {
 		r := c.Expect(http.StatusOK, http.MethodGet, "/stats", nil)
-		var st lmqExporterStats
+		var st lmqexporter.Stats
 		if err := json.Unmarshal(r.Body, &st); err != nil {
 			t.Fatalf("an exporter's struct cannot parse /stats: %v\n%s", err, r.Body)
 		}
@@ -249,11 +216,19 @@ func TestOpsConfigPrecedence(t *testing.T) {
 	}
 }
 
-// TestOpsHTTPS serves the API over TLS with a certificate made here.
+// TestOpsHTTPS serves the API over TLS with a certificate of a throw-away CA.
 func TestOpsHTTPS(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	certFile, keyFile, pool := opsCert(t, dir)
+	pki := testpki.Write(t, t.TempDir())
+	certFile, keyFile := pki["server.pem"], pki["server-key.pem"]
+	caPEM, err := os.ReadFile(pki["ca.pem"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no certificate in ca.pem")
+	}
 	gw := newOpsGateway(t)
 	gw.HTTP = strings.Replace(gw.HTTP, "http://", "https://", 1)
 	gw.hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
@@ -272,44 +247,6 @@ func TestOpsHTTPS(t *testing.T) {
 			t.Error("plain HTTP served on the TLS port")
 		}
 	}
-}
-
-// opsCert writes a self-signed certificate for 127.0.0.1 and its key.
-func opsCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "lmq-gateway test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	opsWriteFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	opsWriteFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }
 
 // TestOpsGracefulShutdown sends SIGTERM while a long-poll waits, pushes are

@@ -36,6 +36,17 @@ func readURL(t *testing.T, dir string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// connect connects a client to url and hangs up; a failure is reported
+// with what, the case the connection stands for.
+func connect(t *testing.T, url, what string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	nc.Close()
+}
+
 // The client port wants the generated password; the file has it, with
 // mode 0600, and the next start reuses it.
 func TestGeneratedCredentials(t *testing.T) {
@@ -61,13 +72,9 @@ func TestGeneratedCredentials(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
 	}
-	nc, err := nats.Connect(u)
-	if err != nil {
-		t.Fatalf("with the file's URL: %v", err)
-	}
-	nc.Close()
+	connect(t, u, "with the file's URL")
 	// The program's own in-process connection authenticates too.
-	nc, err = s.Connect("test")
+	nc, err := s.Connect("test")
 	if err != nil {
 		t.Fatalf("in-process: %v", err)
 	}
@@ -80,11 +87,7 @@ func TestGeneratedCredentials(t *testing.T) {
 	if again := readURL(t, dir); again != u {
 		t.Fatalf("after restart the URL is %q, was %q", again, u)
 	}
-	nc, err = nats.Connect(u)
-	if err != nil {
-		t.Fatalf("after restart: %v", err)
-	}
-	nc.Close()
+	connect(t, u, "after restart")
 }
 
 // A given password is required and not written down; None opens the port.
@@ -98,18 +101,10 @@ func TestExplicitCredentialsAndNone(t *testing.T) {
 	if _, err := nats.Connect("nats://u:wrong@" + addr); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("wrong password: %v", err)
 	}
-	nc, err := nats.Connect("nats://u:p4ss@" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
+	connect(t, "nats://u:p4ss@"+addr, "with the given password")
 
 	addr2 := start(t, Options{DataDir: t.TempDir(), Listen: anyPort, ClientAuth: ClientAuth{None: true}}).ClientAddr()
-	nc, err = nats.Connect("nats://" + addr2)
-	if err != nil {
-		t.Fatalf("open port: %v", err)
-	}
-	nc.Close()
+	connect(t, "nats://"+addr2, "open port")
 }
 
 // A second server on a locked directory fails at once and names the

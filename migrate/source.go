@@ -434,21 +434,18 @@ func partsFromMultipart(body []byte, boundary string) ([]gateway.Message, error)
 
 // ack acknowledges a delivery on the source; errGone on 404.
 func (s *source) ack(ctx context.Context, queue, id string) error {
-	path := "/messages/" + escape(queue) + "/" + escape(id)
-	status, _, data, err := s.do(ctx, http.MethodPost, path, url.Values{"reply": {"ack"}}, "", nil, 0)
-	if err != nil {
-		return err
-	}
-	if status == http.StatusNotFound {
-		return errGone
-	}
-	return s.expect(http.MethodPost, path, status, data, http.StatusNoContent, http.StatusOK)
+	return s.reply(ctx, queue, id, "ack")
 }
 
-// nack gives a delivery back to the source at once.
+// nack gives a delivery back to the source at once; errGone on 404.
 func (s *source) nack(ctx context.Context, queue, id string) error {
+	return s.reply(ctx, queue, id, "nack")
+}
+
+// reply sends LMQ's reply (ack or nack) to a delivery; errGone on 404.
+func (s *source) reply(ctx context.Context, queue, id, reply string) error {
 	path := "/messages/" + escape(queue) + "/" + escape(id)
-	status, _, data, err := s.do(ctx, http.MethodPost, path, url.Values{"reply": {"nack"}}, "", nil, 0)
+	status, _, data, err := s.do(ctx, http.MethodPost, path, url.Values{"reply": {reply}}, "", nil, 0)
 	if err != nil {
 		return err
 	}

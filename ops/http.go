@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsonreply"
 )
 
 // Paths of the endpoints package ops adds.
@@ -190,26 +190,12 @@ func (r *recorder) Flush() {
 	_ = http.NewResponseController(r.ResponseWriter).Flush()
 }
 
-func writeJSONError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
 // AuthMode names the configured authentication, for the start-up log.
 func (o *Ops) AuthMode() string { return o.guard.Mode() }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeJSONError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+// writeJSON and writeJSONError answer as the token endpoints (auth) do.
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonreply.Write(w, status, v) }
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	jsonreply.Error(w, status, msg)
 }

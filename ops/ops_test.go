@@ -20,6 +20,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqexporter"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
@@ -88,32 +89,6 @@ func (c *fakeCore) StoreFailure() error {
 
 func props() mapping.Effective { return mapping.Effective{Retry: 2, Timeout: 30} }
 
-// exporterStats is shaped like the structs existing LMQ exporters decode
-// /stats into: they read size, memory, the push and pull counts and the
-// retention's min, max, mean and median.
-type exporterStats struct {
-	ActiveNodes []string `json:"active_nodes"`
-	AllNodes    []string `json:"all_nodes"`
-	Queues      map[string]struct {
-		Size   int64 `json:"size"`
-		Memory int64 `json:"memory"`
-		Stats  struct {
-			Push struct {
-				Count int64 `json:"count"`
-			} `json:"push"`
-			Pull struct {
-				Count int64 `json:"count"`
-			} `json:"pull"`
-			Retention struct {
-				Min            float64 `json:"min"`
-				Max            float64 `json:"max"`
-				ArithmeticMean float64 `json:"arithmetic_mean"`
-				Median         float64 `json:"median"`
-			} `json:"retention"`
-		} `json:"stats"`
-	} `json:"queues"`
-}
-
 func get(t *testing.T, h http.Handler, path string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -178,7 +153,7 @@ func TestStatsDocumentShape(t *testing.T) {
 	}})
 	w := get(t, handler(o, nil), "/stats")
 
-	var ex exporterStats
+	var ex lmqexporter.Stats
 	if err := json.Unmarshal(w.Body.Bytes(), &ex); err != nil {
 		t.Fatalf("exporter struct cannot parse /stats: %v\n%s", err, w.Body)
 	}

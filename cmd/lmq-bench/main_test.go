@@ -16,45 +16,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-
+	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
 )
 
-// startNATS runs an in-process JetStream server on a random loopback port.
-func startNATS(t *testing.T) *server.Server {
+// startNATS runs an embedded JetStream server on a random loopback port,
+// open to any client: the bench's jetstream target dials it by URL, as it
+// would a deployment's.
+func startNATS(t *testing.T) *embedded.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
+	s, err := embedded.Start(embedded.Options{
+		DataDir:    t.TempDir(),
+		Listen:     "127.0.0.1:0",
+		ClientAuth: embedded.ClientAuth{None: true},
 	})
 	if err != nil {
 		t.Fatalf("nats server: %v", err)
 	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s
 }
 
 // startGateway runs the gateway core with its HTTP and MessagePack-RPC front
-// ends in this process, on loopback listeners, over the server s.
-func startGateway(t *testing.T, s *server.Server) (httpAddr, rpcAddr string) {
+// ends in this process, on loopback listeners, over the server s, reached
+// in-process as the gateway reaches its embedded server.
+func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	nc, err := nats.Connect(s.ClientURL())
+	nc, err := s.Connect("lmq-bench gateway")
 	if err != nil {
 		t.Fatalf("gateway nats connect: %v", err)
 	}

@@ -37,6 +37,20 @@ func Write(t testing.TB, dir string) map[string]string {
 		}
 		return k
 	}
+	// issue signs tmpl for pub with signer, the key of parent (the CA's
+	// own for the CA), and writes the certificate as name.pem.
+	issue := func(name string, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) *x509.Certificate {
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name+".pem", "CERTIFICATE", der)
+		return c
+	}
 	now := time.Now()
 	caKey := newKey()
 	caTmpl := &x509.Certificate{
@@ -44,15 +58,7 @@ func Write(t testing.TB, dir string) map[string]string {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("ca.pem", "CERTIFICATE", caDER)
+	ca := issue("ca", caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) {
 		k := newKey()
 		tmpl := &x509.Certificate{
@@ -61,15 +67,11 @@ func Write(t testing.TB, dir string) map[string]string {
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		issue(name, tmpl, ca, &k.PublicKey, caKey)
 		kb, err := x509.MarshalECPrivateKey(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(name+".pem", "CERTIFICATE", der)
 		write(name+"-key.pem", "EC PRIVATE KEY", kb)
 	}
 	leaf("server", 2, x509.ExtKeyUsageServerAuth)
