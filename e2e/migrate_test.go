@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -22,30 +20,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/migrate"
 )
-
-// migrateArgsEnv carries the arguments of a migrator run in a child process
-// (TestMigrateHelperProcess), which the test can kill -9.
-const migrateArgsEnv = "LMQ_E2E_MIGRATE_ARGS"
-
-// TestMigrateHelperProcess is not a test of its own: TestMigrate runs the
-// test binary again with only this test selected, to have a migrator in a
-// process it can kill -9.
-func TestMigrateHelperProcess(t *testing.T) {
-	env := os.Getenv(migrateArgsEnv)
-	if env == "" {
-		t.Skip("helper process of TestMigrate")
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(env), &args); err != nil {
-		fmt.Println("helper:", err)
-		os.Exit(2)
-	}
-	if err := migrate.Main(context.Background(), args, os.Stdout); err != nil {
-		fmt.Println("migrate:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
 
 // migrationSource is what TestMigrate puts into the gateway standing in for
 // LMQ, and what it expects in the target afterwards.
@@ -199,11 +173,9 @@ func TestMigrate(t *testing.T) {
 	}
 	start := time.Now()
 
-	// Run 1: a migrator process, killed -9 in the middle of q/one.
-	args, _ := json.Marshal([]string{"--from", src.HTTP, "--to-nats", dst.NATSURL, "--queues", migrateQueues,
-		"--min-source-timeout", "2s", "--linger", "3s", "--progress", "500ms", "--parallel", "2"})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LMQ_E2E_BINARY="+gatewayBinary, migrateArgsEnv+"="+string(args))
+	// Run 1: the binary's migrate command, killed -9 in the middle of q/one.
+	cmd := exec.Command(gatewayBinary, "migrate", "--from", src.HTTP, "--to-nats", dst.NATSURL, "--queues", migrateQueues,
+		"--min-source-timeout", "2s", "--linger", "3s", "--progress", "500ms", "--parallel", "2")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	setDeathSignal(cmd)
 	fmt.Fprintln(&out, "--- run 1 (process, killed -9)")

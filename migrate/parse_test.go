@@ -1,12 +1,8 @@
 package migrate
 
 import (
-	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -215,43 +211,5 @@ func TestNativeNames(t *testing.T) {
 	if n.Stream != "LMQS_34" || n.Subject != "lmq.q.34."+enc || n.NotifySubject != "lmq.n."+enc || n.Consumer != enc ||
 		n.PropsKey != "q."+enc || n.QueuesKey != enc {
 		t.Errorf("got %+v", n)
-	}
-}
-
-func TestNamesMain(t *testing.T) {
-	var b strings.Builder
-	if err := NamesMain([]string{"lmq/foo", "bar"}, &b); err != nil {
-		t.Fatal(err)
-	}
-	enc := mapping.EncodeName("lmq/foo")
-	for _, want := range []string{"stream:         LMQS_34\n", "subject:        lmq.q.34." + enc + "\n", "consumer:       " + enc + "\n", "notify-subject: lmq.n." + enc + "\n",
-		`nats --server "$(cat DATA-DIR/nats-client.url)"`} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, b.String())
-		}
-	}
-	b.Reset()
-	if err := NamesMain([]string{"--json", "a b"}, &b); err != nil {
-		t.Fatal(err)
-	}
-	var n mapping.Native
-	if err := json.Unmarshal([]byte(b.String()), &n); err != nil || n.Queue != "a b" || n.Stream != mapping.StreamName("a b") {
-		t.Errorf("json: %s (%v)", b.String(), err)
-	}
-	if err := NamesMain(nil, io.Discard); err == nil {
-		t.Error("no queue accepted")
-	}
-}
-
-func TestMainFlags(t *testing.T) {
-	ctx := context.Background()
-	if err := Main(ctx, []string{"--to-nats", "nats://127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--from") {
-		t.Errorf("without --from: %v", err)
-	}
-	if err := Main(ctx, []string{"--from", "http://x", "--queues", "("}, io.Discard); err == nil {
-		t.Error("an invalid --queues regexp was accepted")
-	}
-	if err := Main(ctx, []string{"--from", "ftp://x"}, io.Discard); err == nil {
-		t.Error("a non-HTTP source was accepted")
 	}
 }

@@ -25,8 +25,6 @@ import (
 	"syscall"
 
 	"github.com/nats-io/nats-server/v2/server"
-
-	"github.com/lmq-gateway/lmq-gateway/migrate"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -63,9 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// Ctrl-C lets the migration finish the message in hand.
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return migrate.Main(ctx, args, stdout)
+		return migrateMain(ctx, args, stdout)
 	case "names":
-		return migrate.NamesMain(args, stdout)
+		return namesMain(args, stdout)
 	case "help":
 		fs := newFlagSet(&config{}, stdout)
 		usage(fs, stdout)

@@ -1,4 +1,4 @@
-package migrate
+package main
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// NamesMain is the `lmq-gateway names QUEUE...` command: it prints the NATS
+// namesMain is the `lmq-gateway names QUEUE...` command: it prints the NATS
 // names of each queue (stream, subjects, consumer, KV key), or with --json
 // one JSON object per queue.
-func NamesMain(args []string, out io.Writer) error {
+func namesMain(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("lmq-gateway names", flag.ContinueOnError)
 	fs.SetOutput(out)
 	asJSON := fs.Bool("json", false, "print JSON objects instead of text")

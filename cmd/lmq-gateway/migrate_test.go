@@ -1,7 +1,8 @@
-package migrate
+package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
 
@@ -16,7 +18,7 @@ import (
 // error naming the flag, not a quiet default (issue 16).
 func TestMainRejectsReplicas(t *testing.T) {
 	for _, r := range []string{"0", "-3", "6"} {
-		err := Main(t.Context(), []string{"--from", "http://127.0.0.1:1", "--replicas", r}, io.Discard)
+		err := migrateMain(t.Context(), []string{"--from", "http://127.0.0.1:1", "--replicas", r}, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "--replicas "+r+": want 1 to 5") {
 			t.Errorf("--replicas %s: %v", r, err)
 		}
@@ -40,7 +42,7 @@ func TestSourceTypoFailsFast(t *testing.T) {
 		// The context is the test's safety net only (beyond --retry-for,
 		// a minute): the error must be the source's, not the deadline's.
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		err := Main(ctx, []string{"--from", tc.from, "--dry-run"}, io.Discard)
+		err := migrateMain(ctx, []string{"--from", tc.from, "--dry-run"}, io.Discard)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "--from "+tc.from) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--from %s: %v, want an error naming --from and %q", tc.from, err, tc.want)
@@ -52,7 +54,7 @@ func TestSourceTypoFailsFast(t *testing.T) {
 // --to-nats-*, and checks them as the gateway does.
 func TestToNATSFlags(t *testing.T) {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	o := RegisterFlags(fs)
+	o := migrateFlags(fs)
 	err := fs.Parse([]string{
 		"--to-nats-user", "mig", "--to-nats-password", "pw",
 		"--to-nats-tls-ca", "ca.pem", "--to-nats-tls-cert", "c.pem", "--to-nats-tls-key", "k.pem",
@@ -65,8 +67,46 @@ func TestToNATSFlags(t *testing.T) {
 		t.Errorf("parsed %+v, want %+v", o.ToNATSAuth, want)
 	}
 	// Checked before the source is asked (which here would refuse).
-	err = Main(t.Context(), []string{"--from", "http://127.0.0.1:1", "--to-nats-creds", "x.creds", "--to-nats-token", "t"}, io.Discard)
+	err = migrateMain(t.Context(), []string{"--from", "http://127.0.0.1:1", "--to-nats-creds", "x.creds", "--to-nats-token", "t"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--to-nats: natsconn: give only one of") {
 		t.Errorf("creds and token together: %v", err)
+	}
+}
+
+func TestNamesCommand(t *testing.T) {
+	var b strings.Builder
+	if err := namesMain([]string{"lmq/foo", "bar"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	enc := mapping.EncodeName("lmq/foo")
+	for _, want := range []string{"stream:         LMQS_34\n", "subject:        lmq.q.34." + enc + "\n", "consumer:       " + enc + "\n", "notify-subject: lmq.n." + enc + "\n",
+		`nats --server "$(cat DATA-DIR/nats-client.url)"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := namesMain([]string{"--json", "a b"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	var n mapping.Native
+	if err := json.Unmarshal([]byte(b.String()), &n); err != nil || n.Queue != "a b" || n.Stream != mapping.StreamName("a b") {
+		t.Errorf("json: %s (%v)", b.String(), err)
+	}
+	if err := namesMain(nil, io.Discard); err == nil {
+		t.Error("no queue accepted")
+	}
+}
+
+func TestMigrateFlags(t *testing.T) {
+	ctx := context.Background()
+	if err := migrateMain(ctx, []string{"--to-nats", "nats://127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--from") {
+		t.Errorf("without --from: %v", err)
+	}
+	if err := migrateMain(ctx, []string{"--from", "http://x", "--queues", "("}, io.Discard); err == nil {
+		t.Error("an invalid --queues regexp was accepted")
+	}
+	if err := migrateMain(ctx, []string{"--from", "ftp://x"}, io.Discard); err == nil {
+		t.Error("a non-HTTP source was accepted")
 	}
 }

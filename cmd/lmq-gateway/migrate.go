@@ -1,4 +1,7 @@
-package migrate
+package main
+
+// The migrate command's flags: the command line of package migrate, which
+// is a library (Options, Run) and parses no flags itself.
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/flaghelp"
+	"github.com/lmq-gateway/lmq-gateway/migrate"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 )
 
@@ -32,10 +36,10 @@ func (f regexpFlag) Set(s string) error {
 	return nil
 }
 
-// RegisterFlags defines the migrate command's flags on fs and returns the
+// migrateFlags defines the migrate command's flags on fs and returns the
 // Options they fill.
-func RegisterFlags(fs *flag.FlagSet) *Options {
-	o := &Options{}
+func migrateFlags(fs *flag.FlagSet) *migrate.Options {
+	o := &migrate.Options{}
 	fs.StringVar(&o.From, "from", "", "base URL of the old LMQ's HTTP API, e.g. http://old-lmq:9980 (required)")
 	fs.StringVar(&o.ToNATS, "to-nats", "nats://127.0.0.1:4222", "NATS of the target gateway: its embedded server's URL with credentials, \"$(cat DATA-DIR/nats-client.url)\", or the --nats-url it uses")
 	// The gateway's --nats-* connection flags, as --to-nats-*.
@@ -52,13 +56,13 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 	return o
 }
 
-// Main is the `lmq-gateway migrate` command: it parses args, migrates, and
+// migrateMain is the `lmq-gateway migrate` command: it parses args, migrates, and
 // writes progress, warnings and the summary to out. Cancel ctx (SIGINT) to
 // stop after the message in hand; run it again to finish.
-func Main(ctx context.Context, args []string, out io.Writer) error {
+func migrateMain(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("lmq-gateway migrate", flag.ContinueOnError)
 	fs.SetOutput(out)
-	o := RegisterFlags(fs)
+	o := migrateFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: lmq-gateway migrate --from http://old-lmq:9980 [--to-nats "$(cat DATA-DIR/nats-client.url)"] [--queues REGEXP] [--dry-run]
 
@@ -75,16 +79,16 @@ stored). Safe to interrupt at any point and to run again.
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := checkFlags(o); err != nil {
+	if err := checkMigrateFlags(o); err != nil {
 		return err
 	}
 	o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return Run(ctx, *o, out)
+	return migrate.Run(ctx, *o, out)
 }
 
-// checkFlags rejects settings that the library would quietly default
+// checkMigrateFlags rejects settings that the library would quietly default
 // (Options.Replicas 0 means 1 there; on the command line it is a mistake).
-func checkFlags(o *Options) error {
+func checkMigrateFlags(o *migrate.Options) error {
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return fmt.Errorf("--replicas %d: want 1 to 5 (JetStream's limit; as the gateway's --replicas)", o.Replicas)
 	}

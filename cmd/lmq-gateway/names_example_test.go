@@ -1,14 +1,12 @@
-package migrate_test
+package main
 
 import (
 	"fmt"
 	"os"
-
-	"github.com/lmq-gateway/lmq-gateway/migrate"
 )
 
-func ExampleNamesMain() {
-	if err := migrate.NamesMain([]string{"lmq/foo"}, os.Stdout); err != nil {
+func Example_names() {
+	if err := namesMain([]string{"lmq/foo"}, os.Stdout); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
