@@ -91,8 +91,7 @@ func accumParts(t *testing.T, r *Response, q string) []string {
 // compound with LMQ's exact multipart layout, cf=msgpack, bad cf.
 func TestAccumHTTP(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	const q = "accum/http"
 	c.PatchProps(q, `{"accum":0.3,"retry":3,"hooks":{"pre_http_push":[["lmq_hook_preserve_header",["x-trace"]]]}}`)
 
@@ -151,8 +150,7 @@ func TestAccumHTTP(t *testing.T) {
 // up.
 func TestAccumCompoundIsOneUnit(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	const q = "accum/unit"
 	c.PatchProps(q, `{"accum":0.2,"retry":1,"timeout":0.5}`)
 	accumPush(t, c, q, "a", "")

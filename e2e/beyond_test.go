@@ -17,8 +17,7 @@ import (
 
 func TestBeyondDelaySurvivesRestart(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	start := time.Now()
 	r := c.Expect(http.StatusOK, http.MethodPost, "/messages/"+Q("delay/q")+"?delay=4", []byte("later"), "Content-Type", "text/plain")
 	ExpectJSON(t, r, `{"accum":"no"}`)
@@ -50,8 +49,7 @@ func TestBeyondDelaySurvivesRestart(t *testing.T) {
 
 func TestBeyondTTL(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	c.Expect(http.StatusOK, http.MethodPost, "/messages/ttl?ttl=0.3", []byte("expires"))
 	c.Push("ttl", []byte("stays"), "")
 	testwait.For(t, "queueDetail(t, c, \"ttl\").Size == 1", func() bool { return queueDetail(t, c, "ttl").Size == 1 }) // "expires" expired
@@ -73,8 +71,7 @@ func TestBeyondTTL(t *testing.T) {
 
 func TestBeyondDeadLettersSurviveRestart(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	c.PatchProps("dlq", `{"retry":0,"dead_letter":true}`)
 	for _, body := range []string{"a", "b", "c"} {
 		c.Push("dlq", []byte(body), "text/plain")
@@ -118,8 +115,7 @@ func TestBeyondDeadLettersSurviveRestart(t *testing.T) {
 
 func TestBeyondBatch(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	body := "--XX\r\ncontent-type: text/plain\r\n\r\none\r\n--XX\r\ncontent-type: application/json\r\n\r\n{\"n\":2}\r\n--XX--\r\n"
 	r := c.Expect(http.StatusOK, http.MethodPost, "/messages/batch?batch=1", []byte(body), "Content-Type", "multipart/mixed; boundary=XX")
 	ExpectJSON(t, r, `{"accum":"no","count":2}`)
@@ -149,8 +145,7 @@ func TestBeyondBatch(t *testing.T) {
 
 func TestBeyondIntrospection(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	c.Push("in/a", []byte("1"), "")
 	c.Push("in/a", []byte("2"), "")
 	c.Push("in b", []byte("1"), "")

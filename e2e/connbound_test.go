@@ -28,8 +28,7 @@ const releaseWait = 20
 // property the delivery stays with the dead client (LMQ's behaviour).
 func TestConnBoundRPC(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	a := dialRPC(t, gw.RPCAddr)
 	a.MustOK("update_props", "bound", map[string]any{"timeout": 60, "release_on_disconnect": true})
 	c.Expect(http.StatusNoContent, http.MethodPatch, "/properties/plain", []byte(`{"timeout":60}`), "Content-Type", "application/json")
@@ -115,8 +114,7 @@ func rawPull(t *testing.T, conn net.Conn, br *bufio.Reader, path string, hdr ...
 // back; one pulled without the header stays until its timeout.
 func TestConnBoundHTTP(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	c.Expect(http.StatusNoContent, http.MethodPatch, "/properties/hq", []byte(`{"timeout":60}`), "Content-Type", "application/json")
 	for _, body := range []string{"h0", "h1", "h2"} {
 		c.Push("hq", []byte(body), "text/plain")

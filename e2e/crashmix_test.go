@@ -43,8 +43,7 @@ func TestKillMixedLoad(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("LMQ_CRASH_PUSHES")); err == nil && v > 0 {
 		pushes = v
 	}
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q, qa = "mx", "mx-accum"
 	c.PatchProps(q, `{"timeout":2,"retry":100}`)
 	c.PatchProps(qa, `{"accum":0.3,"timeout":2,"retry":100}`)

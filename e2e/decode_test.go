@@ -47,8 +47,7 @@ func expectAlive(t *testing.T, gw *Gateway, queue string) {
 // batch that holds no message is a 400 as well.
 func TestDecodeHostileBatch(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "decode/batch"
 	for _, b := range hostileCompounds {
 		r := c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?batch=1", []byte(b),
@@ -81,8 +80,7 @@ func TestDecodeHostileBatch(t *testing.T) {
 // and carrying out-of-range counts, are delivered too.
 func TestDecodeCrashLoopThroughNATS(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "decode/nats"
 	n, err := mapping.NativeNames(q)
 	if err != nil {

@@ -14,8 +14,7 @@ import (
 func TestKillDurability(t *testing.T) {
 	heavy(t, "a kill loop")
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "durable"
 	// A short timeout keeps the backstop short.
 	const backstop = 500*time.Millisecond + 5*time.Second

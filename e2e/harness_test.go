@@ -501,6 +501,14 @@ func (g *Gateway) shutdown() {
 	g.proc = nil
 }
 
+// StartClient starts a gateway (Start) and opens an HTTP client on it: the
+// opening of most tests.
+func StartClient(t testing.TB, extraArgs ...string) (*Gateway, *Client) {
+	t.Helper()
+	gw := Start(t, extraArgs...)
+	return gw, gw.Client(t)
+}
+
 // Client returns HTTP helpers bound to t (a subtest may use its parent's
 // gateway).
 func (g *Gateway) Client(t testing.TB) *Client {

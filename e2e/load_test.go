@@ -22,8 +22,7 @@ import (
 func TestManyInFlight(t *testing.T) {
 	heavy(t, "a load")
 	const n = 5000
-	gw := Start(t)
-	c := gw.Client(t)
+	_, c := StartClient(t)
 	const q = "load-in-flight"
 	// Nothing may time out while the test runs: every body must come once.
 	c.PatchProps(q, `{"timeout":300}`)

@@ -73,8 +73,7 @@ func expectNATSWorks(t *testing.T, natsURL, queue string) {
 // a restart.
 func TestNATSPortNeedsCredentials(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "natsauth/generated"
 	c.PatchProps(q, `{"retry":1}`)
 
@@ -163,8 +162,7 @@ func TestNATSPortOpenOnlyWhenAsked(t *testing.T) {
 // keeps serving (issue 15, item 10).
 func TestDataDirLocked(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "natsauth/lock"
 	c.Push(q, []byte("before"), "text/plain")
 

@@ -32,8 +32,7 @@ func TestOpsEndpoints(t *testing.T) {
 	// A temp dir first: its removal, registered now, then runs after the
 	// harness has stopped the gateway (Start takes its data dir later).
 	_ = t.TempDir()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 
 	// Before any queue exists, queues is an object (LMQ printed []).
 	r := c.Expect(http.StatusOK, http.MethodGet, "/stats", nil)

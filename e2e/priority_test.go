@@ -14,8 +14,7 @@ import (
 // nacked and timed-out messages at the tail of their own priority.
 func TestPriorityOrder(t *testing.T) {
 	t.Parallel()
-	gw := Start(t)
-	c := gw.Client(t)
+	gw, c := StartClient(t)
 	const q = "prio/q"
 	c.PatchProps(q, `{"timeout":1}`)
 
