@@ -130,6 +130,7 @@ func streamMsgs(ctx context.Context, js jetstream.JetStream, queue string) uint6
 // and a migration is cancelled; a last run finishes. Meanwhile clients push
 // to the target. Every message is counted: none lost, duplicates reported.
 func TestMigrate(t *testing.T) {
+	heavy(t, "a migration killed -9 and run three times")
 	t.Parallel()
 	src := Start(t)
 	dst := Start(t, "--max-payload", "1048576")

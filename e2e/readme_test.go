@@ -213,6 +213,7 @@ func jsonMatches(want, got any) bool {
 // TestReadmeExamples runs the README's marked shell blocks against a live
 // gateway and compares what they print with what the README shows.
 func TestReadmeExamples(t *testing.T) {
+	heavy(t, "every README example, run against a gateway (about 30 s)")
 	t.Parallel()
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {

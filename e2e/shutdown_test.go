@@ -25,6 +25,7 @@ import (
 // ends come before the core closes its subscription for relayed replies and
 // before the unanswered deliveries are released.)
 func TestShutdownRelayedAckDuringDrain(t *testing.T) {
+	heavy(t, "two gateways and a drain that waits out a slow push")
 	t.Parallel()
 	url := StartNATS(t)
 	// A's slow push must not be cut by the body timeouts: the drain is
