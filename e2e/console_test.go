@@ -257,8 +257,7 @@ func rowSel(queue, col string) string {
 // cluster page answer; and the browser logs no error throughout.
 func TestConsolePages(t *testing.T) {
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	g, c := StartClient(t)
 	b := newBrowser(t, g.HTTP)
 
 	c.Expect(http.StatusNoContent, http.MethodPut, "/props", []byte(`[["^jobs/",{"retry":5}],["^mail",{"timeout":60,"ttl":3600}]]`), "Content-Type", "application/json")
@@ -423,8 +422,7 @@ func TestConsoleToken(t *testing.T) {
 // TestConsoleOff: --ui=false serves no console.
 func TestConsoleOff(t *testing.T) {
 	t.Parallel()
-	g := Start(t, "--ui=false")
-	c := g.Client(t)
+	_, c := StartClient(t, "--ui=false")
 	c.Expect(http.StatusNotFound, http.MethodGet, "/ui/", nil)
 	c.Expect(http.StatusNotFound, http.MethodGet, "/ui/api/queues", nil)
 }
@@ -433,8 +431,7 @@ func TestConsoleOff(t *testing.T) {
 // the reason, and the paging bounds.
 func TestConsoleAPI(t *testing.T) {
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	_, c := StartClient(t)
 	for i := range 12 {
 		c.Push(fmt.Sprintf("q%02d", i), []byte(strconv.Itoa(i)), "")
 	}
@@ -500,8 +497,7 @@ func TestConsoleManyQueues(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set LMQ_CONSOLE_MEASURE=N to measure the console with N queues")
 	}
-	g := Start(t, "--access-log=false")
-	c := g.Client(t)
+	g, c := StartClient(t, "--access-log=false")
 	start := time.Now()
 	var wg sync.WaitGroup
 	jobs := make(chan int)
@@ -606,8 +602,7 @@ func peekQueue(t *testing.T, c *Client, queue string) peekAnswer {
 // failing.
 func TestConsolePeek(t *testing.T) {
 	t.Parallel()
-	g := Start(t, "--max-payload", "1048576")
-	c := g.Client(t)
+	g, c := StartClient(t, "--max-payload", "1048576")
 
 	// In flight: not shown; the rest in order, untouched.
 	for i := range 3 {
@@ -717,8 +712,7 @@ func TestConsolePeek(t *testing.T) {
 // preview of a queue holding priorities 0, 3 and 9 showed only the 0).
 func TestConsolePeekPriority(t *testing.T) {
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	g, c := StartClient(t)
 	const q = "emails"
 	push := func(body string, p int) {
 		t.Helper()

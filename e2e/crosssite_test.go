@@ -186,8 +186,7 @@ func TestCrossSiteRequests(t *testing.T) {
 // as a page of the gateway's origin: nosniff and a sandbox CSP.
 func TestCrossSiteBodyHeaders(t *testing.T) {
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	_, c := StartClient(t)
 	const page = `<html><script>alert(document.domain)</script></html>`
 	check := func(what string, r *Response) {
 		t.Helper()
@@ -229,8 +228,7 @@ func TestCrossSiteBodyHeaders(t *testing.T) {
 // and as LMQ served it, not the reply route of the name's first part.
 func TestRawAbsoluteFormTarget(t *testing.T) {
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	g, c := StartClient(t)
 	host := strings.TrimPrefix(g.HTTP, "http://")
 	send := func(method, target, body string) (int, string, http.Header) {
 		t.Helper()

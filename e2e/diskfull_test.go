@@ -38,8 +38,7 @@ func TestDiskFullRecovers(t *testing.T) {
 			t.Errorf("umount %s: %v: %s", dir, err, out)
 		}
 	})
-	gw := Start(t, "--data-dir", dir)
-	c := gw.Client(t)
+	_, c := StartClient(t, "--data-dir", dir)
 	const q = "diskfull"
 
 	answered := map[string]bool{} // bodies answered 200

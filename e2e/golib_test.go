@@ -48,8 +48,7 @@ func TestGoLibDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	gw := Start(t, "--data-dir", dir)
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--data-dir", dir)
 	ExpectJSON(t, c.Expect(http.StatusOK, http.MethodGet, "/properties/handoff", nil), `{"accum":0,"retry":5,"timeout":30}`)
 	got := map[string]bool{}
 	for range 2 {

@@ -75,8 +75,7 @@ func TestHostileInput(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("reads the gateway's memory from /proc/<pid>/status (Linux):", err)
 	}
-	g := Start(t)
-	c := g.Client(t)
+	g, c := StartClient(t)
 	pid := g.PID()
 	exited := g.proc.exited
 	rss := startRSSSampler(pid)

@@ -149,8 +149,7 @@ func limAwaitCut(t *testing.T, nc net.Conn) string {
 // closed; nothing is stored, and the gateway keeps serving.
 func TestLimitsStalledBody(t *testing.T) {
 	t.Parallel()
-	gw := Start(t, "--read-body-idle-timeout", "1s", "--min-body-rate", "100")
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--read-body-idle-timeout", "1s", "--min-body-rate", "100")
 
 	t.Run("stalled", func(t *testing.T) {
 		nc := limRawConn(t, gw)
@@ -195,8 +194,7 @@ func TestLimitsStalledBody(t *testing.T) {
 // nor an answer net/http writes on a connection idle longer than them.
 func TestLimitsTimeoutsSpareLongPolls(t *testing.T) {
 	t.Parallel()
-	gw := Start(t, "--read-body-idle-timeout", "1s", "--write-timeout", "1s")
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--read-body-idle-timeout", "1s", "--write-timeout", "1s")
 	// outlast lets n times the timeouts (1 s) pass: a timeout that fired
 	// shows only in what comes after, no condition stands for it.
 	outlast := func(n int) { time.Sleep(time.Duration(n) * time.Second) }

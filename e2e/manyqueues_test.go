@@ -201,8 +201,7 @@ func restartPatiently(t *testing.T, g *Gateway) time.Duration {
 func TestManyQueuesRestart(t *testing.T) {
 	t.Parallel()
 	n := mqCount(t, "LMQ_E2E_MANY_QUEUES", 10_000, 500)
-	g := Start(t)
-	c := g.Client(t)
+	g, c := StartClient(t)
 	const prefix = "many/"
 	names := make([]string, n)
 	want := make(map[string]int, n)
@@ -267,8 +266,7 @@ func mqStep(n int) int { return max(1, (n+mqPullSample-1)/mqPullSample) }
 func TestManyQueuesPullAny(t *testing.T) {
 	t.Parallel()
 	n := mqCount(t, "LMQ_E2E_PULLANY_QUEUES", 3000, 500)
-	g := Start(t)
-	c := g.Client(t)
+	_, c := StartClient(t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("any/%d/x", i)
@@ -344,8 +342,7 @@ func TestManyQueuesPullAny(t *testing.T) {
 func TestManyQueuesDeleteRecreate(t *testing.T) {
 	heavy(t, "1000s of queues")
 	t.Parallel()
-	g := Start(t)
-	c := g.Client(t)
+	_, c := StartClient(t)
 	const busy = 40
 	busyName := func(i int) string { return fmt.Sprintf("busy/%d", i) }
 

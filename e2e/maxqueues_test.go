@@ -29,8 +29,7 @@ func expectRefused(t *testing.T, what string, r *Response) {
 
 func TestMaxQueues(t *testing.T) {
 	t.Parallel()
-	gw := Start(t, "--max-queues", "5")
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--max-queues", "5")
 	rpc := dialRPC(t, gw.RPCAddr)
 	batch := func(queue string) *Response {
 		body := "--XX\r\ncontent-type: text/plain\r\n\r\none\r\n--XX\r\ncontent-type: text/plain\r\n\r\ntwo\r\n--XX--\r\n"

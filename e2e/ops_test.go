@@ -257,8 +257,7 @@ func TestOpsGracefulShutdown(t *testing.T) {
 	// A temp dir first: its removal, registered now, then runs after the
 	// harness has stopped the gateway (Start takes its data dir later).
 	_ = t.TempDir()
-	gw := Start(t, "--shutdown-timeout", "15s")
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--shutdown-timeout", "15s")
 	const q, empty = "ops-shutdown", "ops-shutdown-empty"
 	for i := range 5 {
 		c.Push(q, []byte(fmt.Sprintf("pre-%d", i)), "")

@@ -15,8 +15,7 @@ import (
 // answered pull is taken again.
 func TestOpsWaitingPullLimit(t *testing.T) {
 	t.Parallel()
-	gw := Start(t, "--max-waiting-pulls", "2")
-	c := gw.Client(t)
+	gw, c := StartClient(t, "--max-waiting-pulls", "2")
 	r := dialRPC(t, gw.RPCAddr)
 
 	_, rpcWaiting, err := r.Send("pull", "wl-rpc") // no timeout: waits for a message

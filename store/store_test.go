@@ -34,6 +34,18 @@ func newFixture(t *testing.T, cfg store.Config) *fixture {
 	return &fixture{nc: nc, js: js, s: store.New(nc, js, cfg)}
 }
 
+// withShard is a fixture whose store made queue's shard stream, and a
+// context for the test's requests.
+func withShard(t *testing.T, queue string) (*fixture, context.Context) {
+	t.Helper()
+	f := newFixture(t, store.Config{})
+	ctx := testCtx(t)
+	if _, err := f.s.QueueShard(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	return f, ctx
+}
+
 // stored reads back the message at seq of queue's stream.
 func (f *fixture) stored(t *testing.T, queue string, seq uint64) *nats.Msg {
 	t.Helper()
@@ -53,12 +65,8 @@ func (f *fixture) stored(t *testing.T, queue string, seq uint64) *nats.Msg {
 // operator deleted it) makes the store create it again and then store the
 // message; what is stored reads back as it was given.
 func TestPublishRemakesStream(t *testing.T) {
-	f := newFixture(t, store.Config{})
-	ctx := testCtx(t)
 	const queue = "remade"
-	if _, err := f.s.QueueShard(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
+	f, ctx := withShard(t, queue)
 	if err := f.js.DeleteStream(ctx, mapping.StreamName(queue)); err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +133,8 @@ func batch(queue string, n int) []*nats.Msg {
 
 // TestPublishBatch: a committed batch is stored whole and in order.
 func TestPublishBatch(t *testing.T) {
-	f := newFixture(t, store.Config{})
-	ctx := testCtx(t)
 	const queue = "batched"
-	if _, err := f.s.QueueShard(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
+	f, ctx := withShard(t, queue)
 	if err := f.s.PublishBatch(ctx, batch(queue, 3)); err != nil {
 		t.Fatal(err)
 	}
