@@ -235,6 +235,9 @@ func StartNATSCluster(t testing.TB, n int, edit func(i int, o *server.Options)) 
 			all[i].Cluster.Port = a.Port
 		}
 	}
+	if !slices.ContainsFunc(all, func(o *server.Options) bool { return o.Cluster.Port == 0 }) {
+		awaitJetStreamCluster(t, ClientURLs(servers), n)
+	}
 	return servers, all
 }
 
@@ -351,7 +354,53 @@ func StartNATSProcs(t testing.TB, n int) []*NATSProc {
 			t.Fatalf("nats-server %s does not take connections within %v:\n%s", p.Name, startTimeout, p.out.String())
 		}
 	}
+	awaitJetStreamCluster(t, NATSProcURLs(procs), n)
 	return procs
+}
+
+// awaitJetStreamCluster waits until the JetStream cluster at urls places and
+// serves a stream on all its n nodes: a stream of n replicas is created, takes
+// a message and is deleted. Nodes that take client connections may not have
+// met yet: they learn of each other through the first node (the seed), and
+// until every one has joined the meta group, a replicated stream made at
+// once may wait for a leader longer than a store's bound (a push answered
+// 503 that the test did not expect). Bounded by startTimeout, reached only
+// on failure.
+func awaitJetStreamCluster(t testing.TB, urls string, n int) {
+	t.Helper()
+	if n < 2 {
+		return
+	}
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		t.Fatalf("connect to NATS %s: %v", urls, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "E2E_CLUSTER_READY"
+	testwait.WithinDetail(t, startTimeout, fmt.Sprintf("the %d-node JetStream cluster serves a stream of %d replicas", n, n), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: name, Subjects: []string{"e2e.cluster.ready"}, Storage: jetstream.MemoryStorage, Replicas: n,
+		})
+		if err == nil {
+			_, err = js.Publish(ctx, "e2e.cluster.ready", nil)
+		}
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(ctx); err == nil && (info.Cluster == nil || len(info.Cluster.Replicas) != n-1) {
+				err = fmt.Errorf("stream not yet placed on all %d nodes: %+v", n, info.Cluster)
+			}
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return js.DeleteStream(ctx, name) == nil, "delete the probe stream"
+	})
 }
 
 // awaitPorts waits for the ports file nats-server writes once it listens.
