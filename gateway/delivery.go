@@ -185,24 +185,39 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 // take moves an active delivery to finished and out of the table; false if it
 // was not active (already answered, expired or being acked).
 func (g *Gateway) take(d *delivery) bool {
+	if !g.finish(d) {
+		return false
+	}
+	g.dels.del(d.id)
+	return true
+}
+
+// finish ends the delivery (a reply to it now finds it finished) but leaves
+// it in the table: see expire.
+func (g *Gateway) finish(d *delivery) bool {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.state != active {
-		d.mu.Unlock()
 		return false
 	}
 	d.state = finished
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	d.mu.Unlock()
-	g.dels.del(d.id)
 	return true
 }
 
+// expire releases a delivery whose timeout passed. It stays counted in
+// flight until its copy is stored: no client waits on a timer's release,
+// so InFlight (lmq_deliveries_in_flight, the queue's in_flight) is what
+// tells a watcher that the message is back in its queue; counted out
+// before, a release by a client just after could store its copy first and
+// put its message ahead of this one.
 func (g *Gateway) expire(d *delivery) {
-	if !g.take(d) {
+	if !g.finish(d) {
 		return
 	}
+	defer g.dels.del(d.id)
 	g.obs.TimedOut(d.raw.Queue().Name())
 	g.release(d.raw, true)
 }
