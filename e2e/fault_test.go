@@ -117,7 +117,19 @@ func faultLoad(t *testing.T, queue string, targets ...string) *MixedLoad {
 // pushed, pulled and acked message.
 func prepareQueue(t *testing.T, c *Client, queue string) {
 	t.Helper()
-	c.PatchProps(queue, faultTimeout)
+	// The queue's first write creates its R3 stream and key in a cluster
+	// that has just formed: until their leaders are elected it is answered
+	// 503 with Retry-After, and a client retries, as this does.
+	testwait.ForDetail(t, "the queue's properties set", func() (bool, string) {
+		r := c.Do(http.MethodPatch, "/properties/"+Q(queue), []byte(faultTimeout), "Content-Type", "application/json")
+		if r.Status == http.StatusServiceUnavailable {
+			return false, r.String()
+		}
+		if r.Status != http.StatusNoContent {
+			t.Fatalf("PATCH /properties/%s: %v, want 204", queue, r)
+		}
+		return true, ""
+	})
 	c.Push(queue, []byte("warm-up"), "")
 	r := c.MustPull(queue, "5", "warm-up")
 	c.ExpectReply(http.StatusNoContent, queue, r.ID(), "ack")
