@@ -110,6 +110,38 @@ func closedByServer(nc net.Conn) bool {
 // parallel: t.Setenv, and the limit must reach this gateway only.)
 func TestRPCUnreadAnswers(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "192MiB")
+	// The bound: the answers waiting (8 × 4 MiB of --rpc-max-answer-bytes,
+	// and 8 × 16 pulls admitted at 256 KiB), each delivery's copies on its
+	// way, and the embedded NATS server's buffers. Measured: +59 to +82 MiB
+	// alone; before answers were bounded, +226 MiB under the same GOMEMLIMIT
+	// (and the connections were closed only after 70 s). Beside the rest of
+	// the suite on two cores the peak sometimes reached +290 MiB (two runs
+	// in eleven): the collector starved of CPU lets garbage pile up. So a
+	// run over the bound is tried once more on a fresh gateway, and the test
+	// fails when both are: code that holds what it should not exceeds it
+	// every time.
+	const bound = 150 << 20
+	for try := 1; ; try++ {
+		gw, grew := unreadAnswers(t)
+		if grew <= bound {
+			// The gateway still serves.
+			c := dialRPC(t, gw.RPCAddr)
+			if r := c.Do("push", "after", "x"); r.ErrString() != "" {
+				t.Fatalf("push after: %v", r)
+			}
+			return
+		}
+		if try == 2 {
+			t.Fatalf("RSS grew by %d MiB, over the %d MiB bound, in both tries", grew>>20, bound>>20)
+		}
+		t.Logf("RSS grew by %d MiB, over the %d MiB bound: once more", grew>>20, bound>>20)
+	}
+}
+
+// unreadAnswers runs one try of TestRPCUnreadAnswers on a new gateway and
+// returns it with the growth of its peak RSS.
+func unreadAnswers(t *testing.T) (*Gateway, int64) {
+	t.Helper()
 	gw := Start(t, "--rpc-write-timeout", "3s")
 	const conns, n, size, q = 8, 2000, 64 << 10, "unread"
 	hc := gw.Client(t)
@@ -151,24 +183,10 @@ func TestRPCUnreadAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grew := peak - before
 	r := hc.Expect(http.StatusOK, http.MethodGet, "/queues/"+q, nil)
 	t.Logf("every connection closed by the gateway; peak RSS %d MiB before the pulls, %d MiB after (+%d MiB); queue: %s",
-		before>>20, peak>>20, grew>>20, r.Body)
-	// The bound: the answers waiting (8 × 4 MiB of --rpc-max-answer-bytes,
-	// and 8 × 16 pulls admitted at 256 KiB), each delivery's copies on its
-	// way, and the embedded NATS server's buffers. Measured: +59 to +82 MiB;
-	// before answers were bounded, +226 MiB under the same GOMEMLIMIT (and
-	// the connections were closed only after 70 s).
-	const bound = 150 << 20
-	if grew > bound {
-		t.Errorf("RSS grew by %d MiB, over the %d MiB bound", grew>>20, bound>>20)
-	}
-	// The gateway still serves.
-	c := dialRPC(t, gw.RPCAddr)
-	if r := c.Do("push", "after", "x"); r.ErrString() != "" {
-		t.Fatalf("push after: %v", r)
-	}
+		before>>20, peak>>20, (peak-before)>>20, r.Body)
+	return gw, peak - before
 }
 
 // procRSS reads a process's resident set size (field "VmRSS:") or its peak
