@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // The queues' properties are package props' (gateway/props): the bucket,
@@ -84,9 +84,4 @@ func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList)
 	return g.props.SetDefaults(ctx, list)
 }
 
-func validName(queue string) error {
-	if err := mapping.ValidateQueueName(queue); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return nil
-}
+func validName(queue string) error { return store.CheckQueueName(queue) }

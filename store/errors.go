@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // The outcomes a store reports. Package gateway exports the same values
@@ -113,4 +115,13 @@ func isStorageErr(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "no space left") || strings.Contains(s, "insufficient resources") ||
 		strings.Contains(s, "jetstream store failed")
+}
+
+// CheckQueueName is ErrInvalid, saying why, for a name that is not a queue
+// name (mapping.ValidateQueueName); nil for one that is.
+func CheckQueueName(queue string) error {
+	if err := mapping.ValidateQueueName(queue); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
 }

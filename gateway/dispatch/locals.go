@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -196,9 +195,4 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*Queue
 }
 
 // validName checks a queue's name (the core's validName).
-func validName(queue string) error {
-	if err := mapping.ValidateQueueName(queue); err != nil {
-		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
-	}
-	return nil
-}
+func validName(queue string) error { return store.CheckQueueName(queue) }
