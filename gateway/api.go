@@ -64,6 +64,9 @@ type Delivery struct {
 	RetryRemaining int
 	// Priority is the message's priority (0..mapping.MaxPriority), beyond LMQ.
 	Priority int
+	// Group is the message's ordered group ("" for none), beyond LMQ:
+	// x-lmq-group.
+	Group string
 	// Message is the content of a normal message.
 	Message Message
 	// Parts are the parts of a compound message, in push order.

@@ -40,6 +40,10 @@ type PushOptions struct {
 	// means the queue's priority property (default 0). Not available on
 	// accumulating queues: a compound gets the queue's property.
 	Priority *int
+	// Group, when set, puts the message in that ordered group of the
+	// queue (mapping.ValidateGroup; groups.go): handed out one at a time,
+	// in push order. Not with Delay, nor on accumulating queues.
+	Group string
 }
 
 // IdempotencyWindow is how long a push's IdempotencyKey is remembered: the

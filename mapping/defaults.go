@@ -136,5 +136,7 @@ func Resolve(defaults DefaultList, queue string, own Props) Effective {
 
 		ReleaseOnDisconnect: valueOr(p.ReleaseOnDisconnect, false),
 		Priority:            valueOr(p.Priority, 0),
+		Paused:              valueOr(p.Paused, false),
+		MaxInflight:         valueOr(p.MaxInflight, 0),
 	}
 }

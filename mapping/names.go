@@ -143,6 +143,8 @@ func ShardSubjects(k int) []string {
 		SubjectPrefix + ".s." + t + ".*.*",
 		SubjectPrefix + ".d." + t + ".*",
 		SubjectPrefix + ".p." + t + ".*.*", // priorities 1..MaxPriority
+		SubjectPrefix + ".g." + t + ".*.*", // groups' backlogs (groups.go)
+		SubjectPrefix + ".h." + t + ".*.*", // groups' heads
 	}
 }
 
@@ -171,11 +173,21 @@ func ScheduleSubject(queue, id string) string { return subject("s", queue) + "."
 func DeadSubject(queue string) string { return subject("d", queue) }
 
 // QueueSubjects are the subjects of all the queue's messages, for purging it:
-// deliverable, parts and dead letters (lmq.*.<kk>.<enc>), delays and
-// priorities.
+// deliverable, parts and dead letters (lmq.*.<kk>.<enc>), delays,
+// priorities and groups.
 func QueueSubjects(queue string) []string {
 	t := shardToken(Shard(queue)) + "." + EncodeName(queue)
-	return []string{SubjectPrefix + ".*." + t, SubjectPrefix + ".s." + t + ".*", SubjectPrefix + ".p." + t + ".*"}
+	return []string{SubjectPrefix + ".*." + t, SubjectPrefix + ".s." + t + ".*", SubjectPrefix + ".p." + t + ".*",
+		SubjectPrefix + ".g." + t + ".*", SubjectPrefix + ".h." + t + ".*"}
+}
+
+// WaitingSubjects are the subjects of the queue's messages that wait to be
+// handed out, for purging them (the queue, its properties and its dead
+// letters stay): deliverable, parts, delays, priorities and groups.
+func WaitingSubjects(queue string) []string {
+	t := shardToken(Shard(queue)) + "." + EncodeName(queue)
+	return []string{SubjectPrefix + ".q." + t, SubjectPrefix + ".a." + t, SubjectPrefix + ".s." + t + ".*",
+		SubjectPrefix + ".p." + t + ".*", SubjectPrefix + ".g." + t + ".*", SubjectPrefix + ".h." + t + ".*"}
 }
 
 // ParseSubject splits a queue subject lmq.<kind>.<kk>.<enc>[.<id>] into its
@@ -191,7 +203,7 @@ func ParseSubject(subject string) (kind, enc string, ok bool) {
 		return "", "", false
 	}
 	enc = rest[3:]
-	if kind == "s" || kind == "p" {
+	if kind == "s" || kind == "p" || kind == "g" || kind == "h" {
 		enc, _, found = strings.Cut(enc, ".")
 		if !found {
 			return "", "", false

@@ -17,7 +17,8 @@ import (
 // a default-list entry. Keys: accum (or its old name pack; non-negative number
 // of seconds, rounded to whole milliseconds), retry (non-negative JSON
 // integer), timeout (non-negative number of seconds), hooks, and beyond LMQ
-// ttl, dead_letter, release_on_disconnect and priority (an integer 0..MaxPriority). accum, timeout and ttl are at most MaxSeconds (10
+// ttl, dead_letter, release_on_disconnect, priority (an integer 0..MaxPriority),
+// paused (true or false) and max_inflight (an integer 0..MaxInflight). accum, timeout and ttl are at most MaxSeconds (10
 // years). {} is valid and sets nothing. Every error wraps ErrInvalidProps.
 func ParseProps(data []byte) (Props, error) {
 	v, err := decodeJSON(data)
@@ -126,6 +127,20 @@ func propsFromMap(m map[string]any) (Props, error) {
 				return Props{}, err
 			}
 			p.Priority = &n
+		case "paused":
+			// Beyond LMQ: hold the queue's messages (queue control).
+			b, ok := v.(bool)
+			if !ok {
+				return Props{}, errors.New("paused must be true or false")
+			}
+			p.Paused = &b
+		case "max_inflight":
+			// Beyond LMQ: a bound on the queue's deliveries in flight.
+			n, err := toIntIn(v, 0, MaxInflight, fmt.Errorf("max_inflight must be an integer from 0 (no limit) to %d", MaxInflight))
+			if err != nil {
+				return Props{}, err
+			}
+			p.MaxInflight = &n
 		case "hooks":
 			h, err := hooksFromValue(v)
 			if err != nil {
@@ -133,7 +148,7 @@ func propsFromMap(m map[string]any) (Props, error) {
 			}
 			p.Hooks = h
 		default:
-			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority)", quote(key))
+			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight)", quote(key))
 		}
 	}
 	return p, nil

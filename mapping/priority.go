@@ -89,7 +89,12 @@ func ParsePriority(s string) (int, error) {
 
 // toPriority reads the priority property from JSON or MessagePack.
 func toPriority(v any) (int, error) {
-	bad := fmt.Errorf("priority must be an integer from 0 to %d", MaxPriority)
+	return toIntIn(v, 0, MaxPriority, fmt.Errorf("priority must be an integer from 0 to %d", MaxPriority))
+}
+
+// toIntIn reads an integer property from JSON or MessagePack that must lie
+// in lo..hi; bad is the error for anything else.
+func toIntIn(v any, lo, hi int64, bad error) (int, error) {
 	var n int64
 	switch x := v.(type) {
 	case json.Number:
@@ -102,14 +107,14 @@ func toPriority(v any) (int, error) {
 		i, ok := toInt64(v)
 		if !ok {
 			u, uok := toUint64(v)
-			if !uok || u > MaxPriority {
+			if !uok || u > uint64(hi) {
 				return 0, bad
 			}
 			i = int64(u)
 		}
 		n = i
 	}
-	if n < 0 || n > MaxPriority {
+	if n < lo || n > hi {
 		return 0, bad
 	}
 	return int(n), nil

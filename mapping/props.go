@@ -22,6 +22,11 @@ const (
 // client needs two billion redeliveries.
 const MaxRetry = math.MaxInt32 - 1
 
+// MaxInflight is the largest max_inflight accepted: JetStream keeps a
+// consumer's pending acks in memory, and no queue needs more deliveries in
+// flight than this at once.
+const MaxInflight = 1_000_000
+
 // HookPointPreHTTPPush is LMQ's only hook point: run on every HTTP push.
 const HookPointPreHTTPPush = "pre_http_push"
 
@@ -61,6 +66,12 @@ type Props struct {
 	// Priority, beyond LMQ: the priority (0..MaxPriority) of pushes to the
 	// queue that give none.
 	Priority *int
+	// Paused, beyond LMQ: pulls do not hand out the queue's messages
+	// (pushes are stored, deliveries in flight may be answered).
+	Paused *bool
+	// MaxInflight, beyond LMQ: at most this many deliveries of the queue
+	// in flight at once, across gateways (0..MaxInflight; 0 = no limit).
+	MaxInflight *int
 }
 
 // Effective are the properties in force for a queue.
@@ -75,6 +86,9 @@ type Effective struct {
 	ReleaseOnDisconnect bool
 	// Priority: see Props.Priority (default 0).
 	Priority int
+	// Paused and MaxInflight: see Props (default false, 0 = no limit).
+	Paused      bool
+	MaxInflight int
 }
 
 // DefaultEntry is one entry of the default-properties list.
@@ -114,7 +128,7 @@ func secondsToDuration(s float64) time.Duration {
 // IsZero reports whether no field is set.
 func (p Props) IsZero() bool {
 	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil && p.TTL == nil && p.DeadLetter == nil &&
-		p.ReleaseOnDisconnect == nil && p.Priority == nil
+		p.ReleaseOnDisconnect == nil && p.Priority == nil && p.Paused == nil && p.MaxInflight == nil
 }
 
 // Merge returns p with every field set in patch overriding p's. The result
@@ -135,6 +149,8 @@ func (p Props) Merge(patch Props) Props {
 
 		ReleaseOnDisconnect: clonePtr(firstSet(patch.ReleaseOnDisconnect, p.ReleaseOnDisconnect)),
 		Priority:            clonePtr(firstSet(patch.Priority, p.Priority)),
+		Paused:              clonePtr(firstSet(patch.Paused, p.Paused)),
+		MaxInflight:         clonePtr(firstSet(patch.MaxInflight, p.MaxInflight)),
 	}
 }
 

@@ -30,6 +30,14 @@ func (p Props) JSON() []byte {
 		sep("hooks")
 		p.Hooks.appendJSON(&b)
 	}
+	if p.MaxInflight != nil {
+		sep("max_inflight")
+		b.WriteString(strconv.Itoa(*p.MaxInflight))
+	}
+	if p.Paused != nil {
+		sep("paused")
+		b.WriteString(strconv.FormatBool(*p.Paused))
+	}
 	if p.Priority != nil {
 		sep("priority")
 		b.WriteString(strconv.Itoa(*p.Priority))
@@ -87,6 +95,12 @@ func (p Props) Map(accumKey string) map[string]any {
 	if p.Priority != nil {
 		m["priority"] = int64(*p.Priority)
 	}
+	if p.Paused != nil {
+		m["paused"] = *p.Paused
+	}
+	if p.MaxInflight != nil {
+		m["max_inflight"] = int64(*p.MaxInflight)
+	}
 	return m
 }
 
@@ -110,6 +124,12 @@ func (e Effective) props() Props {
 	}
 	if e.Priority > 0 {
 		p.Priority = &e.Priority
+	}
+	if e.Paused {
+		p.Paused = &e.Paused
+	}
+	if e.MaxInflight > 0 {
+		p.MaxInflight = &e.MaxInflight
 	}
 	return p
 }
