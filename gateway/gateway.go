@@ -320,6 +320,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 			Drop:    g.drop,
 		},
 	})
+	g.props.OnChange(g.disp.PropsChanged)
 	g.views = newViews(g)
 	subs, err := g.disp.Subscribe(g.counted)
 	g.subs = append(g.subs, subs...)

@@ -21,6 +21,8 @@ const (
 	hdrRetryRemaining = "x-lmq-retry-remaining"
 	// hdrPriority (beyond LMQ) is set only on messages of a priority above 0.
 	hdrPriority = "x-lmq-priority"
+	// hdrGroup (beyond LMQ) names the ordered group of a message in one.
+	hdrGroup = "x-lmq-group"
 )
 
 func contentTypeOf(m gateway.Message) string {
@@ -52,6 +54,9 @@ func writeDelivery(w http.ResponseWriter, d *gateway.Delivery, cf string) error 
 	h[hdrRetryRemaining] = []string{strconv.Itoa(d.RetryRemaining)}
 	if d.Priority > 0 {
 		h[hdrPriority] = []string{strconv.Itoa(d.Priority)}
+	}
+	if d.Group != "" {
+		h[hdrGroup] = []string{d.Group}
 	}
 	var body []byte
 	if !d.Compound {

@@ -73,7 +73,7 @@ func seconds(r *http.Request, key string) (time.Duration, error) {
 	return d, nil
 }
 
-// pushOptions reads ?delay=, ?ttl= and ?priority=.
+// pushOptions reads ?delay=, ?ttl=, ?priority= and ?group=.
 func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 	var o gateway.PushOptions
 	var err error
@@ -91,6 +91,14 @@ func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 			return o, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 		}
 		o.Priority = &p
+	}
+	if vals, ok := query(r)["group"]; ok && len(vals) > 0 {
+		// Beyond LMQ: an ordered group (gateway/groups.go); the core
+		// checks the name.
+		o.Group = vals[0]
+		if o.Group == "" {
+			return o, fmt.Errorf("%w: group must not be empty", gateway.ErrInvalid)
+		}
 	}
 	// Beyond LMQ: a retried push with the same key is stored once
 	// (gateway.IdempotencyWindow).

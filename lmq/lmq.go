@@ -193,6 +193,13 @@ type PushOptions struct {
 	// IdempotencyKey: a push retried with the same key within two minutes
 	// is stored once.
 	IdempotencyKey string
+	// Priority, when set, is the message's priority, 0 to 9 (higher served
+	// first); nil: the queue's priority property.
+	Priority *int
+	// Group, when set, puts the message in that ordered group of the queue:
+	// the group's messages are handed out one at a time, in push order
+	// (at most 256 bytes; not with Delay or Priority).
+	Group string
 }
 
 // Push stores body in queue, creating the queue if needed, and returns once
@@ -209,6 +216,7 @@ func (q *Queues) Push(ctx context.Context, queue string, body []byte, opts *Push
 	msg := gateway.Message{ContentType: o.ContentType, Body: body}
 	_, err := q.core.PushWith(ctx, queue, msg, gateway.PushOptions{
 		Delay: o.Delay, TTL: o.TTL, IdempotencyKey: o.IdempotencyKey,
+		Priority: o.Priority, Group: o.Group,
 	})
 	return err
 }
@@ -249,8 +257,8 @@ func (q *Queues) delivery(ctx context.Context, d *gateway.Delivery, err error) (
 	out := &Delivery{
 		Queue:          d.Queue,
 		ID:             d.ID,
-		RetryRemaining: d.RetryRemaining,
-		q:              q,
+		RetryRemaining: d.RetryRemaining, Priority: d.Priority, Group: d.Group,
+		q: q,
 	}
 	if d.Compound {
 		out.Parts = make([]Message, len(d.Parts))
@@ -287,6 +295,10 @@ type Delivery struct {
 	// RetryRemaining is how many more deliveries the message may have
 	// after this one (HTTP's x-lmq-retry-remaining).
 	RetryRemaining int
+	// Priority is the message's priority (HTTP's x-lmq-priority; 0 when
+	// none) and Group its ordered group (x-lmq-group; "" when none).
+	Priority int
+	Group    string
 	// Message is the message; Parts are the messages of an accumulated
 	// (compound) delivery instead, in push order.
 	Message Message

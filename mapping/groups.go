@@ -77,3 +77,7 @@ func GroupFromSubject(subject string) (g string, ok bool) {
 	}
 	return string(b), true
 }
+
+// ShardGroupWildcard matches the backlog subjects of every group of every
+// queue of shard k.
+func ShardGroupWildcard(k int) string { return SubjectPrefix + ".g." + shardToken(k) + ".*.*" }

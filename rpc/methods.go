@@ -201,7 +201,7 @@ type method struct {
 
 // methods is LMQ's RPC method table (lmq_mpac). It is read-only.
 var methods = map[string]method{
-	"push":              {2, 3, "(name, content[, {delay, ttl, idempotency_key, priority}])", (*conn).push},
+	"push":              {2, 3, "(name, content[, {delay, ttl, idempotency_key, priority, group}])", (*conn).push},
 	"pull":              {1, 2, "(name[, timeout])", (*conn).pull},
 	"push_all":          {2, 2, "(regexp, content)", (*conn).pushAll},
 	"pull_any":          {1, 2, "(regexp[, timeout])", (*conn).pullAny},
@@ -284,7 +284,7 @@ func (c *conn) push(p [][]byte) (result, error) {
 
 // pushOptions reads push's optional third argument, a map beyond LMQ:
 // {"delay": seconds, "ttl": seconds, "idempotency_key": string, "priority":
-// 0..9}. The key is
+// 0..9, "group": string}. The key is
 // the HTTP Idempotency-Key header: a push retried with the same key within
 // gateway.IdempotencyWindow (after an "unknown: ..." error) is stored once.
 func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
@@ -309,6 +309,21 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 			}
 			p := int(n)
 			o.Priority = &p
+			continue
+		}
+		if k == "group" {
+			// Beyond LMQ: an ordered group; the gateway checks the name.
+			switch s := v.(type) {
+			case string:
+				o.Group = s
+			case []byte:
+				o.Group = string(s)
+			default:
+				return o, badarg("push option group must be a string")
+			}
+			if o.Group == "" {
+				return o, badarg("push option group must not be empty")
+			}
 			continue
 		}
 		if k == "idempotency_key" {
@@ -338,7 +353,7 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		case "ttl":
 			o.TTL = d
 		default:
-			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key, priority)", k)
+			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key, priority, group)", k)
 		}
 	}
 	return o, nil
@@ -430,14 +445,24 @@ func (c *conn) deliver(p [][]byte, pull func(context.Context, time.Duration) (*g
 // the map by key, and without priorities in use nothing changes.
 func (c *conn) appendDelivery(b []byte, d *gateway.Delivery) []byte {
 	dl := c.s.opt.Dialect
+	n := 5
 	if d.Priority > 0 {
-		b = appendMapHeader(b, 6)
-		b = c.appendDeliveryFields(b, d)
-		b = appendStr(b, "priority", dl)
-		return appendInt(b, int64(d.Priority))
+		n++
 	}
-	b = appendMapHeader(b, 5)
-	return c.appendDeliveryFields(b, d)
+	if d.Group != "" {
+		n++ // beyond LMQ too: "group", after priority
+	}
+	b = appendMapHeader(b, n)
+	b = c.appendDeliveryFields(b, d)
+	if d.Priority > 0 {
+		b = appendStr(b, "priority", dl)
+		b = appendInt(b, int64(d.Priority))
+	}
+	if d.Group != "" {
+		b = appendStr(b, "group", dl)
+		b = appendStr(b, d.Group, dl)
+	}
+	return b
 }
 
 // appendDeliveryFields writes appendDelivery's five LMQ keys.

@@ -27,18 +27,35 @@ func Backstop(timeout time.Duration) time.Duration {
 	return timeout + margin
 }
 
+// Limits are the settings of a queue's consumers that follow its
+// properties.
+type Limits struct {
+	// AckWait: Backstop of the queue's timeout (or more).
+	AckWait time.Duration
+	// MaxInflight is the max_inflight property (0: no limit): the
+	// consumer's MaxAckPending, which JetStream enforces across every
+	// gateway pulling from it.
+	MaxInflight int
+}
+
 // consumerConfig is the config of queue's consumer for priority level p
-// (0: the queue's own, for its unprioritized messages).
-func consumerConfig(queue string, p int, ackWait time.Duration) jetstream.ConsumerConfig {
+// (0: the queue's own, for its unprioritized messages and its groups'
+// heads).
+func consumerConfig(queue string, p int, lim Limits) jetstream.ConsumerConfig {
+	maxAck := -1
+	if lim.MaxInflight > 0 {
+		maxAck = lim.MaxInflight
+	}
 	c := jetstream.ConsumerConfig{
-		Durable:           mapping.ConsumerName(queue),
-		Description:       consumerDescription(queue),
-		FilterSubject:     mapping.QueueSubject(queue),
+		Durable:     mapping.ConsumerName(queue),
+		Description: consumerDescription(queue),
+		// The groups' heads (mapping/groups.go) are in the queue's order.
+		FilterSubjects:    []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)},
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		AckWait:           ackWait,
+		AckWait:           lim.AckWait,
 		MaxDeliver:        -1,
-		MaxAckPending:     -1,
+		MaxAckPending:     maxAck,
 		InactiveThreshold: mapping.ConsumerInactive,
 		// Replicas stays 0, "as many as the stream": JetStream refuses a
 		// consumer of a WorkQueue stream with another replica count (10134),
@@ -49,6 +66,7 @@ func consumerConfig(queue string, p int, ackWait time.Duration) jetstream.Consum
 		// A level's metadata always names the queue (the consumer name
 		// has a "p<p>_" mark).
 		c.Durable = mapping.PriorityConsumerName(queue, p)
+		c.FilterSubjects = nil
 		c.FilterSubject = mapping.PrioritySubject(queue, p)
 		c.Metadata = map[string]string{mapping.MetaQueueName: queue}
 	} else if c.Durable != mapping.EncodeName(queue) {
@@ -58,10 +76,10 @@ func consumerConfig(queue string, p int, ackWait time.Duration) jetstream.Consum
 }
 
 // MakeConsumer creates (or updates) the consumer of queue's priority level
-// p (0: the queue's own) with at least ackWait, making the queue's shard
-// stream first if need be, and returns the AckWait the consumer has (one
-// made earlier with a longer one keeps it).
-func (s *Store) MakeConsumer(ctx context.Context, queue string, p int, ackWait time.Duration) (time.Duration, error) {
+// p (0: the queue's own) with lim (at least lim.AckWait), making the
+// queue's shard stream first if need be, and returns the AckWait the
+// consumer has (one made earlier with a longer one keeps it).
+func (s *Store) MakeConsumer(ctx context.Context, queue string, p int, lim Limits) (time.Duration, error) {
 	op := "create queue consumer"
 	if p > 0 {
 		op = "create priority consumer"
@@ -70,7 +88,7 @@ func (s *Store) MakeConsumer(ctx context.Context, queue string, p int, ackWait t
 	if _, err := s.Shard(ctx, k); err != nil {
 		return 0, err
 	}
-	cons, err := s.putConsumer(ctx, mapping.ShardStream(k), consumerConfig(queue, p, ackWait), false)
+	cons, err := s.putConsumer(ctx, mapping.ShardStream(k), consumerConfig(queue, p, lim), false)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s.shardLost(k)
 	}
@@ -80,11 +98,11 @@ func (s *Store) MakeConsumer(ctx context.Context, queue string, p int, ackWait t
 	return cons.CachedInfo().Config.AckWait, nil
 }
 
-// RaiseAckWait updates the AckWait of queue's own consumer to ackWait;
-// exists is false (and err nil) when the consumer is not there (JetStream
-// removed it unused: the next MakeConsumer makes it with ackWait).
-func (s *Store) RaiseAckWait(ctx context.Context, queue string, ackWait time.Duration) (exists bool, err error) {
-	_, err = s.putConsumer(ctx, mapping.StreamName(queue), consumerConfig(queue, 0, ackWait), true)
+// UpdateConsumer updates queue's own consumer to lim; exists is false (and
+// err nil) when the consumer is not there (JetStream removed it unused: the
+// next MakeConsumer makes it with the limits then in force).
+func (s *Store) UpdateConsumer(ctx context.Context, queue string, lim Limits) (exists bool, err error) {
+	_, err = s.putConsumer(ctx, mapping.StreamName(queue), consumerConfig(queue, 0, lim), true)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return false, nil
 	}

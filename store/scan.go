@@ -44,6 +44,9 @@ type shardScan struct {
 type ShardLook struct {
 	Counts map[string]uint64 // messages, in flight ones included
 	Levels map[string]uint16 // bit p set: level p holds messages
+	// Groups holds the queues with messages in ordered groups' backlogs
+	// (the dispatcher's group sweep).
+	Groups map[string]bool
 }
 
 // shardSig is what tells that a stream's messages changed.
@@ -238,7 +241,7 @@ func (s *Store) scanShard(ctx context.Context, k int, oldest time.Time, sig shar
 // request (a change after it shows as another state in the next list, which
 // looks again).
 func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at shardSig, err error) {
-	look = &ShardLook{Counts: make(map[string]uint64), Levels: make(map[string]uint16)}
+	look = &ShardLook{Counts: make(map[string]uint64), Levels: make(map[string]uint16), Groups: make(map[string]bool)}
 	st, err := s.LookupShard(ctx, k)
 	if err != nil {
 		return nil, at, err
@@ -271,6 +274,18 @@ func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at sha
 		look.Counts[enc] += n
 		if p, ok := mapping.SubjectPriority(subj); ok && p > 0 {
 			look.Levels[enc] |= 1 << p
+		}
+	}
+	// And messages of ordered groups: their backlogs (a backlog holds the
+	// message its head copy stands for, so a group with a head counts).
+	info, err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardGroupWildcard(k)))
+	if err != nil {
+		return nil, at, Classify("scan queues", err)
+	}
+	for subj, n := range info.State.Subjects {
+		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
+			look.Counts[enc] += n
+			look.Groups[enc] = true
 		}
 	}
 	return look, at, nil

@@ -24,7 +24,8 @@ func (l *locals) ensureAckWait(ctx context.Context, q *Queue, timeout time.Durat
 	if want <= have || !ready {
 		return nil
 	}
-	exists, err := l.d.store.RaiseAckWait(ctx, q.name, want)
+	limit := l.d.props.Effective(q.name).MaxInflight
+	exists, err := l.d.store.UpdateConsumer(ctx, q.name, store.Limits{AckWait: want, MaxInflight: limit})
 	if err != nil {
 		return err
 	}
@@ -39,6 +40,7 @@ func (l *locals) ensureAckWait(ctx context.Context, q *Queue, timeout time.Durat
 	if want > q.ackWait {
 		q.ackWait = want
 	}
+	q.limit = limit
 	q.prio.ready = 0 // priority consumers are updated when next used
 	q.mu.Unlock()
 	return nil
@@ -50,5 +52,8 @@ func (l *locals) applyProps(ctx context.Context, queue string) error {
 	if q == nil {
 		return nil
 	}
-	return l.ensureAckWait(ctx, q, l.d.props.Effective(queue).TimeoutDuration())
+	if err := l.ensureAckWait(ctx, q, l.d.props.Effective(queue).TimeoutDuration()); err != nil {
+		return err
+	}
+	return q.applyControl(ctx)
 }

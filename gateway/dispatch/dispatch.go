@@ -72,6 +72,10 @@ type Rules struct {
 	Discard func(r *Raw)
 	// Drop removes an expired message.
 	Drop func(r *Raw)
+	// Groups gives a head to every ordered group of the queue that has a
+	// backlog and no head (gateway/groups.go) and reports whether the
+	// queue has groups; nil: the core has none.
+	Groups func(queue string) bool
 }
 
 // Config is what a Dispatcher works with.
@@ -121,6 +125,8 @@ type Dispatcher struct {
 	wakes    *wakeups.Timer[wakeTarget]
 
 	bg sync.WaitGroup // the re-poll loop and the wake-ups (Close waits)
+	// changed signals controlLoop (control.go).
+	changed chan struct{}
 }
 
 // New makes a dispatcher; nothing runs until Subscribe and Start.
@@ -137,6 +143,7 @@ func New(cfg Config) *Dispatcher {
 		noise:   cfg.Noise,
 		rules:   cfg.Rules,
 		idPfx:   cfg.ID,
+		changed: make(chan struct{}, 1),
 	}
 	for p := 1; p <= mapping.MaxPriority; p++ {
 		d.prioPfx[p] = append(append([]byte(nil), cfg.ID...), byte(p))
@@ -175,8 +182,9 @@ func (d *Dispatcher) Subscribe(wrap func(nats.MsgHandler) nats.MsgHandler) ([]*n
 // context ends).
 func (d *Dispatcher) Start(reg *registry.Registry) {
 	d.queues.reg = reg
-	d.bg.Add(2)
+	d.bg.Add(3)
 	go d.repollLoop()
+	go d.controlLoop()
 	go func() {
 		defer d.bg.Done()
 		d.wakes.Run(d.work.Context())

@@ -41,6 +41,11 @@ type Raw struct {
 	Expires  int64 // Lmq-Expires (Unix ns), 0: never; read once by parseRaw
 	BodyGone bool  // Msg.Data was let go while in flight (see Gateway.body)
 	Level    int   // its priority: it came from that level's subject
+	// Group is the ordered group of a group's head copy ("" for other
+	// messages) and GroupSeq the backlog message it stands for
+	// (mapping/groups.go).
+	Group    string
+	GroupSeq uint64
 }
 
 // Queue is the dispatcher of the message's queue.
@@ -95,6 +100,13 @@ type Queue struct {
 	lastNotify time.Time        // last notification of a new message
 	dead       bool
 	prio       prioState // priority levels (priority.go)
+	// limit is the max_inflight its consumer was made or updated with
+	// (control.go).
+	limit int
+	// groups: the queue is known to have ordered groups; lastGroupSweep is
+	// when the core last looked for stranded ones (groups.go).
+	groups         bool
+	lastGroupSweep time.Time
 }
 
 func newQueue(d *Dispatcher, name string) *Queue {
@@ -121,17 +133,22 @@ func (q *Queue) ensureConsumer(ctx context.Context) error {
 	if ready {
 		return nil
 	}
-	have, err := q.d.store.MakeConsumer(ctx, q.name, 0, ackWait)
+	limit := q.d.props.Effective(q.name).MaxInflight
+	have, err := q.d.store.MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit})
 	if err != nil {
 		return err
 	}
 	q.mu.Lock()
 	q.ready = true
 	q.ackWait = max(q.ackWait, have)
+	q.limit = limit
 	q.mu.Unlock()
 	// Messages of priorities may be stored (pushed before a restart, or
 	// through another gateway): learn their levels before the first pull.
 	q.learnLevels(ctx)
+	// And groups may have been left without a head by a gateway that
+	// stopped (groups.go).
+	q.d.spawn(func(context.Context) { q.sweepGroups(true) })
 	return nil
 }
 
@@ -269,6 +286,11 @@ func (q *Queue) kickLocked() {
 	if n == 0 {
 		return
 	}
+	eff := q.d.props.Effective(q.name)
+	if eff.Paused {
+		q.pausedLocked() // control.go
+		return
+	}
 	reqSub, level := q.reqSub, 0
 	if q.prio.mask != 0 || q.prio.making {
 		var ok bool
@@ -286,7 +308,11 @@ func (q *Queue) kickLocked() {
 	}
 	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
 	var settle time.Duration
-	if level > 0 && q.settleLevelLocked(level) || level == 0 && time.Since(q.lastNotify) < recentPush {
+	if eff.MaxInflight > 0 || q.limit > 0 {
+		// While the limit is reached JetStream holds the request until an
+		// ack (by any gateway) frees a slot (control.go).
+		settle = limitHold
+	} else if level > 0 && q.settleLevelLocked(level) || level == 0 && time.Since(q.lastNotify) < recentPush {
 		// JetStream acknowledges a publish before the consumer has counted
 		// the message, and a bare no_wait request is refused at once when it
 		// sees nothing pending: with expires it waits that long for the first
@@ -328,7 +354,9 @@ func (q *Queue) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
 		q.d.wakes.At(wakeTarget{q: q}, time.Now().Add(retryAfter))
 		return
 	}
-	if !empty || q.dirty {
+	if !empty || q.dirty || q.limit > 0 {
+		// (A limited queue's empty answer ends a held request: its waiting
+		// clients send the next one, control.go.)
 		q.kickLocked()
 		return
 	}
@@ -343,6 +371,9 @@ func (q *Queue) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
 
 // handoff gives a message to the longest-waiting client; false if none waits.
 func (q *Queue) handoff(r *Raw) bool {
+	if q.d.props.Effective(q.name).Paused {
+		return false // paused while the request was out: put back
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.waiters) > 0 {
@@ -527,7 +558,7 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 		return
 	}
 	kind, enc, ok := mapping.ParseSubject(m.Subject)
-	if !ok || (kind != "q" && kind != "p") {
+	if !ok || (kind != "q" && kind != "p" && kind != "h") {
 		return
 	}
 	q := d.queues.localByEnc(enc)
@@ -547,6 +578,13 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 		if r.Level, ok = mapping.SubjectPriority(m.Subject); !ok {
 			return // not one of ours (lmq.p.<kk>.<enc>.x from a NATS program)
 		}
+	}
+	if kind == "h" {
+		// A group's head: a copy a NATS program stored by hand without the
+		// backlog sequence still names its group (from the subject).
+		r.Group, _ = mapping.GroupFromSubject(m.Subject)
+		r.GroupSeq, _ = strconv.ParseUint(m.Header.Get(mapping.HdrGroupSeq), 10, 64)
+		q.markGroups()
 	}
 	// Not spawned once the gateway is closing: the message stays pending
 	// and JetStream's AckWait brings it back.

@@ -67,6 +67,12 @@ func (d *Dispatcher) sweepLevels(states []*Queue) {
 					q.markStoredLevels(mask)
 				}
 			}
+			for enc := range l.Groups {
+				if q := byEnc[enc]; q != nil {
+					q.markGroups()
+					q.sweepGroups(false)
+				}
+			}
 		}
 	})
 }

@@ -124,8 +124,9 @@ func (q *Queue) makeLevelLocked(p int) {
 
 // makeLevel creates (or updates) level p's consumer.
 func (q *Queue) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
-	ackWait = max(ackWait, store.Backstop(q.d.props.Effective(q.name).TimeoutDuration()))
-	_, err := q.d.store.MakeConsumer(ctx, q.name, p, ackWait)
+	eff := q.d.props.Effective(q.name)
+	ackWait = max(ackWait, store.Backstop(eff.TimeoutDuration()))
+	_, err := q.d.store.MakeConsumer(ctx, q.name, p, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
 	return err
 }
 

@@ -59,6 +59,25 @@ func (l *locals) removeAny(w *anyWaiter) {
 
 // notifyAny tells the waiting pull-anys that the queue (by encoded name)
 // has a message. Without any waiting it costs one atomic load.
+// wakeAllAny wakes every waiting pull-any to look at all its queues again
+// (a property change may have resumed any of them).
+func (l *locals) wakeAllAny() {
+	if l.anyCount.Load() == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.anyWait {
+		w.mu.Lock()
+		w.overflow = true
+		w.mu.Unlock()
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
 func (l *locals) notifyAny(enc string) {
 	if l.anyCount.Load() == 0 {
 		return

@@ -22,6 +22,9 @@ func (d *Dispatcher) Pull(ctx context.Context, queue string, wait time.Duration)
 	if err != nil {
 		return nil, err
 	}
+	if wait == 0 && d.props.Effective(queue).Paused {
+		return nil, nil // control.go
+	}
 	if wait == 0 && !q.isReady() {
 		// A no-wait pull of a queue without a consumer (not used for a
 		// while): if it holds nothing, answer so without making one. LMQ

@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -45,6 +46,20 @@ type Cache struct {
 	// generation gen; at most maxResolved entries (emptied when full).
 	resolved map[string]mapping.Effective
 	gen      uint64 // counts changes of own and defaults (under mu)
+
+	// onChange, when set, runs after every change (OnChange).
+	onChange atomic.Pointer[func()]
+}
+
+// OnChange sets f to run after every change of a queue's own properties or
+// of the default list, this gateway's writes and followed ones alike (the
+// dispatcher's queue control). f must not block.
+func (c *Cache) OnChange(f func()) { c.onChange.Store(&f) }
+
+func (c *Cache) changed() {
+	if f := c.onChange.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // maxResolved bounds the resolved-properties cache: beyond it the cache is
@@ -73,6 +88,7 @@ func Open(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger, follow F
 
 // replayed forgets cached values the bucket no longer has.
 func (c *Cache) replayed(present map[string]bool) {
+	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
@@ -89,6 +105,7 @@ func (c *Cache) replayed(present map[string]bool) {
 func (c *Cache) apply(e jetstream.KeyValueEntry) {
 	key := e.Key()
 	deleted := e.Operation() != jetstream.KeyValuePut
+	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
@@ -171,6 +188,7 @@ func (c *Cache) Own(queue string) mapping.Props {
 // setLocal applies this gateway's own write of the queue's properties
 // before the follower sees it.
 func (c *Cache) setLocal(enc string, p mapping.Props, present bool) {
+	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
@@ -183,6 +201,7 @@ func (c *Cache) setLocal(enc string, p mapping.Props, present bool) {
 
 // setDefaultsLocal is setLocal for the default list.
 func (c *Cache) setDefaultsLocal(list mapping.DefaultList) {
+	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changedLocked()
