@@ -32,6 +32,7 @@ func (g *Gateway) bury(r *dispatch.Raw) error {
 	}
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.Used()))
 	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
+	cp.Header.Del(mapping.HdrGroupSeq) // (its group goes on without it)
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
 		return err
@@ -39,9 +40,13 @@ func (g *Gateway) bury(r *dispatch.Raw) error {
 	if _, err := g.store.Publish(ctx, "store dead letter", r.Queue().Name(), cp); err != nil {
 		return err
 	}
+	if err := g.groupEnd(ctx, r); err != nil {
+		return fmt.Errorf("remove dead message: %w", err)
+	}
 	if err := g.ackRemove(ctx, r); err != nil {
 		return fmt.Errorf("remove dead message: %w", err)
 	}
+	g.groupNext(r)
 	return nil
 }
 

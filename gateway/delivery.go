@@ -136,7 +136,13 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
-	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level}
+	if r.Group != "" && r.DC > 1 && g.staleHead(ctx, r) {
+		// Handed out again by JetStream after its gateway stopped, and done
+		// or replaced meanwhile (groups.go): not a message any more.
+		g.spawn(func(context.Context) { g.dropStale(r) })
+		return nil, nil
+	}
+	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group}
 	out.Message = msg
 	if r.Msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
 		// What comes back from the stream is input too: anyone who can publish
@@ -254,9 +260,17 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 	if r.Level > 0 {
 		subj = mapping.PrioritySubject(r.Queue().Name(), r.Level)
 	}
+	if r.Group != "" {
+		// Still its group's one head (groups.go): stored only while the
+		// original is the last message there.
+		subj = r.Msg.Subject
+	}
 	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.Msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
+	if r.Group != "" {
+		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.Seq, 10))
+	}
 	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
 		left := time.Until(time.Unix(0, ns))
@@ -264,7 +278,11 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 			g.drop(r)
 			return
 		}
-		setNatsTTL(cp, left)
+		if r.Group == "" {
+			// (A head is not removed by JetStream: its group would stay
+			// without one. The gateway drops it when pulled expired.)
+			setNatsTTL(cp, left)
+		}
 	}
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
@@ -278,7 +296,10 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	if _, err := g.store.Publish(ctx, "release message", r.Queue().Name(), cp); err != nil {
+	if _, err := g.store.Publish(ctx, "release message", r.Queue().Name(), cp); store.WrongLast(err) {
+		// A newer copy of this head is stored already: this one just goes.
+		g.log.Debug("released group head replaced meanwhile", "queue", r.Queue().Name(), "group", r.Group)
+	} else if err != nil {
 		// Leave the original pending: JetStream's AckWait brings it back.
 		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
 		return
@@ -329,11 +350,16 @@ func (g *Gateway) discard(r *dispatch.Raw) {
 func (g *Gateway) drop(r *dispatch.Raw) {
 	ctx, cancel := g.opContext()
 	defer cancel()
+	if err := g.groupEnd(ctx, r); err != nil {
+		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
+		return
+	}
 	if err := g.ackRemove(ctx, r); err != nil {
 		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
 		return
 	}
 	g.store.DropBody(ctx, r.Msg)
+	g.groupNext(r)
 }
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
@@ -377,6 +403,17 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		}
 		d.state = busy
 		d.mu.Unlock()
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
+		err := g.groupEnd(gctx, d.raw)
+		gcancel()
+		if err != nil {
+			// (Its backlog message first: a head acked without it would
+			// be handed out again as the group's next, groups.go.)
+			d.mu.Lock()
+			d.state = active
+			d.mu.Unlock()
+			return store.Outcome("ack", err)
+		}
 		// The ack is bounded by its own deadline, not the client's: a client
 		// that leaves mid-ack still gets its ack applied, and one that waits
 		// gets an answer within replyTimeout even when the NATS node under
@@ -401,6 +438,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
 		g.store.DropBody(ctx, d.raw.Msg)
+		g.groupNext(d.raw)
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound()

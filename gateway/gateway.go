@@ -318,6 +318,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 			Release: func(r *dispatch.Raw) { g.release(r, false) },
 			Discard: g.discard,
 			Drop:    g.drop,
+			Groups:  g.sweepGroups,
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)

@@ -1,12 +1,182 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"fmt"
 
-// groupHeadGone ends the current message of the queue's group g whose head
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+)
+
+// Ordered message groups (issue 27): the messages pushed with the same
+// group to a queue are handed out one at a time, in push order; the next
+// becomes deliverable only when the previous one was acked, or dropped or
+// dead-lettered after its retries. A busy group holds up nothing else.
+//
+// How they map onto JetStream (mapping/groups.go): a grouped push is
+// stored on its group's backlog subject lmq.g.<kk>.<enc>.<genc>, which no
+// consumer reads. The group's current message, the oldest of its backlog,
+// is copied to the group's head subject lmq.h.<kk>.<enc>.<genc>, which the
+// queue's consumer reads beside the queue's own subject: to the dispatcher
+// a head is one more message of the queue, handed out in the queue's
+// order, nacked, timed out and counted like any other. The copy is stored
+// with Nats-Expected-Last-Subject-Sequence 0, so a head subject never holds
+// two messages however many gateways promote at once, and with a
+// Nats-Msg-Id naming the backlog message, so a copy made twice within the
+// duplicate window (a gateway that read the oldest message just before
+// another finished it) is dropped. A released head (nack, timeout) is
+// stored again on its head subject, expecting the original there, before
+// the original goes: still the group's one head. When a head is done, the
+// backlog message it stands for is removed first, then the head itself,
+// then the group's next message is promoted. All of it is in JetStream, so
+// every gateway sharing the queue sees the same groups, and a restart of
+// a gateway or of NATS keeps them.
+//
+// A gateway that stops between the end of a head and the promotion of
+// the next leaves the group's backlog with no head: stored, never handed
+// out. The dispatcher's group sweep (gateway/dispatch/groups.go) finds
+// such groups (two stream info requests per queue) when a queue's consumer
+// is made and, while clients wait on a queue whose shard shows group
+// backlogs, every 10 s; a head that JetStream hands out again after its
+// AckWait (its gateway stopped) is checked against the backlog first, so
+// a head whose message was already done, or that a newer copy replaced,
+// is removed instead of handed out a second time.
+//
+// Why this way (measured, BENCHMARKS.md "Ordered groups"): JetStream has no
+// per-subject limit on acks pending, so one consumer cannot hold back a
+// group while serving others; a consumer per group costs ~50 KB and a
+// Raft group in a cluster each; holding parked deliveries in the gateway
+// would make their order and exclusivity depend on one gateway's memory.
+// Here a group costs the gateway no memory at all and NATS one subject
+// entry per group with waiting messages; a grouped message costs three
+// more JetStream requests than a plain one (the read of the oldest, the
+// head's copy, the backlog's removal). The number of groups a queue may
+// hold is bounded only by the stream's subjects, and every sweep lists
+// them: a queue with 10,000 groups with messages lists 10,000 subjects.
+//
+// Rules beside the others: a group's order is its push order whatever the
+// priorities: a grouped push takes no priority (400), its head is handed
+// out among the queue's messages of priority 0, and the queue's priority
+// property does not apply to it. A grouped push takes no delay (400, as
+// SQS FIFO queues take none per message) and accumulating queues take no
+// groups. A group's next message joins the queue's order when it becomes
+// the head, not when it was pushed.
+
+// promoteGroup gives queue's group a head if it has none: a copy of the
+// oldest message of its backlog. Waiting clients are notified when it
+// stored one.
+func (g *Gateway) promoteGroup(ctx context.Context, queue, group string) error {
+	m, err := g.store.GroupOldest(ctx, queue, group)
+	if err != nil || m == nil {
+		return err
+	}
+	promoted, err := g.store.Promote(ctx, queue, group, m)
+	if err != nil {
+		return err
+	}
+	if promoted {
+		g.disp.NotifyLevel(queue, 0)
+	}
+	return nil
+}
+
+// groupNext promotes the next message of r's group, r's head being done;
+// a failure leaves it to the group sweep.
+func (g *Gateway) groupNext(r *dispatch.Raw) {
+	if r.Group == "" {
+		return
+	}
+	ctx, cancel := g.opContext()
+	defer cancel()
+	if err := g.promoteGroup(ctx, r.Queue().Name(), r.Group); err != nil {
+		g.log.Warn("could not hand out the group's next message; the group sweep will",
+			"queue", r.Queue().Name(), "group", r.Group, "err", err)
+	}
+}
+
+// groupEnd removes the backlog message r, a group's head, stands for: first
+// of the steps that end a head (then the head is acked, then groupNext).
+// Nothing for other messages.
+func (g *Gateway) groupEnd(ctx context.Context, r *dispatch.Raw) error {
+	if r.Group == "" || r.GroupSeq == 0 {
+		return nil
+	}
+	return g.store.Remove(ctx, r.Queue().Name(), r.GroupSeq)
+}
+
+// staleHead reports whether r, a group's head JetStream handed out again
+// after its AckWait (its gateway stopped), must not be delivered: the
+// backlog message it stands for is gone (it was done, or deleted), or a
+// newer copy replaced it (a release stored the copy and stopped before
+// removing the original).
+func (g *Gateway) staleHead(ctx context.Context, r *dispatch.Raw) bool {
+	queue := r.Queue().Name()
+	if r.GroupSeq > 0 {
+		if has, err := g.store.Has(ctx, queue, r.GroupSeq); err == nil && !has {
+			return true
+		}
+	}
+	last, err := g.store.LastOn(ctx, queue, r.Msg.Subject)
+	return err == nil && last > r.Seq
+}
+
+// dropStale removes a stale head (staleHead) without counting it anywhere,
+// and gives its group a head if it has none.
+func (g *Gateway) dropStale(r *dispatch.Raw) {
+	ctx, cancel := g.opContext()
+	defer cancel()
+	if err := g.ackRemove(ctx, r); err != nil {
+		g.log.Warn("could not remove a stale group head", "queue", r.Queue().Name(), "group", r.Group, "err", err)
+		return
+	}
+	g.groupNext(r)
+}
+
+// sweepGroups gives a head to each of queue's groups that has a backlog
+// and no head (dispatch.Rules.Groups) and reports whether the queue has
+// group backlogs.
+func (g *Gateway) sweepGroups(queue string) bool {
+	ctx, cancel := g.opContext()
+	defer cancel()
+	stranded, any, err := g.store.StrandedGroups(ctx, queue)
+	if err != nil {
+		if n, ok := g.noise.Allow("group sweep failed"); ok {
+			g.log.Warn("looking for groups without a head failed; the next sweep looks again", "queue", queue, "err", err, "suppressed", n)
+		}
+		return any
+	}
+	for _, group := range stranded {
+		if err := g.promoteGroup(ctx, queue, group); err != nil {
+			g.log.Warn("could not hand out a group's next message", "queue", queue, "group", group, "err", err)
+		}
+	}
+	return any
+}
+
+// groupPushSubject checks a grouped push's options and returns the subject
+// it is stored on.
+func groupPushSubject(queue string, opts PushOptions) (string, error) {
+	if err := mapping.ValidateGroup(opts.Group); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if opts.Delay > 0 {
+		return "", fmt.Errorf("%w: a message in a group takes no delay", ErrInvalid)
+	}
+	if opts.Priority != nil {
+		return "", fmt.Errorf("%w: a message in a group takes no priority: a group's order is its push order", ErrInvalid)
+	}
+	return mapping.GroupSubject(queue, opts.Group), nil
+}
+
+// groupHeadGone ends the current message of the queue's group whose head
 // copy was removed without a delivery (DELETE of one waiting message): the
 // backlog message it stood for (backlogSeq; 0 when unknown) is removed and
 // the group's next message becomes its head.
 func (g *Gateway) groupHeadGone(ctx context.Context, queue, group string, backlogSeq uint64) error {
-	_, _, _, _ = ctx, queue, group, backlogSeq
-	return nil
+	if backlogSeq > 0 {
+		if err := g.store.Remove(ctx, queue, backlogSeq); err != nil {
+			return err
+		}
+	}
+	return g.promoteGroup(ctx, queue, group)
 }

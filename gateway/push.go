@@ -111,8 +111,8 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		return "", err
 	}
 	if eff.Accum > 0 {
-		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil {
-			return "", fmt.Errorf("%w: delay, ttl, priority and idempotency keys are not available on accumulating queues", ErrInvalid)
+		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil || opts.Group != "" {
+			return "", fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
 		}
 		if msg.stored != nil {
 			// PushStream saw a plain queue: its properties changed since.
@@ -140,12 +140,21 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if opts.Delay > 0 {
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
+	if opts.Group != "" {
+		if subject, err = groupPushSubject(queue, opts); err != nil { // groups.go
+			return "", err
+		}
+		prio = 0
+	}
 	m, err := g.store.Encode(ctx, queue, subject, msg.content(), eff.Retry)
 	if err != nil {
 		return "", err
 	}
 	if prio > 0 {
 		m.Header.Set(mapping.HdrPriority, strconv.Itoa(prio))
+	}
+	if opts.Group != "" {
+		m.Header.Set(mapping.HdrGroup, opts.Group)
 	}
 	if opts.IdempotencyKey != "" {
 		// JetStream's de-duplication: within the stream's duplicate window
@@ -184,6 +193,16 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		return "", err
 	}
 	g.obs.Pushed(queue, msg.size())
+	if opts.Group != "" {
+		// The group's head, unless it has one; a failure here leaves the
+		// stored message to the group sweep.
+		g.disp.MarkGroups(queue)
+		if err := g.promoteGroup(ctx, queue, opts.Group); err != nil {
+			g.log.Warn("could not hand out a group's next message; the group sweep will",
+				"queue", queue, "group", opts.Group, "err", err)
+		}
+		return AccumNo, nil
+	}
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
 		// schedules up to about a second late); other gateways re-poll.

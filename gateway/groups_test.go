@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+)
+
+// groupLog checks what the clients of a grouped queue saw: within each
+// group, deliveries strictly in push order (a delivery of message k only
+// once k-1 was acked) and never two at once.
+type groupLog struct {
+	mu       sync.Mutex
+	holding  map[string]int // group → message index held now (-1: none)
+	acked    map[string]int // group → highest index acked
+	parallel int            // most groups held at one moment
+	errs     []string
+}
+
+func newGroupLog() *groupLog {
+	return &groupLog{holding: map[string]int{}, acked: map[string]int{}}
+}
+
+func (l *groupLog) got(group string, k int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.holding[group]; ok && h >= 0 {
+		l.errs = append(l.errs, fmt.Sprintf("group %s: message %d handed out while %d is held", group, k, h))
+	}
+	last, ok := l.acked[group]
+	if !ok {
+		last = -1
+	}
+	if k != last+1 {
+		l.errs = append(l.errs, fmt.Sprintf("group %s: message %d handed out after %d was acked", group, k, last))
+	}
+	l.holding[group] = k
+	n := 0
+	for _, h := range l.holding {
+		if h >= 0 {
+			n++
+		}
+	}
+	l.parallel = max(l.parallel, n)
+}
+
+func (l *groupLog) let(group string, k int, acked bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holding[group] == k {
+		l.holding[group] = -1
+	}
+	if acked {
+		l.acked[group] = k
+	}
+}
+
+// Three groups of twenty messages, eight clients acking, nacking and letting
+// deliveries time out at random, over two gateways: each group's messages
+// come strictly in push order, one at a time, while the groups progress in
+// parallel; ungrouped messages are not held up by a busy group.
+func TestGroupsOrderedOneAtATime(t *testing.T) {
+	ns := testnats.Start(t)
+	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
+	ctx := prioCtx(t)
+	setProps(t, a, "gq", `{"timeout":0.5,"retry":100}`)
+	groups := []string{"red", "green", "blue"}
+	const per = 20
+	for k := 0; k < per; k++ {
+		for _, grp := range groups {
+			if _, err := a.PushWith(ctx, "gq", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pushP(t, a, "gq", "plain", -1)
+	log := newGroupLog()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done, plain := 0, false
+	finished := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done == per*len(groups) && plain
+	}
+	for c := 0; c < 8; c++ {
+		g := a
+		if c%2 == 1 {
+			g = b
+		}
+		rng := rand.New(rand.NewPCG(uint64(c), 7))
+		wg.Go(func() {
+			for !finished() {
+				d, err := g.Pull(ctx, "gq", time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d == nil {
+					continue
+				}
+				if d.Group == "" {
+					mu.Lock()
+					plain = true
+					mu.Unlock()
+					_ = g.Reply(ctx, "gq", d.ID, Ack)
+					continue
+				}
+				grp, ks, _ := strings.Cut(string(d.Message.Body), ":")
+				k, _ := strconv.Atoi(ks)
+				if grp != d.Group {
+					t.Errorf("delivery of %q says group %q", d.Message.Body, d.Group)
+				}
+				log.got(grp, k)
+				time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+				switch x := rng.IntN(10); {
+				case x == 0: // nack
+					log.let(grp, k, false)
+					if err := g.Reply(ctx, "gq", d.ID, Nack); err != nil {
+						t.Error(err)
+					}
+				case x == 1: // let it time out
+					log.let(grp, k, false)
+				default:
+					// Released to the log before the ack is sent: the next
+					// message may come the moment the ack is applied.
+					log.let(grp, k, true)
+					if err := g.Reply(ctx, "gq", d.ID, Ack); err != nil {
+						t.Errorf("ack %s:%d: %v", grp, k, err)
+						continue
+					}
+					mu.Lock()
+					done++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, e := range log.errs {
+		t.Error(e)
+	}
+	if log.parallel < 2 {
+		t.Errorf("at most %d groups were held at once; want them in parallel", log.parallel)
+	}
+	_ = context.Background
+}
