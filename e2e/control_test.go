@@ -1,0 +1,363 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+)
+
+// Queue control (issue 27) as a client sees it: pause, max_inflight and
+// ordered groups. (Purge and the one-message routes have their own files.)
+
+// asyncPull runs a request on its own goroutine; its answer arrives on the
+// returned channel.
+func asyncPull(c *Client, path string) <-chan *Response {
+	out := make(chan *Response, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		r, err := c.Send(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			r = &Response{Status: -1, Body: []byte(err.Error())}
+		}
+		out <- r
+	}()
+	return out
+}
+
+// A paused queue stores pushes and hands nothing out: t=0 answers 204, a
+// long-poll and a pull-any keep waiting; a delivery taken before the pause
+// can still be acked; resuming wakes both waiting pulls at once. The
+// property shows in GET /properties only while set.
+func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
+	t.Parallel()
+	_, c := StartClient(t)
+	const q = "ctl-pause"
+	c.Push(q, []byte("before"), "text/plain")
+	held := c.MustPull(q, "0", "before")
+	c.PatchProps(q, `{"paused":true}`)
+	if p := c.Props(q); !strings.Contains(p, `"paused":true`) {
+		t.Fatalf("properties of a paused queue = %s", p)
+	}
+	c.Push(q, []byte("m1"), "text/plain")
+	c.Push(q, []byte("m2"), "text/plain")
+	c.PullEmpty(q, "0")
+	c.ExpectReply(http.StatusNoContent, q, held.ID(), "ack")
+
+	long := asyncPull(c, "/messages/"+Q(q)+"?t=60")
+	anyPull := asyncPull(c, "/messages?qre="+url.QueryEscape("^ctl-pau")+"&t=60")
+	awaitWaitingPulls(t, c, 2)
+	select {
+	case r := <-long:
+		t.Fatalf("a long-poll of a paused queue was answered %v", r)
+	case r := <-anyPull:
+		t.Fatalf("a pull-any over a paused queue was answered %v", r)
+	default:
+	}
+	c.PatchProps(q, `{"paused":false}`)
+	got := map[string]bool{}
+	for _, ch := range []<-chan *Response{long, anyPull} {
+		r := <-ch
+		if r.Status != http.StatusOK {
+			t.Fatalf("after resume a waiting pull got %v", r)
+		}
+		got[string(r.Body)] = true
+	}
+	if !got["m1"] || !got["m2"] {
+		t.Fatalf("after resume the waiting pulls got %v, want m1 and m2", got)
+	}
+	// Shown only while true, like dead_letter: a resumed queue reads as
+	// LMQ's text again.
+	if p := c.Props(q); p != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Fatalf("properties after resume = %s", p)
+	}
+	// A queue never paused shows nothing new (LMQ's exact text).
+	if p := c.Props("ctl-plain"); p != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Fatalf("properties of a plain queue = %s", p)
+	}
+}
+
+// max_inflight=2: five clients pulling through two gateways never hold
+// more than two deliveries of the queue at once; every message is
+// delivered.
+func TestMaxInflightTwoGateways(t *testing.T) {
+	t.Parallel()
+	url := StartNATS(t)
+	gws := []*Gateway{StartWithNATS(t, url), StartWithNATS(t, url)}
+	c0 := gws[0].Client(t)
+	const q, n = "ctl-limit", 40
+	c0.PatchProps(q, `{"max_inflight":2,"timeout":30}`)
+	for i := range n {
+		c0.Push(q, []byte(strconv.Itoa(i)), "text/plain")
+	}
+	var holding, peak, acked atomic.Int32
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for k := range 5 {
+		c := gws[k%2].Client(t)
+		wg.Go(func() {
+			for acked.Load() < n && ctx.Err() == nil {
+				r, err := c.Send(ctx, http.MethodGet, "/messages/"+Q(q)+"?t=1", nil)
+				if err != nil || r.Status != http.StatusOK {
+					continue
+				}
+				h := holding.Add(1)
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
+				}
+				time.Sleep(10 * time.Millisecond) // clients overlap
+				holding.Add(-1)
+				a, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q)+"/"+r.ID()+"?reply=ack", nil)
+				if err != nil || a.Status != http.StatusNoContent {
+					t.Errorf("ack: %v %v", a, err)
+					return
+				}
+				acked.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if acked.Load() != n {
+		t.Fatalf("acked %d of %d", acked.Load(), n)
+	}
+	if p := peak.Load(); p > 2 {
+		t.Fatalf("%d deliveries were held at once; max_inflight is 2", p)
+	}
+	if p := c0.Props(q); !strings.Contains(p, `"max_inflight":2`) {
+		t.Fatalf("properties = %s", p)
+	}
+}
+
+// groupLedger checks, across a kill of the gateway, what the clients of
+// a grouped queue saw: within each group deliveries strictly in push order
+// (message k only once k-1 was acked) and never two at once. An ack whose
+// answer the kill cut may or may not have taken effect: the next delivery
+// of its group may then be either message.
+type groupLedger struct {
+	mu      sync.Mutex
+	epoch   int            // bumped at the kill: deliveries before it are void
+	holding map[string]int // group → message held (-1: none)
+	acked   map[string]int // group → last message acked with 204
+	maybe   map[string]int // group → message whose ack was cut (-1: none)
+	busy    int            // most groups held at one moment
+	errs    []string
+}
+
+func newGroupLedger(groups []string) *groupLedger {
+	l := &groupLedger{holding: map[string]int{}, acked: map[string]int{}, maybe: map[string]int{}}
+	for _, g := range groups {
+		l.holding[g], l.acked[g], l.maybe[g] = -1, -1, -1
+	}
+	return l
+}
+
+func (l *groupLedger) now() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// got records a delivery of message k of group g by a request sent in
+// epoch; false when the kill came meanwhile (the delivery is void).
+func (l *groupLedger) got(epoch int, g string, k int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.epoch {
+		return false
+	}
+	if h := l.holding[g]; h >= 0 {
+		l.errs = append(l.errs, fmt.Sprintf("group %s: message %d handed out while %d is held", g, k, h))
+	}
+	switch last := l.acked[g]; {
+	case k == last+1:
+	case k == last+2 && l.maybe[g] == last+1:
+		l.acked[g], l.maybe[g] = last+1, -1 // the cut ack did take effect
+	default:
+		l.errs = append(l.errs, fmt.Sprintf("group %s: message %d handed out after %d was acked", g, k, last))
+	}
+	l.holding[g] = k
+	n := 0
+	for _, h := range l.holding {
+		if h >= 0 {
+			n++
+		}
+	}
+	l.busy = max(l.busy, n)
+	return true
+}
+
+// drop notes that the client no longer holds message k (nack, left to time
+// out, or an ack about to be sent).
+func (l *groupLedger) drop(g string, k int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holding[g] == k {
+		l.holding[g] = -1
+	}
+}
+
+func (l *groupLedger) ackSent(g string, k int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drop0(g, k)
+	l.maybe[g] = k
+}
+
+func (l *groupLedger) drop0(g string, k int) {
+	if l.holding[g] == k {
+		l.holding[g] = -1
+	}
+}
+
+func (l *groupLedger) ackAnswered(g string, k int, status int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maybe[g] == k {
+		l.maybe[g] = -1
+	}
+	if status == http.StatusNoContent {
+		l.acked[g] = max(l.acked[g], k)
+	}
+}
+
+// kill voids every delivery held: the process that handed them out is gone.
+func (l *groupLedger) kill() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	for g := range l.holding {
+		l.holding[g] = -1
+	}
+}
+
+// done reports whether every group's last message was acked (or its ack
+// was cut by the kill and it never came back).
+func (l *groupLedger) done(last int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for g, a := range l.acked {
+		if a != last && l.maybe[g] != last {
+			return false
+		}
+	}
+	return true
+}
+
+// Three groups of twenty messages, eight clients acking, nacking and
+// letting deliveries time out at random, and a kill -9 of the gateway in
+// the middle: within each group the deliveries are strictly in push order
+// and never two at once, the groups progress in parallel, an ungrouped
+// message is not held up, and after the restart every message is
+// delivered (nothing lost, the order kept). Deliveries carry x-lmq-group.
+func TestGroupsInOrderAcrossAKill(t *testing.T) {
+	heavy(t, "a kill of the gateway")
+	t.Parallel()
+	gw, c := StartClient(t)
+	const q, per = "ctl-groups", 20
+	groups := []string{"order-1", "order-2", "order-3"}
+	c.PatchProps(q, `{"timeout":1,"retry":100}`)
+	for k := range per {
+		for _, g := range groups {
+			c.Expect(http.StatusOK, http.MethodPost, "/messages/"+Q(q)+"?group="+url.QueryEscape(g), []byte(g+":"+strconv.Itoa(k)))
+		}
+	}
+	c.Push(q, []byte("plain"), "text/plain")
+	led := newGroupLedger(groups)
+	var plain atomic.Bool
+	var acks atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wc := gw.Client(t)
+		rng := rand.New(rand.NewPCG(uint64(w), 27))
+		wg.Go(func() { groupWorker(ctx, wc, q, led, rng, &plain, &acks) })
+	}
+	testwait.Within(t, 3*time.Minute, "a third of the messages acked", func() bool { return acks.Load() >= per })
+	gw.Kill()
+	led.kill()
+	gw.Restart()
+	testwait.WithinDetail(t, 3*time.Minute, "every group's messages acked", func() (bool, string) {
+		led.mu.Lock()
+		detail := fmt.Sprintf("acked %v, cut %v, errors %d", led.acked, led.maybe, len(led.errs))
+		led.mu.Unlock()
+		return led.done(per-1) && plain.Load(), detail
+	})
+	cancel()
+	wg.Wait()
+	for _, e := range led.errs {
+		t.Error(e)
+	}
+	t.Logf("%d acks answered 204; at most %d groups held at once", acks.Load(), led.busy)
+	if led.busy < 2 {
+		t.Errorf("at most %d groups were held at once: the groups did not progress in parallel", led.busy)
+	}
+	c.PullEmpty(q, "0")
+}
+
+// groupWorker pulls from q until ctx ends, answering each delivery at
+// random: mostly ack, sometimes nack, sometimes nothing (its timeout).
+func groupWorker(ctx context.Context, c *Client, q string, led *groupLedger, rng *rand.Rand, plain *atomic.Bool, acks *atomic.Int32) {
+	for ctx.Err() == nil {
+		epoch := led.now()
+		r, err := c.Send(ctx, http.MethodGet, "/messages/"+Q(q)+"?t=1", nil)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // the gateway is down: try again
+			continue
+		}
+		if r.Status != http.StatusOK {
+			continue
+		}
+		g, ks, _ := strings.Cut(string(r.Body), ":")
+		if r.Header.Get("x-lmq-group") != g && g != "plain" {
+			led.mu.Lock()
+			led.errs = append(led.errs, fmt.Sprintf("delivery of %q has x-lmq-group %q", r.Body, r.Header.Get("x-lmq-group")))
+			led.mu.Unlock()
+		}
+		reply := func(kind string) (int, error) {
+			a, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q)+"/"+r.ID()+"?reply="+kind, nil)
+			if err != nil {
+				return 0, err
+			}
+			return a.Status, nil
+		}
+		if g == "plain" {
+			if st, err := reply("ack"); err == nil && st == http.StatusNoContent {
+				plain.Store(true)
+			}
+			continue
+		}
+		k, _ := strconv.Atoi(ks)
+		if !led.got(epoch, g, k) {
+			continue
+		}
+		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+		switch x := rng.IntN(10); {
+		case x == 0:
+			led.drop(g, k)
+			_, _ = reply("nack")
+		case x == 1:
+			led.drop(g, k) // left to time out
+		default:
+			led.ackSent(g, k)
+			st, err := reply("ack")
+			if err != nil {
+				continue // cut by the kill: maybe acked
+			}
+			led.ackAnswered(g, k, st)
+			if st == http.StatusNoContent {
+				acks.Add(1)
+			}
+		}
+	}
+}
