@@ -81,6 +81,10 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 		}
 	}
 	pushP(t, a, "gq", "plain", -1)
+	// A group's head is a copy: the queue's size counts each message once.
+	if info, err := a.Queue(ctx, "gq"); err != nil || info.Size != per*uint64(len(groups))+1 {
+		t.Fatalf("queue info = %+v, %v; want size %d", info, err, per*len(groups)+1)
+	}
 	log := newGroupLog()
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -160,7 +160,11 @@ func (r *Reader) Statuses(ctx context.Context, allows func(queue string) bool) (
 			if v.err == nil && st != nil && v.info.State.Consumers > 0 { // queues in use
 				cl := st.ListConsumers(ctx)
 				for ci := range cl.Info() {
-					if _, enc, ok := mapping.ParseSubject(ci.Config.FilterSubject); ok {
+					filter := ci.Config.FilterSubject
+					if filter == "" && len(ci.Config.FilterSubjects) > 0 {
+						filter = ci.Config.FilterSubjects[0] // the queue's own, beside its groups' heads
+					}
+					if _, enc, ok := mapping.ParseSubject(filter); ok {
 						v.inFlight[enc] += uint64(ci.NumAckPending) // a consumer per priority
 					}
 				}
@@ -209,8 +213,11 @@ func addCounts(into map[string]*QueueInfo, subjects map[string]uint64) {
 			into[enc] = c
 		}
 		switch kind {
-		case "q", "p": // priorities count as deliverable
+		case "q", "p", "g": // priorities and groups' backlogs count as deliverable
 			c.Size += n
+		case "h":
+			// A group's head is a copy of its backlog's oldest message,
+			// which is counted already.
 		case "s":
 			c.Delayed += n
 		case "d":
