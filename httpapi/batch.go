@@ -28,6 +28,9 @@ func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) er
 		// ignored, so that nobody believes it was applied.
 		return fmt.Errorf("%w: priority is not available with batch (a batch takes the queue's priority property)", gateway.ErrInvalid)
 	}
+	if _, ok := query(r)["group"]; ok {
+		return fmt.Errorf("%w: group is not available with batch", gateway.ErrInvalid)
+	}
 	body, err := a.readBody(w, r)
 	if err != nil {
 		return err
