@@ -361,3 +361,67 @@ func groupWorker(ctx context.Context, c *Client, q string, led *groupLedger, rng
 		}
 	}
 }
+
+// Groups over RPC: the push option group, the delivery's group key, the
+// rules (no delay, no priority with a group; bad names), and a group's next
+// message only after its head is acked while another group and an
+// ungrouped message go on.
+func TestGroupsOverRPCAndRules(t *testing.T) {
+	t.Parallel()
+	gw, c := StartClient(t)
+	const q = "ctl-grpc"
+	rpc := dialRPC(t, gw.RPCAddr)
+	rpc.MustOK("push", q, "a1", map[string]any{"group": "a"})
+	rpc.MustOK("push", q, "a2", map[string]any{"group": "a"})
+	rpc.MustOK("push", q, "b1", map[string]any{"group": "b"})
+	rpc.MustOK("push", q, "plain")
+	for _, bad := range []map[string]any{
+		{"group": "a", "delay": 1}, {"group": "a", "priority": 3}, {"group": ""}, {"group": 7},
+		{"group": strings.Repeat("g", 257)}, {"group": "tab\there"},
+	} {
+		if msg := rpc.MustFail("push", q, "x", bad); msg == "" {
+			t.Fatalf("push with %v accepted", bad)
+		}
+	}
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?group=a&delay=1", []byte("x"))
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?group=a&priority=1", []byte("x"))
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?group=", []byte("x"))
+	c.Expect(http.StatusBadRequest, http.MethodPost, "/messages/"+Q(q)+"?group=a&batch=1", []byte("x"), "Content-Type", "multipart/mixed; boundary=b")
+
+	// a1, b1 and plain are available; a2 waits for a1.
+	pull := func(wait int) (body, group, id string, ok bool) {
+		t.Helper()
+		m, isMap := rpc.Must("pull", q, wait).(mpMap)
+		if !isMap {
+			return "", "", "", false
+		}
+		content, _ := m.get("content")
+		g, _ := m.get("group")
+		idv, _ := m.get("id")
+		body = fmt.Sprint(content)
+		group, _ = g.(string)
+		id, _ = idv.(string)
+		return body[max(0, len(body)-5):], group, id, true
+	}
+	ids := map[string]string{}
+	for range 3 {
+		body, group, id, ok := pull(5)
+		if !ok {
+			t.Fatal("pull: no message")
+		}
+		switch {
+		case strings.HasSuffix(body, "a1") && group == "a", strings.HasSuffix(body, "b1") && group == "b",
+			strings.HasSuffix(body, "plain") && group == "":
+			ids[body[len(body)-2:]] = id
+		default:
+			t.Fatalf("pulled %q with group %q", body, group)
+		}
+	}
+	if _, _, _, ok := pull(0); ok {
+		t.Fatal("a2 was handed out while a1 is in flight")
+	}
+	rpc.MustOK("done", q, ids["a1"])
+	if body, group, _, ok := pull(5); !ok || !strings.HasSuffix(body, "a2") || group != "a" {
+		t.Fatalf("after a1's ack: %q group %q, want a2 of group a", body, group)
+	}
+}
