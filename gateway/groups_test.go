@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // groupLog checks what the clients of a grouped queue saw: within each
@@ -155,4 +158,37 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 		t.Errorf("at most %d groups were held at once; want them in parallel", log.parallel)
 	}
 	_ = context.Background
+}
+
+// A group's message stored with no head (a gateway stopped between a head's
+// end and the next one's copy; here a NATS program publishing by hand) is
+// found by the sweep when a gateway makes the queue's consumer, and handed
+// out.
+func TestGroupWithoutHeadIsSwept(t *testing.T) {
+	ns := testnats.Start(t)
+	g := gatewayOn(t, ns, "core")
+	nc := testnats.Connect(t, ns, "program")
+	js := testnats.JetStream(t, nc)
+	ctx := prioCtx(t)
+	pushP(t, g, "gs", "first", -1) // the queue and its shard exist
+	m := nats.NewMsg(mapping.GroupSubject("gs", "by-hand"))
+	m.Header.Set(mapping.HdrGroup, "by-hand")
+	m.Data = []byte("stranded")
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for range 2 {
+		d, err := g.Pull(ctx, "gs", msgWait)
+		if err != nil || d == nil {
+			t.Fatalf("pull: %v, %v (seen %v)", d, err, seen)
+		}
+		seen[string(d.Message.Body)] = d.Group
+		if err := g.Reply(ctx, "gs", d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grp, ok := seen["stranded"]; !ok || grp != "by-hand" {
+		t.Fatalf("delivered %v; want the stranded message of group by-hand", seen)
+	}
 }

@@ -310,8 +310,12 @@ func (q *Queue) kickLocked() {
 	var settle time.Duration
 	if eff.MaxInflight > 0 || q.limit > 0 {
 		// While the limit is reached JetStream holds the request until an
-		// ack (by any gateway) frees a slot (control.go).
+		// ack (by any gateway) frees a slot (control.go); clients that do
+		// not wait are answered after a moment.
 		settle = limitHold
+		if len(fr.noWait) == fr.batch {
+			settle = settleWait
+		}
 	} else if level > 0 && q.settleLevelLocked(level) || level == 0 && time.Since(q.lastNotify) < recentPush {
 		// JetStream acknowledges a publish before the consumer has counted
 		// the message, and a bare no_wait request is refused at once when it
