@@ -136,9 +136,8 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
-	if r.Group != "" && r.DC > 1 && g.staleHead(ctx, r) {
-		// Handed out again by JetStream after its gateway stopped, and done
-		// or replaced meanwhile (groups.go): not a message any more.
+	if r.Group != "" && g.staleHead(ctx, r) {
+		// Done or replaced meanwhile (groups.go): not a message any more.
 		g.spawn(func(context.Context) { g.dropStale(r) })
 		return nil, nil
 	}

@@ -104,14 +104,17 @@ func (g *Gateway) groupEnd(ctx context.Context, r *dispatch.Raw) error {
 	return g.store.Remove(ctx, r.Queue().Name(), r.GroupSeq)
 }
 
-// staleHead reports whether r, a group's head JetStream handed out again
-// after its AckWait (its gateway stopped), must not be delivered: the
-// backlog message it stands for is gone (it was done, or deleted), or a
-// newer copy replaced it (a release stored the copy and stopped before
-// removing the original).
+// staleHead reports whether r, a group's head, must not be delivered: a
+// newer copy replaced it (a release stored the copy and its gateway stopped
+// before removing the original, which comes back after its AckWait, or at
+// once when NATS restarted and the consumer was made anew: handed out, the
+// two would be two deliveries of one group at once), or, for one JetStream
+// handed out again (DC > 1), the backlog message it stands for is gone (it
+// was done, or deleted). The first costs a request per grouped delivery,
+// the price of "never two at once" across crashes.
 func (g *Gateway) staleHead(ctx context.Context, r *dispatch.Raw) bool {
 	queue := r.Queue().Name()
-	if r.GroupSeq > 0 {
+	if r.DC > 1 && r.GroupSeq > 0 {
 		if has, err := g.store.Has(ctx, queue, r.GroupSeq); err == nil && !has {
 			return true
 		}
