@@ -369,6 +369,7 @@ type PeekedMessage struct {
 	// one it had).
 	Priority    int               `json:"priority"`
 	ContentType string            `json:"content_type"`
+	Group       string            `json:"group,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	PushedAt    *time.Time        `json:"pushed_at,omitempty"`
 	Age         *float64          `json:"age,omitempty"`
@@ -426,6 +427,7 @@ func (c *Console) servePeek(w http.ResponseWriter, r *http.Request) {
 		m := PeekedMessage{
 			Seq:         p.Seq,
 			Priority:    p.Priority,
+			Group:       strings.ToValidUTF8(p.Group, "\uFFFD"),
 			ContentType: cmp.Or(p.ContentType, mapping.DefaultContentType),
 			Headers:     headerMap(p.Kept),
 			Delivered:   p.Delivered,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -260,6 +261,20 @@ func TestOpenAPI(t *testing.T) {
 	a.do(204, "GET", "/queues/oa-dead/dead/head", nil)
 	a.do(200, "DELETE", "/queues/oa-dead/dead", nil)
 	a.do(404, "GET", "/queues/oa-never/dead", nil)
+
+	// Waiting messages by id.
+	a.do(200, "POST", "/messages/oa-wait", []byte("w"), "Content-Type", "text/plain")
+	r = a.do(200, "GET", "/queues/oa-wait/messages?n=5&body=1", nil)
+	var waiting []struct{ ID uint64 }
+	if err := json.Unmarshal(r.Body, &waiting); err != nil || len(waiting) != 1 {
+		t.Fatalf("waiting messages: %s, %v", r.Body, err)
+	}
+	a.do(200, "GET", "/queues/oa-wait/messages", nil)
+	a.do(204, "DELETE", "/queues/oa-wait/messages/"+strconv.FormatUint(waiting[0].ID, 10), nil)
+	a.do(404, "DELETE", "/queues/oa-wait/messages/"+strconv.FormatUint(waiting[0].ID, 10), nil)
+	a.do(400, "DELETE", "/queues/oa-wait/messages/0", nil)
+	a.do(400, "GET", "/queues/oa-wait/messages?n=0", nil)
+	a.do(404, "GET", "/queues/oa-never/messages", nil)
 
 	// Inventory, statistics, metrics.
 	a.do(200, "GET", "/queues", nil)

@@ -42,6 +42,10 @@ type Core interface {
 	DeadLetterHead(ctx context.Context, queue string) (*gateway.DeadLetter, error)
 	RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error)
 	DeleteDeadLetters(ctx context.Context, queue string) (uint64, error)
+
+	// Beyond LMQ: a queue's waiting messages by id (messages.go).
+	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
+	DeleteMessage(ctx context.Context, queue string, seq uint64) error
 }
 
 var _ Core = (*gateway.Gateway)(nil)

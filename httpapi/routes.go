@@ -39,6 +39,12 @@ func (a *api) routes(t *route.Table) {
 	t.Handle("/queues/{name}/dead", route.OnQueue(admin), a.named(a.deleteDead), http.MethodDelete)
 	t.Handle("/queues/{name}/dead/head", route.OnQueue(admin), a.named(a.deadHead), http.MethodGet)
 	t.Handle("/queues/{name}/dead/respawn", route.OnQueue(admin), a.named(a.respawnDead), http.MethodPost)
+	// A queue's waiting messages by id (messages.go): admin, like its dead
+	// letters and the console, rather than any right as GET /queues/{name}:
+	// the list shows every producer's bodies, and removing one message is an
+	// operator's act, not a consumer's.
+	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.listMessages), http.MethodGet)
+	t.Handle("/queues/{name}/messages/{id}", route.OnQueue(admin), a.named(a.deleteMessage), http.MethodDelete)
 	for _, base := range []string{"/properties", "/props"} {
 		// The default-properties list applies to every queue.
 		t.Handle(base, route.OnAll(admin), a.handler(a.getDefaults), http.MethodGet)

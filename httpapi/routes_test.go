@@ -135,6 +135,12 @@ func TestEveryRouteDeclaresItsNeed(t *testing.T) {
 			t.Errorf("%s needs %s, want %s", route, got, want)
 		}
 	}
+	// A queue's waiting messages by id: admin, as its dead letters.
+	for _, rt := range []string{"GET /queues/{name}/messages", "DELETE /queues/{name}/messages/{id}"} {
+		if got, ok := need[rt]; !ok || got != route.OnQueue(admin) {
+			t.Errorf("%s needs %s (declared %v), want %s", rt, got, ok, route.OnQueue(admin))
+		}
+	}
 }
 
 // rawDo sends one request with its request line as given (bytes unencoded,

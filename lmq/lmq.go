@@ -380,3 +380,33 @@ func (q *Queues) SetDefaultProps(ctx context.Context, json string) error {
 func (q *Queues) DeleteQueue(ctx context.Context, queue string) error {
 	return q.core.DeleteQueue(ctx, queue)
 }
+
+// WaitingMessage is one waiting message as Messages lists it; its Seq
+// (stream sequence) is the id DeleteMessage takes (gateway.Peeked).
+type WaitingMessage = gateway.Peeked
+
+// MaxListed bounds the messages one Messages call lists.
+const MaxListed = gateway.MaxPeek
+
+// Messages returns up to n (1 to MaxListed) of queue's waiting messages in
+// the order they will be delivered, without taking them, as HTTP's
+// GET /queues/{queue}/messages; their bodies (each cut to
+// gateway.MaxPeekBody bytes) only with withBody. ErrNotFound for a queue
+// that does not exist; ErrInvalid for n out of range.
+func (q *Queues) Messages(ctx context.Context, queue string, n int, withBody bool) ([]WaitingMessage, error) {
+	if q.closed.Load() {
+		return nil, ErrClosed
+	}
+	return q.core.Messages(ctx, queue, n, withBody)
+}
+
+// DeleteMessage removes queue's waiting message id (a WaitingMessage's
+// Seq), as HTTP's DELETE /queues/{queue}/messages/{id}. ErrNotFound when it
+// is gone, in flight (handed out and not answered) or not one of the
+// queue's waiting messages.
+func (q *Queues) DeleteMessage(ctx context.Context, queue string, id uint64) error {
+	if q.closed.Load() {
+		return ErrClosed
+	}
+	return q.core.DeleteMessage(ctx, queue, id)
+}

@@ -212,6 +212,9 @@ var methods = map[string]method{
 	"update_props":      {1, 2, "(name[, props])", (*conn).updateProps},
 	"set_default_props": {1, 1, "(list)", (*conn).setDefaultProps},
 	"get_default_props": {0, 0, "no arguments", (*conn).getDefaultProps},
+	// Beyond LMQ: a queue's waiting messages by id (messages.go).
+	"messages":       {1, 3, "(name[, n[, {body}]])", (*conn).messages},
+	"delete_message": {2, 2, "(name, id)", (*conn).deleteMessage},
 }
 
 func (c *conn) str(s string) result { return result{b: appendStr(nil, s, c.s.opt.Dialect)} }

@@ -44,6 +44,9 @@ type Core interface {
 	ResetProps(ctx context.Context, queue string) error
 	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
 	SetDefaultProps(ctx context.Context, list mapping.DefaultList) error
+	// Beyond LMQ: a queue's waiting messages by id (messages.go).
+	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
+	DeleteMessage(ctx context.Context, queue string, seq uint64) error
 }
 
 var _ Core = (*gateway.Gateway)(nil)

@@ -372,7 +372,7 @@ function queuePage(main, name) {
         h('button', { type: 'button', class: 'danger', id: 'dead-delete', onclick: () => confirmThen(deadDelArea, 'Delete all dead letters?', deleteDead) }, 'Delete all…')),
       deadErr, h('span', { class: 'confirm', id: 'dead-confirm' }), h('div', { id: 'dead-head-view' }), deadList),
     h('section', { 'aria-labelledby': 'peek-title' }, h('h2', { id: 'peek-title' }, 'Next waiting messages'),
-      h('p', { class: 'muted' }, 'In the order they will be delivered: highest priority first, each priority in queue order. A look without taking them: nothing is delivered or changed.'),
+      h('p', { class: 'muted' }, 'In the order they will be delivered: highest priority first, each priority in queue order, a message group\'s later messages after its current one. A look without taking them: nothing is delivered or changed (but for a message you delete).'),
       h('button', { type: 'button', class: 'secondary', id: 'peek-refresh', onclick: () => peek().catch((e) => setStatus(e.message)) }, 'Refresh'), peekList));
   const deadDelArea = $('#dead-confirm', main);
   resetDelete();
@@ -515,7 +515,19 @@ function queuePage(main, name) {
     }
     if (my !== peekSeq) return;
     if (!data.messages.length) { peekList.replaceChildren(h('p', { class: 'muted' }, 'No message is waiting.')); return; }
-    peekList.replaceChildren(...data.messages.map(renderMessage));
+    peekList.replaceChildren(...data.messages.map((m) => renderMessage(m, deleteMessage)));
+  }
+
+  // deleteMessage removes one waiting message (after renderMessage's
+  // confirmation); one handed out or gone meanwhile is not found.
+  async function deleteMessage(seq) {
+    try {
+      await api('DELETE', '/queues/' + qp + '/messages/' + seq);
+      setStatus(`Deleted message #${seq}.`);
+    } catch (e) {
+      setStatus(e.status === 404 ? `Message #${seq} is no longer waiting (handed out, or deleted already).` : e.message);
+    }
+    await Promise.all([load(), peek()]);
   }
 
   let deadSeq = 0;
@@ -531,7 +543,7 @@ function queuePage(main, name) {
     if (my !== deadSeq) return;
     deadShown = info.dead_letters;
     deadList.replaceChildren(h('h3', {}, info.dead_letters > data.messages.length ? `The oldest ${data.messages.length}` : 'All of them'),
-      ...data.messages.map(renderMessage));
+      ...data.messages.map((m) => renderMessage(m)));
   }
 
   let n = 0;
@@ -546,10 +558,12 @@ function queuePage(main, name) {
   return page;
 }
 
-// renderMessage shows one peeked message or dead letter.
-function renderMessage(m) {
+// renderMessage shows one peeked message or dead letter; with onDelete (a
+// waiting message) also a button that deletes it, after a confirmation.
+function renderMessage(m, onDelete) {
   const meta = h('div', { class: 'meta' },
     h('span', {}, '#' + m.seq), h('span', { class: 'priority', 'data-priority': String(m.priority || 0) }, 'priority ' + (m.priority || 0)),
+    m.group !== undefined && h('span', { class: 'group', 'data-group': m.group }, 'group ' + m.group),
     h('span', {}, m.compound ? `compound, ${m.part_count} part(s)` : m.content_type),
     h('span', {}, m.object ? `stored in the object store, ${fmtBytes(m.size)}` : fmtBytes(m.size)),
     m.age !== undefined && h('span', {}, m.died_at ? 'pushed ' + fmtAge(m.age) + ' ago' : 'waiting ' + fmtAge(m.age)),
@@ -568,7 +582,14 @@ function renderMessage(m) {
   } else {
     body = [m.parts_error ? h('p', { class: 'warn' }, 'Parts do not decode: ' + m.parts_error) : null, renderBody(b64bytes(m.body), m.content_type)];
   }
-  return h('article', { class: 'msg', 'data-seq': m.seq }, meta, hdrs, body);
+  let del = null;
+  if (onDelete) {
+    del = h('span', { class: 'confirm' });
+    const reset = () => del.replaceChildren(h('button', { type: 'button', class: 'danger', 'data-delete': m.seq,
+      'aria-label': `Delete message #${m.seq}`, onclick: () => confirmThen(del, `Delete message #${m.seq}?`, () => onDelete(m.seq), reset) }, 'Delete…'));
+    reset();
+  }
+  return h('article', { class: 'msg', 'data-seq': m.seq }, meta, del, hdrs, body);
 }
 
 // confirmThen replaces area by a question with Yes and Cancel buttons.

@@ -36,6 +36,9 @@ type Peeked struct {
 	// Priority is the message's priority (0..mapping.MaxPriority): from
 	// its subject, or for a dead letter from the header it kept.
 	Priority int
+	// Group is the message's ordered group ("" for none): a group's head
+	// copy or one of its backlog messages (mapping/groups.go).
+	Group string
 	// ContentType as given at push ("" when none was given).
 	ContentType string
 	// Kept are the headers a preserve-header hook kept.
@@ -74,11 +77,18 @@ type Peeked struct {
 // Peek returns up to n (at most MaxPeek) of the queue's next waiting
 // messages, in the order pulls would get them, without taking them: its
 // priority levels from the highest down (the dispatcher serves them
-// strictly so, gateway/dispatch/priority.go), and within a level the level's subject from
-// just after the last message its consumer handed out (from the start when
-// the level has no consumer), by direct "next by subject" reads. Messages
-// handed out and not yet answered are not shown, so a message whose delivery
-// timed out in place may be missing until it is handed out again. store.ErrNotFound
+// strictly so, gateway/dispatch/priority.go), and within a level the level's
+// subjects from just after the last message its consumer handed out (from
+// the start when the level has no consumer), by direct "next by subject"
+// reads. Level 0's consumer reads the queue's subject and its groups' head
+// subjects (mapping/groups.go): their messages are merged by stream
+// sequence, which is the order the consumer hands them out in. After the
+// levels come the groups' backlog messages behind their group's current
+// one (peekBacklog): each is delivered only after the one before it in its
+// group is done. Messages handed out and not yet answered are not shown,
+// so a message whose delivery timed out in place may be missing until it is
+// handed out again; delayed messages (schedules) and parts of an open
+// accumulation window are not waiting yet and not shown. store.ErrNotFound
 // when the queue does not exist.
 func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
@@ -99,11 +109,77 @@ func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error
 		if err != nil {
 			return out, err
 		}
-		ps, err := r.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, n-len(out))
+		ps, err := r.peekMerged(ctx, st, levelSubjects(queue, p), from, n-len(out))
 		out = append(out, ps...)
 		if err != nil {
 			return out, err
 		}
+	}
+	if len(out) < n {
+		ps, err := r.peekBacklog(ctx, st, queue, n-len(out))
+		out = append(out, ps...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// levelSubjects are the subjects the consumer of the queue's priority level
+// p reads: level 0's reads its groups' heads beside the queue's subject.
+func levelSubjects(queue string, p int) []string {
+	if p > 0 {
+		return []string{mapping.PrioritySubject(queue, p)}
+	}
+	return []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)}
+}
+
+// MaxBacklogScan bounds the groups' backlog messages one Peek reads to find
+// those it lists: it skips each group's current message (one read per
+// group that has one), so a queue with more groups than this whose current
+// messages come first in the stream shows a shorter list than it could.
+// A look must not cost a read per group of a queue with very many.
+const MaxBacklogScan = 4096
+
+// peekBacklog returns up to n of the queue's groups' backlog messages that
+// are not their group's current one, in stream order: the order in which
+// they become their group's head, as far as one group's order goes (when
+// each is handed out then depends on the other groups and on the queue).
+// A group's current message is the oldest of its backlog: the one its head
+// copy stands for (listed as that copy, at level 0, or in flight), or, for
+// an instant, one whose copy is being stored or whose group just finished
+// with it. Either way it is not listed here.
+func (r *Reader) peekBacklog(ctx context.Context, st jetstream.Stream, queue string, n int) ([]Peeked, error) {
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.GroupWildcard(queue)))
+	if err != nil {
+		return nil, store.Classify("peek", err)
+	}
+	// Messages behind their group's current one, now: no scan when there
+	// are none, and none beyond the last of them.
+	var behind uint64
+	for _, c := range info.State.Subjects {
+		if c > 1 {
+			behind += c - 1
+		}
+	}
+	n = int(min(uint64(max(n, 0)), behind))
+	out := make([]Peeked, 0, n)
+	seen := make(map[string]bool)
+	from := uint64(1)
+	for reads := 0; len(out) < n && reads < MaxBacklogScan; reads++ {
+		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(mapping.GroupWildcard(queue)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return out, store.Classify("peek", err)
+		}
+		from = raw.Sequence + 1
+		if !seen[raw.Subject] {
+			seen[raw.Subject] = true // the group's current message
+			continue
+		}
+		out = append(out, r.peeked(ctx, raw))
 	}
 	return out, nil
 }
@@ -128,7 +204,7 @@ func (r *Reader) OldestWaiting(ctx context.Context, queue string) (time.Time, er
 		if err != nil {
 			return time.Time{}, err
 		}
-		ps, err := r.peekSubject(ctx, st, mapping.PrioritySubject(queue, p), from, 1)
+		ps, err := r.peekMerged(ctx, st, levelSubjects(queue, p), from, 1)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -187,23 +263,53 @@ func (r *Reader) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, e
 	if err != nil {
 		return nil, err
 	}
-	return r.peekSubject(ctx, st, mapping.DeadSubject(queue), 1, n)
+	return r.peekMerged(ctx, st, []string{mapping.DeadSubject(queue)}, 1, n)
 }
 
-// peekSubject reads up to n messages of subject from stream sequence from
-// on, one direct "next by subject" read each.
-func (r *Reader) peekSubject(ctx context.Context, st jetstream.Stream, subject string, from uint64, n int) ([]Peeked, error) {
+// peekMerged reads up to n messages of subjects (wildcards allowed) from
+// stream sequence from on, merged by sequence: one direct "next by subject"
+// read per subject to start, then one per message returned.
+func (r *Reader) peekMerged(ctx context.Context, st jetstream.Stream, subjects []string, from uint64, n int) ([]Peeked, error) {
 	out := make([]Peeked, 0, n)
-	for len(out) < n {
-		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+	if n <= 0 {
+		return out, nil
+	}
+	next := make([]*jetstream.RawStreamMsg, len(subjects))
+	read := func(i int, from uint64) error {
+		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subjects[i]))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
+			next[i] = nil
+			return nil
 		}
 		if err != nil {
-			return out, store.Classify("peek", err)
+			return store.Classify("peek", err)
 		}
-		out = append(out, r.peeked(ctx, raw))
-		from = raw.Sequence + 1
+		next[i] = raw
+		return nil
+	}
+	for i := range subjects {
+		if err := read(i, from); err != nil {
+			return out, err
+		}
+	}
+	for len(out) < n {
+		first := -1
+		for i, m := range next {
+			if m != nil && (first < 0 || m.Sequence < next[first].Sequence) {
+				first = i
+			}
+		}
+		if first < 0 {
+			break
+		}
+		m := next[first]
+		out = append(out, r.peeked(ctx, m))
+		if len(out) == n {
+			break
+		}
+		if err := read(first, m.Sequence+1); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }
@@ -223,6 +329,7 @@ func (r *Reader) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked
 		Delivered:   s.Delivered,
 		Size:        int64(len(raw.Data)),
 		Compound:    h.Get(mapping.HdrKind) == mapping.KindCompound,
+		Group:       messageGroup(raw.Subject, h),
 	}
 	if s.PushedAt > 0 {
 		p.PushedAt = time.Unix(0, s.PushedAt)
@@ -271,4 +378,15 @@ func (r *Reader) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked
 	}
 	p.Body = append([]byte(nil), body...)
 	return p
+}
+
+// messageGroup is the group of a stored message: its header, or failing
+// that (anyone may publish on a group's subjects) its subject's; "" for
+// none.
+func messageGroup(subject string, h nats.Header) string {
+	if g := h.Get(mapping.HdrGroup); g != "" && mapping.ValidateGroup(g) == nil {
+		return g
+	}
+	g, _ := mapping.GroupFromSubject(subject)
+	return g
 }

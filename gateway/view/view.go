@@ -1,8 +1,9 @@
 // Package view owns the read-only views of stored queues: what JetStream
 // holds for each queue (its counts by kind, bytes, deliveries in flight and
 // where its shard stream is stored: QueueStatus), the next waiting messages
-// and dead letters as the web console shows them (Peek), and the oldest
-// dead letter (DeadHead). Looking never takes, delays or changes a message.
+// and dead letters as the web console and GET /queues/{name}/messages show
+// them (Peek), and the oldest dead letter (DeadHead). Looking never takes,
+// delays or changes a message.
 // It reads through package store's shard streams; what a queue is (its
 // name's validity, whether it exists, its properties) it asks of the core
 // (Core).

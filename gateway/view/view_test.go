@@ -21,8 +21,9 @@ func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 // fixture is a Reader on a store of a fresh embedded server, whose queues
 // are those given (the core's registry, as far as the views can tell).
 type fixture struct {
-	s *store.Store
-	r *view.Reader
+	s  *store.Store
+	r  *view.Reader
+	js jetstream.JetStream
 }
 
 func newFixture(t *testing.T, queues ...string) *fixture {
@@ -44,7 +45,7 @@ func newFixture(t *testing.T, queues ...string) *fixture {
 		Names: func() []string { return queues },
 		Props: func(string) mapping.Effective { return mapping.Effective{Retry: 4} },
 	})
-	return &fixture{s: s, r: r}
+	return &fixture{s: s, r: r, js: js}
 }
 
 // put stores body on queue's subject as a push would.

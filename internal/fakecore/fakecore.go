@@ -552,3 +552,49 @@ func (f *Core) DeleteDeadLetters(_ context.Context, q string) (uint64, error) {
 	delete(f.dead, q)
 	return n, nil
 }
+
+// Messages lists up to n of queue q's waiting messages; a message's id
+// (Seq) is its place in the queue, from 1 (the fake has no stream
+// sequences).
+func (f *Core) Messages(_ context.Context, q string, n int, withBody bool) ([]gateway.Peeked, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["Messages"]; err != nil {
+		return nil, err
+	}
+	if n < 1 || n > gateway.MaxPeek {
+		return nil, fmt.Errorf("%w: n out of range", gateway.ErrInvalid)
+	}
+	msgs, ok := f.queues[q]
+	if !ok {
+		return nil, fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
+	}
+	out := make([]gateway.Peeked, 0, min(n, len(msgs)))
+	for i, m := range msgs[:min(n, len(msgs))] {
+		p := gateway.Peeked{Seq: uint64(i + 1), ContentType: m.ContentType, Retry: -1, Size: int64(len(m.Body))}
+		if withBody {
+			p.Body = m.Body
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// DeleteMessage removes queue q's waiting message of id seq (its place in
+// the queue, as Messages lists it).
+func (f *Core) DeleteMessage(_ context.Context, q string, seq uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["DeleteMessage"]; err != nil {
+		return err
+	}
+	if seq == 0 {
+		return fmt.Errorf("%w: id 0", gateway.ErrInvalid)
+	}
+	msgs, ok := f.queues[q]
+	if !ok || seq > uint64(len(msgs)) {
+		return fmt.Errorf("queue %q message %d: %w", q, seq, gateway.ErrNotFound)
+	}
+	f.queues[q] = slices.Delete(msgs, int(seq-1), int(seq))
+	return nil
+}

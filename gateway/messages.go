@@ -1,0 +1,231 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
+)
+
+// One queue's waiting messages (beyond LMQ): listed without taking them
+// (Messages, the list the console shows: view.Reader.Peek) and removed one
+// at a time by id (DeleteMessage). A waiting message's id is its stream
+// sequence in the queue's shard stream: stable while it waits, and what
+// every gateway sharing the queue sees. A message that is released, times
+// out or is respawned is stored again, so it comes back with a new id.
+//
+// Waiting means: on a subject a consumer of the queue reads (lmq.q, a
+// priority level's lmq.p.<p>, a group's head lmq.h, all read by consumers),
+// above that consumer's delivered point; or a group's backlog message
+// (lmq.g) behind its group's current one. Delayed messages (schedules),
+// parts of an open accumulation window and dead letters are not waiting.
+//
+// JetStream has no conditional delete: DeleteMessage reads the covering
+// consumer's delivered point, then removes the message. A pull that the
+// consumer answers with that very message between the two hands out a
+// message DeleteMessage then removes (and answers 204 for): its delivery
+// still works, an ack succeeds, but a release or timeout finds nothing to
+// store again. The window is one JetStream round trip; the operator's
+// alternative, purging, has the same one.
+
+// Messages returns up to n (1..MaxPeek) of the queue's waiting messages in
+// the order they will be delivered, without taking them (view.Reader.Peek);
+// without withBody their bodies and parts are left out. ErrInvalid for n
+// out of range, ErrNotFound when the queue does not exist.
+func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bool) ([]Peeked, error) {
+	if n < 1 || n > MaxPeek {
+		return nil, fmt.Errorf("%w: n must be an integer from 1 to %d", ErrInvalid, MaxPeek)
+	}
+	ps, err := g.views.Peek(ctx, queue, n)
+	if err != nil {
+		return nil, err
+	}
+	if !withBody {
+		for i := range ps {
+			ps[i].Body, ps[i].Parts, ps[i].Truncated = nil, nil, false
+		}
+	}
+	return ps, nil
+}
+
+// DeleteMessage removes the queue's waiting message whose id (stream
+// sequence) is seq, with its Object Store body if it has one. ErrInvalid for
+// seq 0; ErrNotFound when the queue does not exist, or seq is not one of its
+// waiting messages: gone already, in flight (handed out and not answered),
+// on another queue's subject, a dead letter, a delayed message or an
+// accumulation part. For groups: removing a waiting head copy, or the
+// backlog message it stands for, removes both and makes the group's next
+// message its head (groupHeadGone); while that head copy is in flight both
+// are ErrNotFound. A group's oldest backlog message without a head copy is
+// becoming its head or has just been done with: ErrNotFound too (ask again).
+func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) error {
+	if seq == 0 {
+		return fmt.Errorf("%w: message id must be a positive integer", ErrInvalid)
+	}
+	if _, err := g.queueStream(ctx, queue); err != nil {
+		return err
+	}
+	l, err := g.store.OpenLog(ctx, queue)
+	if err != nil {
+		return err
+	}
+	m, err := l.Get(ctx, seq)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return notWaiting(queue, seq, "gone")
+	}
+	if p, ok := levelOf(queue, m.Subject); ok {
+		if err := removeWaiting(ctx, l, queue, m, p); err != nil {
+			return err
+		}
+		g.dropBodies(ctx, m)
+		return nil
+	}
+	if group, ok := groupOf(queue, m.Subject, mapping.HeadSubject); ok {
+		return g.deleteHead(ctx, l, queue, group, m)
+	}
+	if group, ok := groupOf(queue, m.Subject, mapping.GroupSubject); ok {
+		return g.deleteBacklog(ctx, l, queue, group, m)
+	}
+	return notWaiting(queue, seq, "not a waiting message of the queue")
+}
+
+// deleteHead removes the group's head copy h if it is waiting, then moves
+// the group on: the backlog message h stands for goes and the next becomes
+// head (groupHeadGone; the head subject holds one copy at a time, so h goes
+// first). Bodies are dropped only once the group moved on: until then the
+// backlog message may still need its body (it shares h's when h's copy
+// shares the reference).
+func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group string, h *jetstream.RawStreamMsg) error {
+	if err := removeWaiting(ctx, l, queue, h, 0); err != nil {
+		return err
+	}
+	backlogSeq := standsFor(h)
+	var backlog *jetstream.RawStreamMsg
+	if backlogSeq > 0 {
+		// Read before groupHeadGone removes it: its body reference.
+		backlog, _ = l.Get(ctx, backlogSeq) // unreadable: its body is groupHeadGone's
+	}
+	if err := g.groupHeadGone(ctx, queue, group, backlogSeq); err != nil {
+		return fmt.Errorf("queue %q group %q: head copy %d removed, next message not made head: %w", queue, group, h.Sequence, err)
+	}
+	g.dropBodies(ctx, h, backlog)
+	return nil
+}
+
+// deleteBacklog removes the group's backlog message b: through its head copy
+// when one stands for it, else on its own if it is behind the group's
+// current message.
+func (g *Gateway) deleteBacklog(ctx context.Context, l *store.Log, queue, group string, b *jetstream.RawStreamMsg) error {
+	h, err := l.Last(ctx, mapping.HeadSubject(queue, group))
+	if err != nil {
+		return err
+	}
+	if h != nil && standsFor(h) == b.Sequence {
+		return g.deleteHead(ctx, l, queue, group, h)
+	}
+	first, err := l.Next(ctx, mapping.GroupSubject(queue, group), 1)
+	if err != nil {
+		return err
+	}
+	if first != nil && first.Sequence == b.Sequence {
+		return notWaiting(queue, b.Sequence, "its group's current message, between head copies")
+	}
+	removed, err := l.Remove(ctx, b.Sequence)
+	if err != nil {
+		return err
+	}
+	if !removed {
+		return notWaiting(queue, b.Sequence, "gone")
+	}
+	g.dropBodies(ctx, b)
+	// The message ahead of b may have been done with between the look and
+	// the removal, and b's head copy stored meanwhile: it stands for a
+	// message that is gone, so it goes too while it waits.
+	if h, err := l.Last(ctx, mapping.HeadSubject(queue, group)); err == nil && h != nil && standsFor(h) == b.Sequence {
+		if err := g.deleteHead(ctx, l, queue, group, h); err != nil {
+			g.log.Warn("deleted group message became head as it was deleted", "queue", queue, "group", group, "seq", b.Sequence, "err", err)
+		}
+	}
+	return nil
+}
+
+// removeWaiting removes m, a message on a subject that the consumer of
+// priority level p reads, unless that consumer handed it out already (the
+// race this leaves is in the file's comment).
+func removeWaiting(ctx context.Context, l *store.Log, queue string, m *jetstream.RawStreamMsg, p int) error {
+	delivered, err := l.Delivered(ctx, p)
+	if err != nil {
+		return err
+	}
+	if m.Sequence <= delivered {
+		return notWaiting(queue, m.Sequence, "in flight")
+	}
+	removed, err := l.Remove(ctx, m.Sequence)
+	if err != nil {
+		return err
+	}
+	if !removed {
+		return notWaiting(queue, m.Sequence, "gone")
+	}
+	return nil
+}
+
+// dropBodies removes the Object Store bodies of removed messages (nil ones
+// skipped; one body referred to twice is removed once).
+func (g *Gateway) dropBodies(ctx context.Context, ms ...*jetstream.RawStreamMsg) {
+	done := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if m == nil || m.Header == nil {
+			continue
+		}
+		if ref := m.Header.Get(mapping.HdrObject); ref != "" && !done[ref] {
+			done[ref] = true
+			g.store.DeleteBody(ctx, ref)
+		}
+	}
+}
+
+// levelOf returns the priority level whose subject of queue subject is.
+func levelOf(queue, subject string) (int, bool) {
+	p, ok := mapping.SubjectPriority(subject)
+	if !ok || subject != mapping.PrioritySubject(queue, p) {
+		return 0, false
+	}
+	return p, true
+}
+
+// groupOf returns the group whose subject of queue (made by subjectOf:
+// mapping.HeadSubject or GroupSubject) subject is.
+func groupOf(queue, subject string, subjectOf func(queue, group string) string) (string, bool) {
+	group, ok := mapping.GroupFromSubject(subject)
+	if !ok || subject != subjectOf(queue, group) {
+		return "", false
+	}
+	return group, true
+}
+
+// standsFor is the stream sequence of the backlog message a head copy
+// stands for (mapping.HdrGroupSeq); 0 when it does not say.
+func standsFor(h *jetstream.RawStreamMsg) uint64 {
+	if h.Header == nil {
+		return 0
+	}
+	seq, err := strconv.ParseUint(strings.TrimSpace(h.Header.Get(mapping.HdrGroupSeq)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return seq
+}
+
+// notWaiting is the ErrNotFound of DeleteMessage, saying why.
+func notWaiting(queue string, seq uint64, why string) error {
+	return fmt.Errorf("queue %q message %d: %s: %w", queue, seq, why, ErrNotFound)
+}
