@@ -298,3 +298,27 @@ func TestDeleteGroupMessages(t *testing.T) {
 		t.Fatalf("delete d2 behind a head in flight: %v", err)
 	}
 }
+
+// Deleting a group's waiting head (by its listed id) removes that message
+// and makes the group's next message available; the list shows the group.
+func TestDeleteGroupHeadPromotesNext(t *testing.T) {
+	g := newCore(t)
+	ctx := ctxT(t)
+	const q = "del/grp"
+	for _, b := range []string{"g1", "g2", "g3"} {
+		if _, err := g.PushWith(ctx, q, gateway.Message{Body: []byte(b)}, gateway.PushOptions{Group: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := g.Messages(ctx, q, 10, true)
+	if err != nil || len(ps) != 3 || string(ps[0].Body) != "g1" || ps[0].Group != "k" {
+		t.Fatalf("listed %+v, %v; want g1, g2, g3 of group k", ps, err)
+	}
+	if err := g.DeleteMessage(ctx, q, ps[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	d, err := g.Pull(ctx, q, 20*time.Second)
+	if err != nil || d == nil || string(d.Message.Body) != "g2" || d.Group != "k" {
+		t.Fatalf("after deleting the head: %+v, %v; want g2 of group k", d, err)
+	}
+}
