@@ -42,6 +42,9 @@ type Core interface {
 	DeadLetterHead(ctx context.Context, queue string) (*gateway.DeadLetter, error)
 	RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error)
 	DeleteDeadLetters(ctx context.Context, queue string) (uint64, error)
+
+	// Beyond LMQ: purging a queue's waiting messages (purge.go).
+	Purge(ctx context.Context, queue string) error
 }
 
 var _ Core = (*gateway.Gateway)(nil)

@@ -39,6 +39,9 @@ func (a *api) routes(t *route.Table) {
 	t.Handle("/queues/{name}/dead", route.OnQueue(admin), a.named(a.deleteDead), http.MethodDelete)
 	t.Handle("/queues/{name}/dead/head", route.OnQueue(admin), a.named(a.deadHead), http.MethodGet)
 	t.Handle("/queues/{name}/dead/respawn", route.OnQueue(admin), a.named(a.respawnDead), http.MethodPost)
+	// Purge: the queue's waiting messages go, the queue stays (an admin's
+	// act, like deleting it).
+	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.purge), http.MethodDelete)
 	for _, base := range []string{"/properties", "/props"} {
 		// The default-properties list applies to every queue.
 		t.Handle(base, route.OnAll(admin), a.handler(a.getDefaults), http.MethodGet)

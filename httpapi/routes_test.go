@@ -119,6 +119,7 @@ func TestEveryRouteDeclaresItsNeed(t *testing.T) {
 		"GET /stats":                       route.Listed(route.AnyRight),
 		"GET /queues/{name}/dead/head":     route.OnQueue(admin),
 		"POST /queues/{name}/dead/respawn": route.OnQueue(admin),
+		"DELETE /queues/{name}/messages":   route.OnQueue(admin),
 		"GET /metrics":                     route.OnAll(admin),
 		"POST /tokens":                     route.OnAll(admin),
 		"DELETE /tokens/{id}":              route.OnAll(admin),

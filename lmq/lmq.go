@@ -368,3 +368,16 @@ func (q *Queues) SetDefaultProps(ctx context.Context, json string) error {
 func (q *Queues) DeleteQueue(ctx context.Context, queue string) error {
 	return q.core.DeleteQueue(ctx, queue)
 }
+
+// Purge removes every waiting message of queue (every priority, delayed
+// ones, parts of open accumulation windows, ordered groups' messages) and
+// keeps the queue, its properties and its dead letters (HTTP's DELETE
+// /queues/{name}/messages). Deliveries in flight may still be acked and
+// are not delivered again. An error wrapping ErrNotFound when the queue
+// does not exist.
+func (q *Queues) Purge(ctx context.Context, queue string) error {
+	if q.closed.Load() {
+		return ErrClosed
+	}
+	return q.core.Purge(ctx, queue)
+}

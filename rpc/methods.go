@@ -212,6 +212,8 @@ var methods = map[string]method{
 	"update_props":      {1, 2, "(name[, props])", (*conn).updateProps},
 	"set_default_props": {1, 1, "(list)", (*conn).setDefaultProps},
 	"get_default_props": {0, 0, "no arguments", (*conn).getDefaultProps},
+	// Beyond LMQ.
+	"purge": {1, 1, "(name)", (*conn).purge},
 }
 
 func (c *conn) str(s string) result { return result{b: appendStr(nil, s, c.s.opt.Dialect)} }

@@ -44,6 +44,8 @@ type Core interface {
 	ResetProps(ctx context.Context, queue string) error
 	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
 	SetDefaultProps(ctx context.Context, list mapping.DefaultList) error
+	// Purge removes a queue's waiting messages (beyond LMQ, purge.go).
+	Purge(ctx context.Context, queue string) error
 }
 
 var _ Core = (*gateway.Gateway)(nil)
