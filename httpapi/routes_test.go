@@ -27,6 +27,7 @@ import (
 type opsCore struct{ *fakecore.Core }
 
 func (opsCore) InFlight() int                    { return 0 }
+func (opsCore) InFlightByQueue() map[string]int  { return nil }
 func (opsCore) Closing() <-chan struct{}         { return nil }
 func (opsCore) ProbeStore(context.Context) error { return nil }
 func (opsCore) StoreFailure() error              { return nil }
