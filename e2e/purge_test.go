@@ -150,3 +150,34 @@ func TestRPCPurge(t *testing.T) {
 		t.Fatalf("pull after the purge: %+v", m)
 	}
 }
+
+// TestPurgeCluster: in a three-node JetStream cluster with R3 queues, a
+// purge through one gateway removes what waits and what the other holds
+// in flight; there an ack is 204 (the consumer is a Raft group: the ack of
+// a purged message is still answered) and a nack brings nothing back.
+func TestPurgeCluster(t *testing.T) {
+	heavy(t, "a cluster")
+	t.Parallel()
+	servers, _ := StartNATSCluster(t, 3, nil)
+	urls := ClientURLs(servers)
+	a := StartWithNATS(t, urls, "--replicas", "3").Client(t)
+	b := StartWithNATS(t, urls, "--replicas", "3").Client(t)
+	const q = "purge/cluster"
+	prepareQueue(t, a, q)
+	for _, m := range []string{"one", "two", "three"} {
+		a.Push(q, []byte(m), "text/plain")
+	}
+	a.PushPath("/messages/"+Q(q)+"?priority=3", []byte("urgent"), "text/plain")
+	urgent, one := b.MustPull(q, msgWait, "urgent"), b.MustPull(q, msgWait, "one")
+	a.Expect(http.StatusNoContent, http.MethodDelete, "/queues/"+Q(q)+"/messages", nil)
+	b.ExpectReply(http.StatusNoContent, q, urgent.ID(), "ack")
+	b.ExpectReply(http.StatusNoContent, q, one.ID(), "nack")
+	awaitNoneInFlight(t, b)
+	a.PullEmpty(q, "0")
+	b.PullEmpty(q, "0")
+	if s := queueSizes(t, a, q); s.Size != 0 || s.InFlight != 0 {
+		t.Fatalf("after the purge: %+v", s)
+	}
+	b.Push(q, []byte("after"), "text/plain")
+	a.ExpectReply(http.StatusNoContent, q, a.MustPull(q, msgWait, "after").ID(), "ack")
+}
