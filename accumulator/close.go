@@ -173,6 +173,19 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 				}
 			}
 			if !stored {
+				// A purge of the queue (Gateway.Purge) removes the parts of
+				// open windows, all of them at once. One that came after the
+				// scan must not come back inside a compound: when the first
+				// part is gone, scan again (this turn of the loop resumes
+				// from stPublishing), which finds none and stores nothing.
+				// A purge between this look and the store is not caught.
+				if ok, err := st.Has(ctx, parts.of[0].e.Seq); err != nil {
+					return err
+				} else if !ok {
+					a.log.Info("window's parts were purged; closing it without a compound", "queue", r.j.Queue, "window", r.j.ID)
+					parts = nil
+					continue
+				}
 				if err := a.publish(ctx, r, parts.of); err != nil {
 					return err
 				}

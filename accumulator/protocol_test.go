@@ -232,3 +232,33 @@ func TestOverdueWindowWithJobAtRestart(t *testing.T) {
 		t.Fatalf("second compound: %q", bodies(d))
 	}
 }
+
+// Purging a queue with an open window (Gateway.Purge removes its parts):
+// the window stays open, takes the pushes that follow, and its compound
+// holds only those; nothing of the purged parts is stored.
+func TestPurgeWithOpenWindow(t *testing.T) {
+	t.Parallel()
+	const q = "acc/purged"
+	_, g := startAccumQueue(t, t.TempDir(), q, 1, 2)
+	if st := push(t, g, q, "a"); st != gateway.AccumNew {
+		t.Fatalf("first push: %v", st)
+	}
+	push(t, g, q, "b")
+	if err := g.core.Purge(ctxT(t, 5*time.Second), q); err != nil {
+		t.Fatal(err)
+	}
+	push(t, g, q, "c") // joins the window, or opens one if it closed already
+	d := pull(t, g, q, 10*time.Second)
+	if d == nil || !slices.Equal(bodies(d), []string{"c"}) {
+		t.Fatalf("compound after the purge: %+v", d)
+	}
+	testwait.For(t, "the window's keys removed", func() bool {
+		_, keys := leftovers(t, g, q)
+		return len(keys) == 0
+	})
+	mustNotShow()
+	if d := pull(t, g, q, 0); d != nil {
+		t.Fatalf("another compound: %q", bodies(d))
+	}
+	wantLeft(t, g, q, 0)
+}

@@ -52,6 +52,9 @@ type Row struct {
 	// earliest pushed of its priority levels' next ones); null when none
 	// waits or it is not known.
 	OldestAge *float64 `json:"oldest_age"`
+	// Paused is the queue's paused property (queue control): the list
+	// marks such a queue.
+	Paused bool `json:"paused"`
 }
 
 // QueuePage is the answer of GET /ui/api/queues.

@@ -12,5 +12,6 @@ func rowOf(v *ops.QueueView) Row {
 		Delayed:     v.Delayed,
 		DeadLetters: v.DeadLetters,
 		Bytes:       v.Bytes,
+		Paused:      v.Props.Paused,
 	}
 }

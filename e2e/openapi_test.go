@@ -303,6 +303,15 @@ func TestOpenAPI(t *testing.T) {
 	a.do(200, "GET", "/props/oa", nil)
 	a.do(200, "GET", "/props", nil)
 
+	// Queue control: properties, purge.
+	a.do(204, "PATCH", "/properties/oa-ctl", []byte(`{"paused":true,"max_inflight":3}`), "Content-Type", ctJSON)
+	a.do(200, "GET", "/properties/oa-ctl", nil)
+	a.do(204, "PATCH", "/properties/oa-ctl", []byte(`{"paused":false}`), "Content-Type", ctJSON)
+	a.do(400, "PATCH", "/properties/oa-ctl", []byte(`{"max_inflight":-1}`), "Content-Type", ctJSON)
+	a.do(200, "POST", "/messages/oa-ctl", []byte("purged"), "Content-Type", "text/plain")
+	a.do(204, "DELETE", "/queues/oa-ctl/messages", nil)
+	a.do(404, "DELETE", "/queues/oa-never/messages", nil)
+
 	// Deleting a queue.
 	a.do(204, "DELETE", "/queues/oa-acc", nil)
 	a.do(404, "DELETE", "/queues/oa-acc", nil)

@@ -46,6 +46,8 @@ type Core interface {
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
 	DeleteMessage(ctx context.Context, queue string, seq uint64) error
+	// Beyond LMQ: purging a queue's waiting messages (purge.go).
+	Purge(ctx context.Context, queue string) error
 }
 
 var _ Core = (*gateway.Gateway)(nil)

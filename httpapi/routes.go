@@ -45,6 +45,9 @@ func (a *api) routes(t *route.Table) {
 	// operator's act, not a consumer's.
 	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.listMessages), http.MethodGet)
 	t.Handle("/queues/{name}/messages/{id}", route.OnQueue(admin), a.named(a.deleteMessage), http.MethodDelete)
+	// Purge: the queue's waiting messages go, the queue stays (an admin's
+	// act, like deleting it).
+	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.purge), http.MethodDelete)
 	for _, base := range []string{"/properties", "/props"} {
 		// The default-properties list applies to every queue.
 		t.Handle(base, route.OnAll(admin), a.handler(a.getDefaults), http.MethodGet)

@@ -27,6 +27,7 @@ import (
 type opsCore struct{ *fakecore.Core }
 
 func (opsCore) InFlight() int                    { return 0 }
+func (opsCore) InFlightByQueue() map[string]int  { return nil }
 func (opsCore) Closing() <-chan struct{}         { return nil }
 func (opsCore) ProbeStore(context.Context) error { return nil }
 func (opsCore) StoreFailure() error              { return nil }
@@ -119,6 +120,7 @@ func TestEveryRouteDeclaresItsNeed(t *testing.T) {
 		"GET /stats":                       route.Listed(route.AnyRight),
 		"GET /queues/{name}/dead/head":     route.OnQueue(admin),
 		"POST /queues/{name}/dead/respawn": route.OnQueue(admin),
+		"DELETE /queues/{name}/messages":   route.OnQueue(admin),
 		"GET /metrics":                     route.OnAll(admin),
 		"POST /tokens":                     route.OnAll(admin),
 		"DELETE /tokens/{id}":              route.OnAll(admin),

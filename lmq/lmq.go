@@ -410,3 +410,16 @@ func (q *Queues) DeleteMessage(ctx context.Context, queue string, id uint64) err
 	}
 	return q.core.DeleteMessage(ctx, queue, id)
 }
+
+// Purge removes every waiting message of queue (every priority, delayed
+// ones, parts of open accumulation windows, ordered groups' messages) and
+// keeps the queue, its properties and its dead letters (HTTP's DELETE
+// /queues/{name}/messages). Deliveries in flight may still be acked and
+// are not delivered again. An error wrapping ErrNotFound when the queue
+// does not exist.
+func (q *Queues) Purge(ctx context.Context, queue string) error {
+	if q.closed.Load() {
+		return ErrClosed
+	}
+	return q.core.Purge(ctx, queue)
+}

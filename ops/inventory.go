@@ -17,6 +17,8 @@ type Core interface {
 	// QueueStatuses is every queue's sizes and placement, sorted by name.
 	QueueStatuses(ctx context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error)
 	InFlight() int
+	// InFlightByQueue is InFlight per queue (queues with none absent).
+	InFlightByQueue() map[string]int
 	Closing() <-chan struct{}
 	// ProbeStore checks that JetStream answers and stores (readiness).
 	ProbeStore(ctx context.Context) error

@@ -157,10 +157,14 @@ var (
 	descDepth     = prometheus.NewDesc("lmq_queue_depth", "Messages in the queue, waiting and in flight (LMQ's size), from JetStream.", []string{"queue"}, nil)
 	descBytes     = prometheus.NewDesc("lmq_queue_bytes", "Bytes JetStream stores for the queue (LMQ's memory).", []string{"queue"}, nil)
 	descInFlight  = prometheus.NewDesc("lmq_queue_in_flight", "Messages of the queue delivered and not yet answered, on all gateways.", []string{"queue"}, nil)
+	// Queue control (beyond LMQ): per queue, like the series above, so
+	// bounded by the same inventory (Options.MaxQueues).
+	descPaused        = prometheus.NewDesc("lmq_queue_paused", "1 while the queue's paused property holds its messages back from pulls, else 0.", []string{"queue"}, nil)
+	descLocalInFlight = prometheus.NewDesc("lmq_queue_deliveries_in_flight", "Messages of the queue this gateway handed out and not yet answered (lmq_queue_in_flight counts all gateways').", []string{"queue"}, nil)
 )
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPushes, descPushBytes, descPulls, descAcks, descNacks, descExts, descTimeouts, descDiscarded, descRetention, descDepth, descBytes, descInFlight} {
+	for _, d := range []*prometheus.Desc{descPushes, descPushBytes, descPulls, descAcks, descNacks, descExts, descTimeouts, descDiscarded, descRetention, descDepth, descBytes, descInFlight, descPaused, descLocalInFlight} {
 		ch <- d
 	}
 }
@@ -194,9 +198,16 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descDepth, err)
 		return
 	}
+	local := o.core.InFlightByQueue()
 	for _, v := range views {
 		ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(v.Size), v.Name)
 		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(v.Bytes), v.Name)
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(v.InFlight), v.Name)
+		paused := 0.0
+		if v.Props.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, paused, v.Name)
+		ch <- prometheus.MustNewConstMetric(descLocalInFlight, prometheus.GaugeValue, float64(local[v.Name]), v.Name)
 	}
 }

@@ -67,10 +67,11 @@ func (c *fakeCore) QueueStatuses(context.Context, gateway.Scope) ([]gateway.Queu
 	return out, nil
 }
 
-func (c *fakeCore) InFlight() int            { return 3 }
-func (c *fakeCore) Closing() <-chan struct{} { return c.closing }
-func (c *fakeCore) StoreFailures() uint64    { return 0 }
-func (c *fakeCore) Peers() []string          { return []string{"0a0b0c0d"} }
+func (c *fakeCore) InFlight() int                   { return 3 }
+func (c *fakeCore) InFlightByQueue() map[string]int { return nil }
+func (c *fakeCore) Closing() <-chan struct{}        { return c.closing }
+func (c *fakeCore) StoreFailures() uint64           { return 0 }
+func (c *fakeCore) Peers() []string                 { return []string{"0a0b0c0d"} }
 
 // ProbeStore fails: the fake has no JetStream.
 func (c *fakeCore) ProbeStore(context.Context) error { return errors.New("no JetStream") }

@@ -215,6 +215,8 @@ var methods = map[string]method{
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	"messages":       {1, 3, "(name[, n[, {body}]])", (*conn).messages},
 	"delete_message": {2, 2, "(name, id)", (*conn).deleteMessage},
+	// Beyond LMQ.
+	"purge": {1, 1, "(name)", (*conn).purge},
 }
 
 func (c *conn) str(s string) result { return result{b: appendStr(nil, s, c.s.opt.Dialect)} }

@@ -5,8 +5,9 @@
 // data: the shard streams LMQS_00..63 (made on first use, brought up to
 // date, made again when deleted: shards.go), the queues' consumers and
 // their storage (consumers.go), the consumer pull wire (pullwire.go) and
-// the shared look at which queues hold messages (scan.go), and reads and
-// removals of stored messages by sequence (log.go). It owns the
+// the shared look at which queues hold messages (scan.go), reads and
+// removals of stored messages by sequence (log.go), and purging a queue's
+// waiting messages and the large bodies only they used (purge.go). It owns the
 // store-health check (a full disk fails a store at once), the publish and
 // its hand-read PubAck, the one retry policy (only after "no responders",
 // which cannot store twice), atomic batches, the large-body writer with

@@ -290,7 +290,8 @@ function queuesPage(main) {
       prev.disabled = data.offset === 0;
       next.disabled = last >= data.matched;
       tbody.replaceChildren(...data.rows.map((r) => h('tr', { 'data-queue': r.name },
-        h('th', { scope: 'row', class: 'left', class: 'plain' }, h('a', { href: '#/queue/' + q(r.name) }, r.name)),
+        h('th', { scope: 'row', class: 'left', class: 'plain' }, h('a', { href: '#/queue/' + q(r.name) }, r.name),
+          r.paused && h('span', { class: 'badge paused', 'data-paused': '', title: 'Paused: pulls get none of its messages' }, 'paused')),
         h('td', { 'data-col': 'waiting' }, fmtInt(r.waiting)),
         h('td', { 'data-col': 'in_flight' }, fmtInt(r.in_flight)),
         h('td', { 'data-col': 'delayed' }, fmtInt(r.delayed)),
@@ -313,6 +314,8 @@ const PROP_KEYS = [
   ['accum', 'Accumulation window (s)', 'number'], ['retry', 'Retries', 'number'],
   ['timeout', 'Timeout (s)', 'number'], ['ttl', 'Time to live (s)', 'number'],
   ['dead_letter', 'Keep dead letters', 'bool'],
+  // Queue control.
+  ['paused', 'Paused', 'bool'], ['max_inflight', 'Max in flight (0 = no limit)', 'number'],
 ];
 
 function queuePage(main, name) {
@@ -347,10 +350,15 @@ function queuePage(main, name) {
   const deadList = h('div', { id: 'dead-list' });
   const respawnN = h('input', { id: 'respawn-n', value: '1', inputmode: 'numeric', size: 4 });
   const delArea = h('span', { class: 'confirm' });
+  // Queue control: pause/resume and purge.
+  const pausedBadge = h('span', { class: 'badge paused', id: 'paused-badge', hidden: true }, 'paused');
+  const pauseBtn = h('button', { type: 'button', class: 'secondary', id: 'queue-pause', onclick: togglePause }, 'Pause');
+  const purgeArea = h('span', { class: 'confirm' });
+  const controlMsg = h('p', { id: 'control-result', role: 'status' });
 
   main.append(
     h('p', {}, h('a', { href: '#/queues' }, '← Queues')),
-    h('h1', {}, name),
+    h('h1', {}, name, ' ', pausedBadge),
     h('div', { class: 'stats' }, stat('waiting', 'waiting'), stat('in_flight', 'in flight'), stat('delayed', 'delayed'),
       stat('dead_letters', 'dead letters'), stat('accumulating', 'accumulating parts'), stat('bytes', 'stored')),
     h('h2', {}, 'Rates'), h('div', { class: 'legend' }, h('span', { class: 'push' }, '━ pushes/s'), h('span', { class: 'pull' }, '╍ pulls/s'), h('span', { class: 'muted', id: 'chart-span' })), chart,
@@ -362,6 +370,9 @@ function queuePage(main, name) {
         h('div', { class: 'field' }, h('label', { for: 'push-type' }, 'Content type'), pushType),
         h('div', { class: 'field' }, h('label', { for: 'push-body' }, 'Body'), pushBody),
         h('button', { type: 'button', id: 'push', onclick: push }, 'Push'), pushResult,
+        h('h2', {}, 'Control'),
+        h('p', { class: 'muted' }, 'Pause holds the queue\'s messages back from pulls (pushes are still stored; deliveries in flight can still be answered). Purge removes every waiting and delayed message; the queue, its properties and its dead letters stay.'),
+        h('div', { class: 'row' }, pauseBtn, purgeArea), controlMsg,
         h('h2', {}, 'Delete'),
         h('p', { class: 'muted' }, 'Deletes the queue with all its messages and dead letters.'), delArea)),
     h('section', { 'aria-labelledby': 'dead-title' }, h('h2', { id: 'dead-title' }, 'Dead letters'), deadInfo,
@@ -376,6 +387,32 @@ function queuePage(main, name) {
       h('button', { type: 'button', class: 'secondary', id: 'peek-refresh', onclick: () => peek().catch((e) => setStatus(e.message)) }, 'Refresh'), peekList));
   const deadDelArea = $('#dead-confirm', main);
   resetDelete();
+  resetPurge();
+
+  function resetPurge() {
+    purgeArea.replaceChildren(h('button', { type: 'button', class: 'danger', id: 'queue-purge', onclick: () => confirmThen(purgeArea, `Remove every waiting message of "${name}"?`, purgeQueue, resetPurge, 'Yes, purge') }, 'Purge…'));
+  }
+
+  async function togglePause() {
+    controlMsg.className = '';
+    const paused = !(info && info.props.paused);
+    try {
+      await api('PATCH', '/props/' + qp, { paused });
+    } catch (e) { controlMsg.className = 'error'; controlMsg.textContent = e.message; return; }
+    controlMsg.className = 'ok';
+    controlMsg.textContent = paused ? 'Paused.' : 'Resumed.';
+    await load();
+  }
+
+  async function purgeQueue() {
+    controlMsg.className = '';
+    try {
+      await api('DELETE', '/queues/' + qp + '/messages');
+    } catch (e) { controlMsg.className = 'error'; controlMsg.textContent = e.message; return; }
+    controlMsg.className = 'ok';
+    controlMsg.textContent = 'Purged.';
+    await Promise.all([load(), peek()]);
+  }
 
   function resetDelete() {
     delArea.replaceChildren(h('button', { type: 'button', class: 'danger', id: 'queue-delete', onclick: () => confirmThen(delArea, `Delete queue "${name}" and all its messages?`, deleteQueue, resetDelete) }, 'Delete queue…'));
@@ -398,6 +435,8 @@ function queuePage(main, name) {
     }
     for (const k of ['waiting', 'in_flight', 'delayed', 'dead_letters', 'accumulating']) $(`[data-stat="${k}"]`, main).textContent = fmtInt(info[k]);
     $('[data-stat="bytes"]', main).textContent = fmtBytes(info.bytes);
+    pausedBadge.hidden = !info.props.paused;
+    pauseBtn.textContent = info.props.paused ? 'Resume' : 'Pause';
     drawChart(chart, info);
     const from = { own: 'this queue', default: info.default ? `default entry ${info.default.index}` : 'default list', system: 'system default' };
     propsBody.replaceChildren(...Object.keys(info.props).sort().map((k) => h('tr', { 'data-prop': k },
@@ -593,12 +632,12 @@ function renderMessage(m, onDelete) {
 }
 
 // confirmThen replaces area by a question with Yes and Cancel buttons.
-function confirmThen(area, question, yes, restore) {
+function confirmThen(area, question, yes, restore, yesLabel) {
   const prior = Array.from(area.childNodes);
   const back = () => { if (restore) restore(); else area.replaceChildren(...prior); };
   const no = h('button', { type: 'button', class: 'secondary', onclick: back }, 'Cancel');
   area.replaceChildren(h('span', { role: 'alert' }, question),
-    h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', onclick: async () => { await yes(); back(); } }, 'Yes, delete'), no);
+    h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', onclick: async () => { await yes(); back(); } }, yesLabel || 'Yes, delete'), no);
   no.focus();
 }
 

@@ -397,6 +397,21 @@ func (f *Core) DeleteQueue(_ context.Context, q string) error {
 	return nil
 }
 
+// Purge forgets queue q's waiting messages; its deliveries in flight
+// stay answerable.
+func (f *Core) Purge(_ context.Context, q string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["Purge"]; err != nil {
+		return err
+	}
+	if _, ok := f.queues[q]; !ok {
+		return fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
+	}
+	f.queues[q] = nil
+	return nil
+}
+
 // QueueProps are queue q's effective properties.
 func (f *Core) QueueProps(_ context.Context, q string) (mapping.Effective, error) {
 	f.mu.Lock()
