@@ -51,6 +51,9 @@ type groupsResult struct {
 	pushFirst string
 
 	rssBefore, rssAfter, rssDrained int64
+	// peakRSS is the gateway process's VmHWM after the drain: with a fresh
+	// process per run, the peak of this run.
+	peakRSS int64
 
 	delivered  int64 // distinct messages pulled and acked
 	redelivers int64 // deliveries of a message already delivered
@@ -215,6 +218,9 @@ func (b *bench) groupsRun(ctx context.Context, t target, g, rep int) (groupsResu
 		return r, err
 	}
 	r.rssDrained = b.serverRSS()
+	if b.gw != nil {
+		_, r.peakRSS, _ = procRSS(b.gwPID)
+	}
 	b.log.Info("groups", "target", r.target, "groups", g, "pushed", r.pushed, "push_rate", fmtRate(r.pushRate()),
 		"delivered", r.delivered, "pull_rate", fmtRate(r.pullRate()), "rss_before", fmtMiB(r.rssBefore),
 		"rss_after", fmtMiB(r.rssAfter), "violations", r.violations, "budget", strings.Join(r.budget, ","))
@@ -540,6 +546,9 @@ func (b *bench) groupsReport(w func(string, ...any)) {
 func groupsNotes(r groupsResult) string {
 	n := firstNotes("median of %d runs (pull+ack): %s /s", r.repRates, fmtRate, 1)
 	n = append(n, fmt.Sprintf("RSS %s → %s → %s drained", fmtMiB(r.rssBefore), fmtMiB(r.rssAfter), fmtMiB(r.rssDrained)))
+	if r.peakRSS > 0 {
+		n = append(n, "peak "+fmtMiB(r.peakRSS))
+	}
 	n = append(n, fmt.Sprintf("push %.1f s, drain %.1f s", r.pushTime.Seconds(), r.pullTime.Seconds()))
 	for _, p := range r.budget {
 		n = append(n, "**"+p+" budget reached**")
