@@ -44,6 +44,8 @@ type bench struct {
 	peakRSS int64
 	// mq: rows of the queues workload.
 	mq []mqRow
+	// groups: results of the groups workload (medians of --repeat).
+	groups []groupsResult
 }
 
 func newBench(cfg config, stderr io.Writer) (*bench, error) {
@@ -201,6 +203,12 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	if cfg.has(wMemory) {
 		if err := b.memory(ctx); err != nil {
+			return err
+		}
+	}
+	// Last: it restarts a spawned gateway for every run.
+	if cfg.has(wGroups) {
+		if err := b.groupsSeries(ctx); err != nil {
 			return err
 		}
 	}

@@ -28,8 +28,9 @@ const (
 )
 
 // knownWorkloads also has those that never run by default (queues, which
-// runs alone on gateways of its own).
-var knownWorkloads = append(slices.Clone(allWorkloads), wQueues)
+// runs alone on gateways of its own; groups, which restarts the gateway
+// for every run).
+var knownWorkloads = append(slices.Clone(allWorkloads), wQueues, wGroups)
 
 var (
 	allTargets   = []string{tNoop, tJS, tHTTP, tRPC}
@@ -97,6 +98,13 @@ type config struct {
 	mqSamples       int
 	mqRepeat        int
 	mqClusterQueues int
+
+	// The groups workload (groups.go).
+	groupCounts    []int
+	groupsMsgs     int
+	groupsConc     int
+	groupsBudget   time.Duration
+	groupsPullWait time.Duration
 }
 
 const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
@@ -129,6 +137,11 @@ Workloads (--workloads):
   maxrate  search the highest offered rate with p99 <= --maxrate-p99
   memory   RSS of the gateway (and of NATS if separate) while --mem-msgs
            messages of 256 B pile up in one queue, sampled as it grows
+  groups   (not in the default) ordered groups: for each --groups count, a
+           fresh queue, --groups-msgs pushes (message i in group i mod G),
+           RSS per waiting group, then pull+ack throughput, every delivery
+           checked for per-group order; http and rpc targets only
+  queues   (not in the default; runs alone) what many queues cost
 
 Every push/pull/mixed cell runs for each concurrency, size and queue count;
 clients are spread over the queues (client w uses queues j with j%C == w, or
@@ -149,7 +162,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 
 	targets := fs.String("targets", strings.Join(allTargets, ","), "targets to bench, comma-separated: "+strings.Join(allTargets, ", "))
-	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads, comma-separated: "+strings.Join(allWorkloads, ", ")+"; or queues alone (not in the default)")
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads, comma-separated: "+strings.Join(allWorkloads, ", ")+", groups (not in the default); or queues alone (not in the default)")
 	conc := fs.String("conc", "1,16,64", "concurrent clients per cell, comma-separated")
 	sizes := fs.String("sizes", "256,64KiB", "message sizes in bytes (K/KiB/M/MiB suffixes allowed), comma-separated")
 	queues := fs.String("queues", "1,100,10000", "queue counts for push, pull and mixed, comma-separated")
@@ -185,7 +198,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.memMsgs, "mem-msgs", 1_000_000, "backlog of 256-byte messages for the memory workload")
 	fs.IntVar(&cfg.memSamples, "mem-samples", 10, "RSS samples as the backlog grows")
 	fs.IntVar(&cfg.memConc, "mem-conc", 64, "pushers filling the memory backlog")
-	fs.DurationVar(&cfg.memIdle, "mem-idle", 2*time.Second, "memory: idle time before the baseline, after the fill and after deleting the queue")
+	fs.DurationVar(&cfg.memIdle, "mem-idle", 2*time.Second, "memory and groups: idle time before the baseline, after the fill and after deleting the queue")
 	fs.IntVar(&cfg.interleaveQueues, "interleave-queues", 1000, "up to this many queues per target, targets take turns cell by cell (fairer ratios on a machine with changing load); above, one target at a time")
 	fs.IntVar(&cfg.setupConc, "setup-conc", 16, "parallel requests when creating and deleting queues")
 	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "bound on emptying queues between cells")
@@ -196,6 +209,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.mqSamples, "mq-samples", 20, "queues: pull-any latency samples")
 	fs.IntVar(&cfg.mqRepeat, "mq-repeat", 3, "queues: timings of GET /stats, GET /queues and status (median; fewer when one run takes over half the budget)")
 	fs.IntVar(&cfg.mqClusterQueues, "mq-cluster-queues", 2000, "queues: queues created on an embedded three-node cluster (--replicas 3) to count its Raft groups (0: skip the cluster)")
+	groupCounts := fs.String("groups", "0,1,100,10000", "groups: group counts, comma-separated, one fresh queue each (0: the same queue without groups)")
+	fs.IntVar(&cfg.groupsMsgs, "groups-msgs", 20_000, "groups: messages of 256 B pushed, then drained, per group count")
+	fs.IntVar(&cfg.groupsConc, "groups-conc", 16, "groups: concurrent clients pushing, and then pulling+acking")
+	fs.DurationVar(&cfg.groupsBudget, "groups-budget", 300*time.Second, "groups: time budget of each push and drain phase; a phase that runs out reports how far it got")
+	fs.DurationVar(&cfg.groupsPullWait, "groups-pull-wait", time.Second, "groups: long-poll wait of each pull of the drain (a group's next message wakes a waiting pull)")
 	fs.StringVar(&cfg.out, "out", "", "also write the markdown report to this file")
 	fs.BoolVar(&cfg.verbose, "v", false, "debug logging")
 	fs.BoolVar(&cfg.quick, "quick", false, "seconds-long smoke run: short cells, small matrix, small backlog (explicit flags still win)")
@@ -216,6 +234,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"e2e-rate": "500", "maxrate-start": "1000", "maxrate-max": "4000", "maxrate-steps": "1",
 			"maxrate-duration": "250ms", "maxrate-conc": "4", "mem-msgs": "5000",
 			"mem-samples": "5", "e2e-grace": "500ms", "drain-timeout": "10s", "mem-idle": "300ms",
+			"groups": "0,1,10", "groups-msgs": "300",
 		}
 		for name, v := range quick {
 			if !cfg.explicitlySet[name] {
@@ -238,6 +257,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.mqQueues < 1 || cfg.mqActive < 1 || cfg.mqClients < 1 || cfg.mqSamples < 1 || cfg.mqRepeat < 1 || cfg.mqClusterQueues < 0 || cfg.mqBudget <= 0 {
 		return cfg, errors.New("--mq-* values must be positive (--mq-cluster-queues may be 0)")
+	}
+	if cfg.groupCounts, err = parseGroupCounts(*groupCounts); err != nil {
+		return cfg, fmt.Errorf("--groups: %w", err)
+	}
+	if cfg.groupsMsgs < 1 || cfg.groupsConc < 1 || cfg.groupsBudget <= 0 || cfg.groupsPullWait < 0 {
+		return cfg, errors.New("--groups-msgs, --groups-conc and --groups-budget must be positive (--groups-pull-wait >= 0)")
 	}
 	if cfg.conc, err = parseInts(*conc, parseInt); err != nil {
 		return cfg, fmt.Errorf("--conc: %w", err)

@@ -96,6 +96,12 @@ func (b *bench) freshGateway(ctx context.Context) error {
 	if _, hwm, err := procRSS(b.gwPID); err == nil && hwm > b.peakRSS {
 		b.peakRSS = hwm
 	}
+	return b.restartGateway(ctx)
+}
+
+// restartGateway restarts the spawned gateway on the same ports with an
+// empty data dir and waits until the jetstream targets are connected again.
+func (b *bench) restartGateway(ctx context.Context) error {
 	b.log.Info("restarting the gateway for a fresh process")
 	if err := b.gw.restart(ctx); err != nil {
 		return err

@@ -127,6 +127,7 @@ func (b *bench) report() string {
 	}
 	w("\n")
 	b.mqReport(w)
+	b.groupsReport(w)
 
 	index := map[cellKey]map[string]cellResult{}
 	for _, c := range b.cells {

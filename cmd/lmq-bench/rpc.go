@@ -365,6 +365,36 @@ func (c *rpcConn) push(ctx context.Context, queue string, body []byte) error {
 	return nil
 }
 
+// pushGroup pushes into an ordered group of queue: push's third argument,
+// the option map {"group": group}.
+func (c *rpcConn) pushGroup(ctx context.Context, queue, group string, body []byte) error {
+	res, err := c.call(ctx, "push", func(e *msgpack.Encoder) error {
+		if err := e.EncodeArrayLen(3); err != nil {
+			return err
+		}
+		if err := e.EncodeString(queue); err != nil {
+			return err
+		}
+		if err := e.EncodeBytes(body); err != nil {
+			return err
+		}
+		if err := e.EncodeMapLen(1); err != nil {
+			return err
+		}
+		if err := e.EncodeString("group"); err != nil {
+			return err
+		}
+		return e.EncodeString(group)
+	})
+	if err != nil {
+		return err
+	}
+	if res.str != "ok" {
+		return fmt.Errorf("rpc push: unexpected result %q", res.str)
+	}
+	return nil
+}
+
 func (c *rpcConn) pull(ctx context.Context, queue string, wait time.Duration) ([]byte, func(context.Context) error, error) {
 	res, err := c.call(ctx, "pull", func(e *msgpack.Encoder) error {
 		if err := e.EncodeArrayLen(2); err != nil {

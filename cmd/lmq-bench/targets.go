@@ -162,7 +162,16 @@ type httpClient struct {
 func (c *httpClient) close() error { return nil }
 
 func (c *httpClient) push(ctx context.Context, queue string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.t.messagesURL(queue), bytes.NewReader(body))
+	return c.pushTo(ctx, c.t.messagesURL(queue), body)
+}
+
+// pushGroup pushes into an ordered group of queue (?group=).
+func (c *httpClient) pushGroup(ctx context.Context, queue, group string, body []byte) error {
+	return c.pushTo(ctx, c.t.messagesURL(queue)+"?group="+url.QueryEscape(group), body)
+}
+
+func (c *httpClient) pushTo(ctx context.Context, u string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
