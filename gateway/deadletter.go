@@ -40,13 +40,16 @@ func (g *Gateway) bury(r *dispatch.Raw) error {
 	if _, err := g.store.Publish(ctx, "store dead letter", r.Queue().Name(), cp); err != nil {
 		return err
 	}
-	if err := g.groupEnd(ctx, r); err != nil {
+	advanced, err := g.groupEnd(ctx, r)
+	if err != nil {
 		return fmt.Errorf("remove dead message: %w", err)
 	}
 	if err := g.ackRemove(ctx, r); err != nil {
 		return fmt.Errorf("remove dead message: %w", err)
 	}
-	g.groupNext(r)
+	if !advanced {
+		g.groupNext(r)
+	}
 	return nil
 }
 

@@ -349,7 +349,8 @@ func (g *Gateway) discard(r *dispatch.Raw) {
 func (g *Gateway) drop(r *dispatch.Raw) {
 	ctx, cancel := g.opContext()
 	defer cancel()
-	if err := g.groupEnd(ctx, r); err != nil {
+	advanced, err := g.groupEnd(ctx, r)
+	if err != nil {
 		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
 		return
 	}
@@ -358,7 +359,9 @@ func (g *Gateway) drop(r *dispatch.Raw) {
 		return
 	}
 	g.store.DropBody(ctx, r.Msg)
-	g.groupNext(r)
+	if !advanced {
+		g.groupNext(r)
+	}
 }
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
@@ -403,7 +406,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.state = busy
 		d.mu.Unlock()
 		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
-		err := g.groupEnd(gctx, d.raw)
+		advanced, err := g.groupEnd(gctx, d.raw)
 		gcancel()
 		if err != nil {
 			// (Its backlog message first: a head acked without it would
@@ -437,7 +440,9 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
 		g.store.DropBody(ctx, d.raw.Msg)
-		g.groupNext(d.raw)
+		if !advanced {
+			g.groupNext(d.raw)
+		}
 	case Nack:
 		if !time.Now().Before(d.deadline) || !g.take(d) {
 			return notFound()

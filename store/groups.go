@@ -101,11 +101,11 @@ func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
 }
 
 // Promote stores a head copy of m, the oldest message of queue's group g,
-// unless the group's head subject holds a message: promoted is false (and
-// err nil) when it does, or when m was copied already (JetStream's duplicate
-// window). Of any number of gateways promoting the group at once, exactly
-// one succeeds.
-func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawStreamMsg) (promoted bool, err error) {
+// unless the group's head subject holds another message than the head
+// being ended, after (0: none): promoted is false (and err nil) when it
+// does, or when m was copied already (JetStream's duplicate window). Of any
+// number of gateways promoting the group at once, exactly one succeeds.
+func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawStreamMsg, after uint64) (promoted bool, err error) {
 	cp := nats.NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
@@ -114,7 +114,7 @@ func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawSt
 	}
 	cp.Header.Set(mapping.HdrGroup, g)
 	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Sequence, 10))
-	cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
 	cp.Header.Set(jetstream.MsgIDHeader, headMsgIDPrefix+strconv.FormatUint(m.Sequence, 10))
 	cp.Data = m.Data
 	if _, err := s.Publish(ctx, "store group head", queue, cp); err != nil {
