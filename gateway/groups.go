@@ -44,15 +44,21 @@ import (
 //
 // Why this way (measured, BENCHMARKS.md "Ordered groups"): JetStream has no
 // per-subject limit on acks pending, so one consumer cannot hold back a
-// group while serving others; a consumer per group costs ~50 KB and a
-// Raft group in a cluster each; holding parked deliveries in the gateway
-// would make their order and exclusivity depend on one gateway's memory.
-// Here a group costs the gateway no memory at all and NATS one subject
-// entry per group with waiting messages; a grouped message costs three
-// more JetStream requests than a plain one (the read of the oldest, the
-// head's copy, the backlog's removal). The number of groups a queue may
-// hold is bounded only by the stream's subjects, and every sweep lists
-// them: a queue with 10,000 groups with messages lists 10,000 subjects.
+// group while serving others; a consumer per group costs ~50 KB and a Raft
+// group in a cluster each; holding parked deliveries in the gateway would
+// make their order and exclusivity depend on one gateway's memory. Here a
+// group costs the gateway no memory at all; NATS keeps ~2.5 KB per group
+// with waiting messages (10,000 groups: ~25 MB; a grouped message waiting
+// ~1.2 KB against ~0.7 KB plain). A grouped push costs two JetStream
+// requests more than a plain one (the read of the group's oldest, the
+// head's copy; it runs at about a third of the plain rate), and ending a
+// head three (the backlog's removal, the read, the next head's copy):
+// pull+ack over 100 or 10,000 groups ran at about 0.3 times the plain
+// queue's rate, and one group alone, one message in flight at a time, at
+// ~1,200 messages/s. The number of groups a queue may hold has no bound
+// of its own (the stream's subjects are the bound); every sweep lists
+// them, so a queue with 10,000 groups with messages lists 10,000 subjects
+// every 10 s while clients wait on it.
 //
 // Rules beside the others: a group's order is its push order whatever the
 // priorities: a grouped push takes no priority (400), its head is handed
