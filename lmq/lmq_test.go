@@ -323,3 +323,60 @@ func asBytes(v any) []byte {
 	}
 	return nil
 }
+
+// The Go API's queue control: a group's messages one at a time in push
+// order, with their group and priority on the delivery; a paused queue
+// hands nothing out until resumed.
+func TestGroupsAndPause(t *testing.T) {
+	qs := open(t)
+	ctx := t.Context()
+	pull := func(wait time.Duration) *lmq.Delivery {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		d, err := qs.Pull(pctx, "ctl")
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, b := range []string{"a1", "a2"} {
+		if err := qs.Push(ctx, "ctl", []byte(b), &lmq.PushOptions{Group: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seven := 7
+	if err := qs.Push(ctx, "ctl", []byte("urgent"), &lmq.PushOptions{Priority: &seven}); err != nil {
+		t.Fatal(err)
+	}
+	if err := qs.Push(ctx, "ctl", []byte("x"), &lmq.PushOptions{Group: "a", Priority: &seven}); !errors.Is(err, lmq.ErrInvalid) {
+		t.Fatalf("a grouped push with a priority: %v, want ErrInvalid", err)
+	}
+	if d := pull(10 * time.Second); d == nil || string(d.Message.Body) != "urgent" || d.Priority != 7 {
+		t.Fatalf("first pull: %+v; want urgent of priority 7", d)
+	}
+	a1 := pull(10 * time.Second)
+	if a1 == nil || string(a1.Message.Body) != "a1" || a1.Group != "a" {
+		t.Fatalf("second pull: %+v; want a1 of group a", a1)
+	}
+	if d := pull(200 * time.Millisecond); d != nil {
+		t.Fatalf("a2 while a1 is in flight: %+v", d)
+	}
+	paused := true
+	if err := qs.SetProps(ctx, "ctl", lmq.Props{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a1.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := pull(200 * time.Millisecond); d != nil {
+		t.Fatalf("pull of a paused queue: %+v", d)
+	}
+	paused = false
+	if err := qs.SetProps(ctx, "ctl", lmq.Props{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	if a2 := pull(10 * time.Second); a2 == nil || string(a2.Message.Body) != "a2" {
+		t.Fatalf("after resume: %+v; want a2", a2)
+	}
+}
