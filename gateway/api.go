@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -67,6 +68,16 @@ type Delivery struct {
 	// Group is the message's ordered group ("" for none), beyond LMQ:
 	// x-lmq-group.
 	Group string
+	// Seq is the stream sequence of the stored copy handed out (it
+	// changes when a released message is stored again).
+	Seq uint64
+	// Receives counts the message's deliveries, this one included (SQS's
+	// ApproximateReceiveCount).
+	Receives int
+	// PushedAt is when the message was pushed and FirstReceivedAt when it
+	// was first handed out (this delivery, for a first one); PushedAt is
+	// zero when unknown.
+	PushedAt, FirstReceivedAt time.Time
 	// Message is the content of a normal message.
 	Message Message
 	// Parts are the parts of a compound message, in push order.

@@ -141,7 +141,17 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		g.spawn(func(context.Context) { g.dropStale(r) })
 		return nil, nil
 	}
-	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group}
+	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group,
+		Seq: r.Seq, Receives: r.Used()}
+	if r.PushedAt > 0 {
+		out.PushedAt = time.Unix(0, r.PushedAt)
+	}
+	if ns, err := strconv.ParseInt(r.Msg.Header.Get(mapping.HdrFirstReceived), 10, 64); err == nil && ns > 0 {
+		r.FirstReceived = ns
+	} else {
+		r.FirstReceived = time.Now().UnixNano()
+	}
+	out.FirstReceivedAt = time.Unix(0, r.FirstReceived)
 	out.Message = msg
 	if r.Msg.Header.Get(mapping.HdrKind) == mapping.KindCompound {
 		// What comes back from the stream is input too: anyone who can publish
@@ -267,6 +277,9 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.Msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
+	if r.FirstReceived > 0 && counted {
+		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
+	}
 	if r.Group != "" {
 		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.Seq, 10))
 	}
@@ -384,7 +397,7 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 		if g.acked.Has(id) {
 			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
 		}
-		return g.relayReply(ctx, queue, id, kind)
+		return g.relayReply(ctx, queue, id, kind, 0)
 	}
 	if d.raw.Queue().Name() != queue {
 		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)

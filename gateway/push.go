@@ -75,31 +75,50 @@ func checkIdempotencyKey(k string) error {
 
 // PushWith is Push with per-message options.
 func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
-	return g.push(ctx, queue, msg, opts, true)
+	p, err := g.push(ctx, queue, msg, opts, true)
+	return p.state, err
+}
+
+// pushed is what a push did: its answer about accumulation, and the stream
+// sequence of the stored message (0 for a part of an accumulation window).
+type pushed struct {
+	state AccumState
+	seq   uint64
+}
+
+// PushSeq is PushWith on a queue that does not accumulate, returning the
+// stored message's stream sequence (SQS's SequenceNumber and MessageId
+// come from it); ErrInvalid on an accumulating queue.
+func (g *Gateway) PushSeq(ctx context.Context, queue string, msg Message, opts PushOptions) (uint64, error) {
+	if g.props.Effective(queue).Accum > 0 {
+		return 0, fmt.Errorf("%w: queue %q accumulates: its messages are stored as compounds", ErrInvalid, queue)
+	}
+	p, err := g.push(ctx, queue, msg, opts, true)
+	return p.seq, err
 }
 
 // push stores msg in queue; mayCreate says whether the queue may be created
 // (a plain push) or must exist (push-all, which never brings back a queue
 // deleted after it listed the matching ones).
-func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (AccumState, error) {
+func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (pushed, error) {
 	if err := validName(queue); err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	if int64(len(msg.Body)) > g.cfg.MaxMessageSize {
-		return "", fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, len(msg.Body), g.cfg.MaxMessageSize)
+		return pushed{}, fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, len(msg.Body), g.cfg.MaxMessageSize)
 	}
 	if err := CheckHeaders(msg); err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	if err := checkIdempotencyKey(opts.IdempotencyKey); err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	if opts.Delay < 0 || opts.TTL < 0 || opts.Delay > mapping.MaxDuration || opts.TTL > mapping.MaxDuration {
-		return "", fmt.Errorf("%w: delay and ttl must be from 0 to %d seconds (10 years)", ErrInvalid, mapping.MaxSeconds)
+		return pushed{}, fmt.Errorf("%w: delay and ttl must be from 0 to %d seconds (10 years)", ErrInvalid, mapping.MaxSeconds)
 	}
 	q, err := g.disp.Bind(ctx, queue, mayCreate)
 	if err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	eff := g.props.Effective(queue)
 	ttl := opts.TTL
@@ -108,29 +127,29 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	}
 	prio, err := pushPriority(opts.Priority, eff)
 	if err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	if eff.Accum > 0 {
 		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil || opts.Group != "" {
-			return "", fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
+			return pushed{}, fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
 		}
 		if msg.stored != nil {
 			// PushStream saw a plain queue: its properties changed since.
-			return "", fmt.Errorf("%w: the queue started accumulating during the push; try again", ErrUnavailable)
+			return pushed{}, fmt.Errorf("%w: the queue started accumulating during the push; try again", ErrUnavailable)
 		}
 		acc := g.acc.Load()
 		if acc == nil {
-			return "", fmt.Errorf("%w: accumulation is not available", ErrUnavailable)
+			return pushed{}, fmt.Errorf("%w: accumulation is not available", ErrUnavailable)
 		}
 		st, err := (*acc).Push(ctx, queue, eff.AccumDuration(), eff.Retry, msg)
 		if err != nil {
-			return "", err
+			return pushed{}, err
 		}
 		g.obs.Pushed(queue, msg.size())
-		return st, nil
+		return pushed{state: st}, nil
 	}
 	if ttl > 0 && opts.Delay >= ttl {
-		return "", fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
+		return pushed{}, fmt.Errorf("%w: the message would expire before its delay ends", ErrInvalid)
 	}
 	now := time.Now()
 	subject := q.Subject() // mapping.PrioritySubject(queue, 0), already encoded
@@ -142,13 +161,13 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	}
 	if opts.Group != "" {
 		if subject, err = groupPushSubject(queue, opts); err != nil { // groups.go
-			return "", err
+			return pushed{}, err
 		}
 		prio = 0
 	}
 	m, err := g.store.Encode(ctx, queue, subject, msg.content(), eff.Retry)
 	if err != nil {
-		return "", err
+		return pushed{}, err
 	}
 	if prio > 0 {
 		m.Header.Set(mapping.HdrPriority, strconv.Itoa(prio))
@@ -190,7 +209,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 			// left behind is better than a message without one.
 			g.store.DropBody(ctx, m)
 		}
-		return "", err
+		return pushed{}, err
 	}
 	g.obs.Pushed(queue, msg.size())
 	if opts.Group != "" {
@@ -201,7 +220,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 			g.log.Warn("could not hand out a group's next message; the group sweep will",
 				"queue", queue, "group", opts.Group, "err", err)
 		}
-		return AccumNo, nil
+		return pushed{state: AccumNo, seq: seq}, nil
 	}
 	if opts.Delay > 0 {
 		// Wake this gateway's waiting clients when it is due (JetStream fires
@@ -212,10 +231,10 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 			// wake-up (and other gateways' re-polls) look at its levels.
 			g.disp.NotifyLevel(queue, prio)
 		}
-		return AccumNo, nil
+		return pushed{state: AccumNo, seq: seq}, nil
 	}
 	g.disp.NotifyLevel(queue, prio)
-	return AccumNo, nil
+	return pushed{state: AccumNo, seq: seq}, nil
 }
 
 // unlessDeleted takes back a message a push-all just stored when its queue
@@ -247,7 +266,8 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 	names := g.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
-		st, err := g.push(ctx, name, msg, PushOptions{}, false)
+		p, err := g.push(ctx, name, msg, PushOptions{}, false)
+		st := p.state
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since it was listed: it stays deleted
 		}

@@ -30,3 +30,22 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 
 // QueueNames lists every existing queue, sorted.
 func (g *Gateway) QueueNames() []string { return g.reg.Names() }
+
+// CreateQueue makes queue exist (as a push or pull would) without storing
+// anything; created is false when it existed already. SQS's CreateQueue.
+func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
+	if err := validName(queue); err != nil {
+		return false, err
+	}
+	exists, err := g.reg.Exists(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		return false, nil
+	}
+	if _, err := g.disp.Ensure(ctx, queue); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -21,16 +21,19 @@ type relayRequest struct {
 	Queue string `json:"queue"`
 	ID    string `json:"id"`
 	Kind  int    `json:"kind"`
+	// Vis is SetVisibility's time left (nanoseconds), with kind
+	// visibilityKind.
+	Vis int64 `json:"vis,omitempty"`
 }
 
-func marshalRelay(queue, id string, kind ReplyKind) []byte {
-	b, _ := json.Marshal(relayRequest{Queue: queue, ID: id, Kind: int(kind)})
+func marshalRelay(queue, id string, kind ReplyKind, vis time.Duration) []byte {
+	b, _ := json.Marshal(relayRequest{Queue: queue, ID: id, Kind: int(kind), Vis: int64(vis)})
 	return b
 }
 
 // relayReply sends a reply for a delivery this gateway does not hold to the
 // gateway whose id starts the delivery id.
-func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKind) error {
+func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKind, vis time.Duration) error {
 	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
 	u, err := uuid.Parse(id)
 	if err != nil {
@@ -44,7 +47,7 @@ func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKi
 	// extra second is for the round trip.
 	rctx, cancel := context.WithTimeout(ctx, replyTimeout+time.Second)
 	defer cancel()
-	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind))
+	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind, vis))
 	if errors.Is(err, nats.ErrNoResponders) {
 		return notFound // that gateway is gone, and its deliveries with it
 	}
@@ -83,7 +86,11 @@ func (g *Gateway) onRelayedReply(m *nats.Msg) {
 		defer cancel()
 		err := ErrNotFound
 		if d := g.dels.get(req.ID); d != nil && d.raw.Queue().Name() == req.Queue {
-			err = g.replyLocal(ctx, d, ReplyKind(req.Kind))
+			if kind := ReplyKind(req.Kind); kind == visibilityKind {
+				err = g.visibilityLocal(ctx, d, time.Duration(req.Vis))
+			} else {
+				err = g.replyLocal(ctx, d, kind)
+			}
 		} else if g.acked.Has(req.ID) {
 			err = ErrAlreadyAcked
 		}

@@ -30,6 +30,10 @@ const (
 	// the LMQ delivery id it was copied from. LMQ clients never see it (it is
 	// not a kept header); NATS programs do.
 	HdrMigrated = "Lmq-Migrated"
+	// HdrFirstReceived is when the message was first handed out (Unix
+	// nanoseconds), stamped on the copy a release stores (SQS's
+	// ApproximateFirstReceiveTimestamp). Absent: not handed out before.
+	HdrFirstReceived = "Lmq-First-Received"
 )
 
 // KindCompound is the HdrKind value of compound (accumulated) messages.

@@ -46,6 +46,9 @@ type Raw struct {
 	// (mapping/groups.go).
 	Group    string
 	GroupSeq uint64
+	// FirstReceived is when the message was first handed out (Unix ns):
+	// from its Lmq-First-Received, or the core's delivery of this copy.
+	FirstReceived int64
 }
 
 // Queue is the dispatcher of the message's queue.
