@@ -68,7 +68,19 @@ func (r *Response) String() string {
 type Client struct {
 	t    testing.TB
 	base string
+	gw   *Gateway // when set, its current address wins over base (url)
 	hc   *http.Client
+}
+
+// url is the base URL the client sends to now: its gateway's, which a
+// restart may move (Gateway.start).
+func (c *Client) url() string {
+	if c.gw != nil {
+		if b := c.gw.base.Load(); b != nil {
+			return *b
+		}
+	}
+	return c.base
 }
 
 // Send performs one request and reads the whole response. path is already
@@ -79,7 +91,7 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, hdr
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.url()+path, rd)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +114,10 @@ type Gateway struct {
 	// cluster is the embedded cluster g is a node of (nil: none), whose
 	// nodes' route ports a restart names (pinPorts).
 	cluster []*Gateway
+
+	// base is HTTP for the Clients, which may send from other goroutines
+	// while a restart moves the API to another port (start).
+	base atomic.Pointer[string]
 
 	// proc is the running process; nil between Kill/Stop and Restart.
 	proc *process
@@ -213,9 +219,53 @@ func newGateway(t testing.TB) *Gateway {
 // start launches the binary and waits until HTTP answers.
 func (g *Gateway) start() {
 	g.t.Helper()
-	launchGateway(g, nil)
-	if err := awaitGateways([]*Gateway{g}); err != nil {
+	for try := 0; ; try++ {
+		launchGateway(g, nil)
+		err := awaitGateways([]*Gateway{g})
+		if err == nil {
+			return
+		}
+		// A restart listens on the ports the process had (pinPorts), and
+		// the kernel may have given one of them to another test's
+		// connection meanwhile (an outgoing connection's local port comes
+		// from the same range). The client-facing APIs then move to a
+		// port of the kernel's choosing, which the Clients follow; NATS
+		// and cluster ports stay pinned (peers and routes name them).
+		if flag := busyListener(g.lastStartOutput()); flag != "" && try < 3 {
+			g.setArg(flag, "127.0.0.1:0")
+			continue
+		}
 		g.t.Fatal(err)
+	}
+}
+
+// busyListenerRE finds a client-facing listener whose port was taken.
+var busyListenerRE = regexp.MustCompile(`(--(?:http|rpc|debug|sqs)-listen) \S+: listen tcp \S+: bind: address already in use`)
+
+// busyListener is the flag of the client-facing listener whose address was
+// in use, from a failed start's output; "" when that was not why.
+func busyListener(out string) string {
+	if m := busyListenerRE.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// lastStartOutput is what the process printed since its latest start.
+func (g *Gateway) lastStartOutput() string {
+	out := g.out.String()
+	if i := strings.LastIndex(out, "--- start "); i >= 0 {
+		return out[i:]
+	}
+	return out
+}
+
+// setArg sets flag's value in g's arguments.
+func (g *Gateway) setArg(flag, value string) {
+	for i := 0; i+1 < len(g.args); i++ {
+		if g.args[i] == flag {
+			g.args[i+1] = value
+		}
 	}
 }
 
@@ -339,6 +389,8 @@ func (g *Gateway) adoptPorts(a boundAddrs) {
 	if a.HTTP != "" {
 		scheme, _, _ := strings.Cut(g.HTTP, "://")
 		g.HTTP = scheme + "://" + a.HTTP
+		base := g.HTTP
+		g.base.Store(&base)
 	}
 	g.RPCAddr = a.RPC
 	if a.NATS != "" {
@@ -512,7 +564,7 @@ func StartClient(t testing.TB, extraArgs ...string) (*Gateway, *Client) {
 // Client returns HTTP helpers bound to t (a subtest may use its parent's
 // gateway).
 func (g *Gateway) Client(t testing.TB) *Client {
-	return &Client{t: t, base: g.HTTP, hc: g.hc}
+	return &Client{t: t, base: g.HTTP, gw: g, hc: g.hc}
 }
 
 // StartNATS runs a stock nats-server with JetStream inside the test process,
@@ -664,4 +716,28 @@ func TestHarnessPortsFile(t *testing.T) {
 	}
 	r := c.MustPull("harness/port", "5", "x")
 	c.ExpectReply(http.StatusNoContent, "harness/port", r.ID(), "ack")
+}
+
+// A restart whose client-facing port was taken meanwhile (by another
+// test's connection, say) comes up on another port, which the test's
+// Client follows.
+func TestHarnessRestartOnTakenPort(t *testing.T) {
+	t.Parallel()
+	if got := busyListener("lmq-gateway: --rpc-listen 127.0.0.1:45977: listen tcp 127.0.0.1:45977: bind: address already in use"); got != "--rpc-listen" {
+		t.Fatalf("busyListener = %q", got)
+	}
+	gw, c := StartClient(t)
+	c.Push("taken", []byte("x"), "text/plain")
+	old := gw.Bound.HTTP
+	gw.Kill()
+	ln, err := net.Listen("tcp", old)
+	if err != nil {
+		t.Skipf("the old port was taken by someone else already: %v", err)
+	}
+	defer ln.Close()
+	gw.Restart()
+	if gw.Bound.HTTP == old {
+		t.Fatalf("restarted on the taken port %s", old)
+	}
+	c.MustPull("taken", "5", "x")
 }

@@ -329,7 +329,7 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 	for round, pause := range []time.Duration{200 * time.Millisecond, 0} {
 		conns := make([]net.Conn, 3)
 		for i := range conns {
-			conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+			conn, err := net.Dial("tcp", strings.TrimPrefix(c.url(), "http://"))
 			if err != nil {
 				t.Fatal(err)
 			}
