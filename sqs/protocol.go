@@ -328,11 +328,8 @@ func writeAnswer(w http.ResponseWriter, jsonProto bool, action, requestID string
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0"?>` + "\n<" + action + `Response xmlns="` + xmlNS + `">`)
 	if out != nil {
-		result := struct {
-			XMLName xml.Name
-			V       any
-		}{XMLName: xml.Name{Local: action + "Result"}, V: out}
-		if err := xml.NewEncoder(&b).Encode(result); err != nil {
+		start := xml.StartElement{Name: xml.Name{Local: action + "Result"}}
+		if err := xml.NewEncoder(&b).EncodeElement(out, start); err != nil {
 			return fmt.Errorf("encode answer: %w", err)
 		}
 	}
