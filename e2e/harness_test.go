@@ -130,6 +130,7 @@ type boundAddrs struct {
 	Debug    string `json:"debug"`
 	NATS     string `json:"nats"`
 	Cluster  string `json:"cluster"`
+	SQS      string `json:"sqs"`
 	Complete bool   `json:"complete"`
 }
 

@@ -10,6 +10,7 @@ type Addrs struct {
 	HTTP  string `json:"http,omitempty"`
 	RPC   string `json:"rpc,omitempty"`
 	Debug string `json:"debug,omitempty"`
+	SQS   string `json:"sqs,omitempty"`
 	// NATS and Cluster are the embedded server's client and route ports.
 	NATS    string `json:"nats,omitempty"`
 	Cluster string `json:"cluster,omitempty"`
@@ -23,6 +24,7 @@ type Addrs struct {
 func (s *Server) Addrs() Addrs {
 	a := s.natsAddrs()
 	a.HTTP, a.RPC, a.Debug = addrString(s.HTTPAddr()), addrString(s.RPCAddr()), addrString(s.DebugAddr())
+	a.SQS = addrString(s.SQSAddr())
 	a.Complete = true
 	return a
 }

@@ -123,6 +123,23 @@ type Config struct {
 	RPCMaxAnswerBytes      int
 	RPCMaxTotalAnswerBytes int
 
+	// SQSListen is the SQS API's address (package sqs); "" turns it off
+	// (the default). SQSListener, when set, is served instead.
+	SQSListen   string
+	SQSListener net.Listener
+	// SQSTLS serves the SQS API over HTTPS when set.
+	SQSTLS *tls.Config
+	// SQSAccount and SQSRegion are the account id of queue URLs and ARNs
+	// and the region of ARNs (sqs.Options).
+	SQSAccount, SQSRegion string
+	// MaxSQSConns bounds the SQS connections open at once (0: no bound);
+	// SQSMaxRequestBytes a request body.
+	MaxSQSConns        int
+	SQSMaxRequestBytes int64
+	// SQSAuthenticate checks a request's AWS signature (sqs.Options); nil:
+	// any credentials are accepted.
+	SQSAuthenticate func(r *http.Request, body []byte) (*auth.Principal, error)
+
 	// NATSURL lists the servers of an existing NATS deployment, reached with
 	// the settings of NATS; "" starts the embedded server of Embedded instead
 	// (its Logger is the server's).
@@ -187,6 +204,9 @@ type Server struct {
 	dl       *stopListener // nil when the debug listener is off
 	debug    *http.Server
 	cop      *http.CrossOriginProtection // of Config.AllowedOrigins
+	sl       *stopListener               // nil when SQS is off
+	sqs      *http.Server
+	sqsAddr  net.Addr
 
 	// mu orders Serve's start against Shutdown's: either Serve started its
 	// goroutines before Shutdown began, and Shutdown stops them, or Serve
@@ -377,12 +397,20 @@ func (s *Server) listen() error {
 		_ = s.hl.Close()
 		return err
 	}
+	if err := s.listenSQS(); err != nil {
+		_ = s.hl.Close()
+		if s.dl != nil {
+			_ = s.dl.Close()
+		}
+		return err
+	}
 	if cfg.RPCListen == "" && cfg.RPCListener == nil {
 		return nil
 	}
 	rl, err := s.bindRPC()
 	if err != nil {
 		_ = s.hl.Close()
+		_ = s.sl.Close()
 		if s.dl != nil {
 			_ = s.dl.Close()
 		}
@@ -506,6 +534,13 @@ func (s *Server) start(ctx context.Context) error {
 			}
 		})
 	}
+	if s.sqs != nil {
+		s.front.Go(func() {
+			if err := s.sqs.Serve(s.sl); err != nil {
+				s.failed(fmt.Errorf("sqs: %w", err))
+			}
+		})
+	}
 	if s.rpc != nil {
 		// Not ctx: Shutdown ends RPC gracefully, while a cancelled context
 		// would cut the connections at once.
@@ -517,7 +552,7 @@ func (s *Server) start(ctx context.Context) error {
 		scheme = "https"
 	}
 	s.log.Info("lmq-gateway serving", "version", s.cfg.Version, scheme, s.httpWhere(), "rpc", s.rpcAddr,
-		"nats", s.natsWhere(), "auth", s.ops.AuthMode())
+		"nats", s.natsWhere(), "auth", s.ops.AuthMode(), "sqs", s.sqsWhere())
 	return nil
 }
 
@@ -554,6 +589,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.rl != nil {
 		_ = s.rl.Close()
 	}
+	_ = s.sl.Close()
 	if s.debug != nil {
 		// Profiles in progress are cut: nothing depends on them.
 		_ = s.debug.Close()
@@ -575,6 +611,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 			mu.Unlock()
 		}
 	})
+	if s.sqs != nil {
+		wg.Go(func() {
+			if err := s.sqs.Shutdown(ctx); err != nil {
+				s.log.Warn("sqs shutdown: closing connections still busy", "err", err)
+				_ = s.sqs.Close()
+				mu.Lock()
+				drainErr = errors.Join(drainErr, fmt.Errorf("sqs: %w", err))
+				mu.Unlock()
+			}
+		})
+	}
 	if s.rpc != nil {
 		wg.Go(func() {
 			if err := s.rpc.Shutdown(ctx); err != nil {

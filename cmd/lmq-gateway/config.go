@@ -23,6 +23,7 @@ type config struct {
 	rpcListen     string
 	rpcDialect    string
 	rpcMaxFrame   int
+	sqs           sqsFlags // the SQS API (sqsflags.go)
 	dataDir       string
 	natsURL       string
 	natsWait      time.Duration
@@ -100,6 +101,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.clusterName, "cluster-name", "", "form a JetStream cluster of embedded servers with this name")
 	fs.StringVar(&c.clusterListen, "cluster-listen", "", "cluster route address of the embedded server (host:port)")
 	fs.StringVar(&c.routes, "routes", "", "cluster routes, comma-separated nats-route:// URLs of all nodes")
+	addSQSFlags(fs, &c.sqs)
 	addNATSFlags(fs, &c.nats)
 	addNATSListenFlags(fs, &c.natsAuth)
 
@@ -124,7 +126,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.statsdInterval, "statsd-interval", 10*time.Second, "how often StatsD metrics are sent")
 	fs.BoolVar(&c.ui, "ui", true, "serve the web console at /ui/ (queues, properties, dead letters, cluster), behind the same authentication as the API; --ui=false turns it off. Its list pages hold at most 500 queues, a peek at most 50 messages of at most 64 KiB each, rate history 6 minutes for at most 20000 queues")
 	fs.StringVar(&c.debugListen, "debug-listen", "", "serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060 (empty: off). WARNING: no authentication; it exposes memory contents and CPU time to anyone who reaches it, so bind it to loopback (any other address is logged as a warning)")
-	fs.StringVar(&c.portsFile, "ports-file", "", "once every listener is bound, write the addresses bound to `PATH` as JSON, e.g. {\"http\":\"127.0.0.1:40123\",\"rpc\":...,\"nats\":...,\"cluster\":...,\"debug\":...,\"complete\":true} (a listener that is off is left out), replacing the file atomically; with port 0 in a listen address (--http-listen 127.0.0.1:0, also --rpc-listen, --nats-listen, --cluster-listen, --debug-listen) this is how to learn the port picked. Written a first time, without \"complete\", as soon as the embedded NATS server listens: a new cluster node binds HTTP only once other nodes joined it through its --cluster-listen port (empty: not written)")
+	fs.StringVar(&c.portsFile, "ports-file", "", "once every listener is bound, write the addresses bound to `PATH` as JSON, e.g. {\"http\":\"127.0.0.1:40123\",\"rpc\":...,\"nats\":...,\"cluster\":...,\"debug\":...,\"sqs\":...,\"complete\":true} (a listener that is off is left out), replacing the file atomically; with port 0 in a listen address (--http-listen 127.0.0.1:0, also --rpc-listen, --nats-listen, --cluster-listen, --debug-listen) this is how to learn the port picked. Written a first time, without \"complete\", as soon as the embedded NATS server listens: a new cluster node binds HTTP only once other nodes joined it through its --cluster-listen port (empty: not written)")
 	addLimitFlags(fs, &c.limits)
 	return fs
 }
@@ -137,7 +139,7 @@ const usageHead = `Usage: lmq-gateway [serve] [flags]
        lmq-gateway names [--json] QUEUE...        print a queue's JetStream stream, subjects and consumer
        lmq-gateway token create|list|revoke ...   manage the access tokens of a gateway run with --tokens
 
-Serves the LMQ API (HTTP, MessagePack-RPC) on NATS JetStream.
+Serves the LMQ API (HTTP, MessagePack-RPC), and optionally Amazon SQS's, on NATS JetStream.
 
 Settings come from, in this order of precedence:
   1. flags on the command line,
@@ -261,6 +263,9 @@ func (c *config) validate() error {
 	}
 	if _, err := httpapi.NewCrossOriginProtection(c.origins()); err != nil {
 		return fmt.Errorf("--allowed-origins: %w", err)
+	}
+	if err := c.sqs.check(); err != nil {
+		return err
 	}
 	if err := c.limits.check(c); err != nil {
 		return err

@@ -84,7 +84,18 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
+	sqsTLS, err := c.sqs.tlsConfig()
+	if err != nil {
+		return server.Config{}, err
+	}
 	return server.Config{
+		SQSListen:          c.sqs.listen,
+		SQSTLS:             sqsTLS,
+		SQSAccount:         c.sqs.account,
+		SQSRegion:          c.sqs.region,
+		MaxSQSConns:        c.sqs.maxConns,
+		SQSMaxRequestBytes: c.sqs.maxRequest,
+
 		HTTPListen:        c.httpListen,
 		HTTPTLS:           httpTLS,
 		MaxHTTPConns:      c.limits.maxHTTPConns,

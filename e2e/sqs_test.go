@@ -1,0 +1,409 @@
+package e2e
+
+// The SQS API (--sqs-listen) driven by the official AWS SDK for Go v2, and
+// by hand in the query protocol.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// startSQS starts a gateway with the SQS API and returns an SDK client of it.
+func startSQS(t *testing.T, extraArgs ...string) (*Gateway, *sqs.Client) {
+	t.Helper()
+	gw := Start(t, append([]string{"--sqs-listen", anyPort}, extraArgs...)...)
+	return gw, sqsClient(gw)
+}
+
+func sqsClient(gw *Gateway) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String("http://" + gw.Bound.SQS),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+	})
+}
+
+// apiCode is the error code of an SDK error ("" for none).
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// must is v, or a panic (failing the test with its stack) on err: the SDK's
+// calls return two values, which a t.Fatal helper cannot take inline.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestSQSQueuesAndMessages(t *testing.T) {
+	gw, c := startSQS(t)
+	ctx := context.Background()
+
+	cq := must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jobs"),
+		Attributes: map[string]string{"VisibilityTimeout": "60"}, Tags: map[string]string{"team": "a"}}))
+	url := aws.ToString(cq.QueueUrl)
+	if want := "http://" + gw.Bound.SQS + "/000000000000/jobs"; url != want {
+		t.Fatalf("QueueUrl %s, want %s", url, want)
+	}
+	// The same again is fine; other attributes are not.
+	must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jobs"), Attributes: map[string]string{"VisibilityTimeout": "60"}}))
+	_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jobs"), Attributes: map[string]string{"VisibilityTimeout": "61"}})
+	var exists *types.QueueNameExists
+	if !errors.As(err, &exists) {
+		t.Fatalf("create with other attributes: %v, want QueueNameExists", err)
+	}
+	gu := must(c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("jobs")}))
+	if aws.ToString(gu.QueueUrl) != url {
+		t.Fatalf("GetQueueUrl %s", aws.ToString(gu.QueueUrl))
+	}
+	_, err = c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("nope")})
+	var dne *types.QueueDoesNotExist
+	if !errors.As(err, &dne) || apiCode(err) != "AWS.SimpleQueueService.NonExistentQueue" {
+		t.Fatalf("GetQueueUrl of a missing queue: %v (%s)", err, apiCode(err))
+	}
+	tags := must(c.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: &url}))
+	if tags.Tags["team"] != "a" {
+		t.Fatalf("tags %v", tags.Tags)
+	}
+	must(c.TagQueue(ctx, &sqs.TagQueueInput{QueueUrl: &url, Tags: map[string]string{"env": "dev"}}))
+	must(c.UntagQueue(ctx, &sqs.UntagQueueInput{QueueUrl: &url, TagKeys: []string{"team"}}))
+	tags = must(c.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: &url}))
+	if len(tags.Tags) != 1 || tags.Tags["env"] != "dev" {
+		t.Fatalf("tags %v", tags.Tags)
+	}
+
+	sent := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("hello"),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"Color": {DataType: aws.String("String"), StringValue: aws.String("red")},
+			"Blob":  {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2}},
+			"N":     {DataType: aws.String("Number.int"), StringValue: aws.String("42")},
+		}}))
+	if aws.ToString(sent.MD5OfMessageBody) != "5d41402abc4b2a76b9719d911017c592" {
+		t.Fatalf("MD5OfMessageBody %s", aws.ToString(sent.MD5OfMessageBody))
+	}
+	attrs := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}}))
+	if attrs.Attributes["ApproximateNumberOfMessages"] != "1" || attrs.Attributes["VisibilityTimeout"] != "60" ||
+		attrs.Attributes["QueueArn"] != "arn:aws:sqs:us-east-1:000000000000:jobs" {
+		t.Fatalf("attributes %v", attrs.Attributes)
+	}
+
+	rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}}))
+	if len(rm.Messages) != 1 {
+		t.Fatalf("received %d messages", len(rm.Messages))
+	}
+	m := rm.Messages[0]
+	if aws.ToString(m.Body) != "hello" || aws.ToString(m.MessageId) != aws.ToString(sent.MessageId) ||
+		aws.ToString(m.MD5OfMessageAttributes) != aws.ToString(sent.MD5OfMessageAttributes) {
+		t.Fatalf("message %+v, sent %+v", m, sent)
+	}
+	if string(m.MessageAttributes["Blob"].BinaryValue) != "\x00\x01\x02" || aws.ToString(m.MessageAttributes["Color"].StringValue) != "red" {
+		t.Fatalf("attributes %+v", m.MessageAttributes)
+	}
+	if m.Attributes["ApproximateReceiveCount"] != "1" || m.Attributes["SentTimestamp"] == "" || m.Attributes["SenderId"] != "AKIDEXAMPLE" {
+		t.Fatalf("system attributes %v", m.Attributes)
+	}
+	// Visible again at once. (SQS raises ApproximateReceiveCount on the
+	// next receive; the core's SetVisibility(0) does not count it yet.)
+	must(c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}))
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}}))
+	if len(rm.Messages) != 1 || rm.Messages[0].Attributes["ApproximateReceiveCount"] == "" {
+		t.Fatalf("after a change to 0: %+v", rm.Messages)
+	}
+	h := rm.Messages[0].ReceiptHandle
+	// The old handle: no longer in flight.
+	_, err = c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 10})
+	if !errors.As(err, new(*types.MessageNotInflight)) {
+		t.Fatalf("change of a stale handle: %v", err)
+	}
+	must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: h}))
+	// Deleting again succeeds, as in SQS; a malformed handle does not.
+	must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: h}))
+	_, err = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: aws.String("junk")})
+	if !errors.As(err, new(*types.ReceiptHandleIsInvalid)) {
+		t.Fatalf("delete with a malformed handle: %v", err)
+	}
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url}))
+	if len(rm.Messages) != 0 {
+		t.Fatalf("after delete: %+v", rm.Messages)
+	}
+
+	// Delays, purge, list, delete.
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("later"), DelaySeconds: 1}))
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url}))
+	if len(rm.Messages) != 0 {
+		t.Fatal("a delayed message came at once")
+	}
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 20}))
+	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "later" {
+		t.Fatalf("long poll for the delayed message: %+v", rm.Messages)
+	}
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")}))
+	must(c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: &url}))
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url}))
+	if len(rm.Messages) != 0 {
+		t.Fatal("a message after purge")
+	}
+	for _, n := range []string{"other-1", "other-2"} {
+		must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(n)}))
+	}
+	lq := must(c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("other"), MaxResults: aws.Int32(1)}))
+	if len(lq.QueueUrls) != 1 || lq.NextToken == nil {
+		t.Fatalf("first page %+v", lq)
+	}
+	lq = must(c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String("other"), MaxResults: aws.Int32(1), NextToken: lq.NextToken}))
+	if len(lq.QueueUrls) != 1 || !strings.HasSuffix(lq.QueueUrls[0], "/other-2") {
+		t.Fatalf("second page %+v", lq)
+	}
+	must(c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &url}))
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")})
+	if !errors.As(err, &dne) {
+		t.Fatalf("send to a deleted queue: %v", err)
+	}
+	_, err = c.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String("arn:aws:sqs:us-east-1:000000000000:jobs")})
+	if !errors.As(err, new(*types.UnsupportedOperation)) {
+		t.Fatalf("an unsupported action: %v", err)
+	}
+}
+
+func TestSQSBatchesAndVisibility(t *testing.T) {
+	_, c := startSQS(t)
+	ctx := context.Background()
+	url := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("b"),
+		Attributes: map[string]string{"VisibilityTimeout": "1"}})).QueueUrl)
+	var entries []types.SendMessageBatchRequestEntry
+	for i := range 4 {
+		entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("e", i)), MessageBody: aws.String(fmt.Sprint("m", i))})
+	}
+	entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String("bad"), MessageBody: aws.String("x"), DelaySeconds: 901})
+	sb := must(c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries}))
+	if len(sb.Successful) != 4 || len(sb.Failed) != 1 || aws.ToString(sb.Failed[0].Id) != "bad" || !sb.Failed[0].SenderFault {
+		t.Fatalf("batch send: %+v", sb)
+	}
+	rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 5}))
+	if len(rm.Messages) == 0 {
+		t.Fatal("nothing received")
+	}
+	got := rm.Messages
+	for len(got) < 4 {
+		rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, VisibilityTimeout: 60}))
+		got = append(got, rm.Messages...)
+	}
+	// Visibility of 1 s: the first ones come back; extend all to 60 s,
+	// then delete them with one stale entry.
+	var del []types.DeleteMessageBatchRequestEntry
+	for i, m := range got {
+		del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("d", i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String("junk"), ReceiptHandle: aws.String("not-a-handle")})
+	db := must(c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: del}))
+	if len(db.Failed) != 1 || aws.ToString(db.Failed[0].Id) != "junk" || aws.ToString(db.Failed[0].Code) != "ReceiptHandleIsInvalid" {
+		t.Fatalf("batch delete: %+v", db)
+	}
+	// Expired deliveries that came back are received again.
+	seen := map[string]int{}
+	for len(seen) < 4 {
+		rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1}))
+		if len(rm.Messages) == 0 {
+			break
+		}
+		var ch []types.ChangeMessageVisibilityBatchRequestEntry
+		for i, m := range rm.Messages {
+			seen[aws.ToString(m.Body)]++
+			ch = append(ch, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(fmt.Sprint("c", i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		}
+		cb := must(c.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: ch}))
+		if len(cb.Failed) != 0 {
+			t.Fatalf("change batch: %+v", cb.Failed)
+		}
+		dels := []types.DeleteMessageBatchRequestEntry{}
+		rm2 := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1}))
+		for i, m := range rm2.Messages {
+			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("x", i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(dels) > 0 {
+			must(c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: dels}))
+		}
+	}
+	_, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("a"), MessageBody: aws.String("1")}, {Id: aws.String("a"), MessageBody: aws.String("2")}}})
+	if !errors.As(err, new(*types.BatchEntryIdsNotDistinct)) {
+		t.Fatalf("repeated ids: %v", err)
+	}
+}
+
+func TestSQSFIFO(t *testing.T) {
+	_, c := startSQS(t)
+	ctx := context.Background()
+	_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("f.fifo")})
+	if apiCode(err) != "InvalidAttributeValue" {
+		t.Fatalf("a .fifo queue without FifoQueue: %v", err)
+	}
+	url := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("f.fifo"),
+		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})).QueueUrl)
+	for i := range 3 {
+		for _, g := range []string{"g1", "g2"} {
+			must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageGroupId: aws.String(g), MessageBody: aws.String(fmt.Sprint(g, "-", i))}))
+		}
+	}
+	// A duplicate by content is stored once.
+	d := must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageGroupId: aws.String("g1"), MessageBody: aws.String("g1-0")}))
+	if d.SequenceNumber == nil {
+		t.Fatal("no SequenceNumber")
+	}
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("x")})
+	if apiCode(err) != "MissingParameter" {
+		t.Fatalf("no group id: %v", err)
+	}
+	next := map[string]int{}
+	for n := 0; n < 6; {
+		rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 5,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}}))
+		for _, m := range rm.Messages {
+			g := m.Attributes["MessageGroupId"]
+			if want := fmt.Sprint(g, "-", next[g]); aws.ToString(m.Body) != want {
+				t.Fatalf("group %s: got %s, want %s", g, aws.ToString(m.Body), want)
+			}
+			next[g]++
+			n++
+			must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}))
+		}
+	}
+	rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url}))
+	if len(rm.Messages) != 0 {
+		t.Fatalf("a duplicate was stored: %s", aws.ToString(rm.Messages[0].Body))
+	}
+}
+
+// TestSQSCrossProtocol: a message sent over SQS pulled over LMQ HTTP with
+// its attributes as headers, and the reverse.
+func TestSQSCrossProtocol(t *testing.T) {
+	gw, c := startSQS(t)
+	hc := gw.Client(t)
+	ctx := context.Background()
+	url := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("x")})).QueueUrl)
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("from sqs"),
+		MessageAttributes: map[string]types.MessageAttributeValue{"Kind": {DataType: aws.String("String"), StringValue: aws.String("k1")}}}))
+	r := hc.MustPull("x", "5", "from sqs")
+	if got := r.Header.Get("X-Sqs-Attr-Kind"); got != "Kind;String;k1" {
+		t.Fatalf("attribute header %q (headers %v)", got, r.Header)
+	}
+	hc.Reply("x", r.ID(), "ack")
+	hc.Push("x", []byte("from lmq"), "text/plain")
+	rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5}))
+	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "from lmq" || aws.ToString(rm.Messages[0].MessageId) == "" {
+		t.Fatalf("LMQ message over SQS: %+v", rm.Messages)
+	}
+}
+
+// TestSQSQueryProtocol speaks the query protocol by hand: form posts, XML
+// answers and errors.
+func TestSQSQueryProtocol(t *testing.T) {
+	gw, _ := startSQS(t)
+	base := "http://" + gw.Bound.SQS + "/"
+	post := func(v url.Values) (int, string) {
+		t.Helper()
+		v.Set("Version", "2012-11-05")
+		resp, err := http.PostForm(base, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	st, body := post(url.Values{"Action": {"CreateQueue"}, "QueueName": {"q"}, "Attribute.1.Name": {"DelaySeconds"}, "Attribute.1.Value": {"0"}})
+	if st != 200 || !strings.Contains(body, "<CreateQueueResult><QueueUrl>http://"+gw.Bound.SQS+"/000000000000/q</QueueUrl></CreateQueueResult>") {
+		t.Fatalf("CreateQueue: %d %s", st, body)
+	}
+	qurl := "http://" + gw.Bound.SQS + "/000000000000/q"
+	st, body = post(url.Values{"Action": {"SendMessage"}, "QueueUrl": {qurl}, "MessageBody": {"hello"},
+		"MessageAttribute.1.Name": {"A"}, "MessageAttribute.1.Value.DataType": {"String"}, "MessageAttribute.1.Value.StringValue": {"v"}})
+	if st != 200 || !strings.Contains(body, "<MD5OfMessageBody>5d41402abc4b2a76b9719d911017c592</MD5OfMessageBody>") {
+		t.Fatalf("SendMessage: %d %s", st, body)
+	}
+	st, body = post(url.Values{"Action": {"ReceiveMessage"}, "QueueUrl": {qurl}, "WaitTimeSeconds": {"5"},
+		"AttributeName.1": {"All"}, "MessageAttributeName.1": {"All"}})
+	if st != 200 || !strings.Contains(body, "<Body>hello</Body>") ||
+		!strings.Contains(body, "<MessageAttribute><Name>A</Name><Value><DataType>String</DataType><StringValue>v</StringValue></Value></MessageAttribute>") ||
+		!strings.Contains(body, "<Attribute><Name>ApproximateReceiveCount</Name><Value>1</Value></Attribute>") {
+		t.Fatalf("ReceiveMessage: %d %s", st, body)
+	}
+	st, body = post(url.Values{"Action": {"GetQueueUrl"}, "QueueName": {"missing"}})
+	if st != 400 || !strings.Contains(body, "<Code>AWS.SimpleQueueService.NonExistentQueue</Code>") || !strings.Contains(body, "<Type>Sender</Type>") {
+		t.Fatalf("GetQueueUrl of a missing queue: %d %s", st, body)
+	}
+	st, body = post(url.Values{"Action": {"AddPermission"}, "QueueUrl": {qurl}})
+	if st != 400 || !strings.Contains(body, "<Code>AWS.SimpleQueueService.UnsupportedOperation</Code>") {
+		t.Fatalf("unsupported: %d %s", st, body)
+	}
+}
+
+// TestSQSKill9: every message whose SendMessage was answered is received
+// after a kill -9 under load.
+func TestSQSKill9(t *testing.T) {
+	heavy(t, "kills the gateway under SQS load")
+	gw, c := startSQS(t)
+	ctx := context.Background()
+	url := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("k")})).QueueUrl)
+	const senders = 8
+	acked := make(chan string, 100000)
+	done := make(chan struct{})
+	for i := range senders {
+		go func() {
+			for n := 0; ; n++ {
+				body := fmt.Sprint(i, "-", n)
+				if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}); err != nil {
+					done <- struct{}{}
+					return
+				}
+				acked <- body
+				if n == 200 && i == 0 {
+					gw.Kill()
+				}
+			}
+		}()
+	}
+	for range senders {
+		<-done
+	}
+	close(acked)
+	want := map[string]bool{}
+	for b := range acked {
+		want[b] = true
+	}
+	gw.Restart()
+	c = sqsClient(gw)
+	url = "http://" + gw.Bound.SQS + "/000000000000/k"
+	for len(want) > 0 {
+		rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 20}))
+		if len(rm.Messages) == 0 {
+			t.Fatalf("%d answered messages lost, e.g. %v", len(want), want)
+		}
+		for _, m := range rm.Messages {
+			delete(want, aws.ToString(m.Body))
+			must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}))
+		}
+	}
+}

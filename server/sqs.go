@@ -1,0 +1,133 @@
+package server
+
+// The SQS front end (package sqs): its listener, its HTTP server, and the
+// queue metadata it needs of the core.
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
+	"github.com/lmq-gateway/lmq-gateway/sqs"
+)
+
+// listenSQS binds the SQS listener and builds its server; nothing when SQS
+// is off.
+func (s *Server) listenSQS() error {
+	cfg := s.cfg
+	if cfg.SQSListen == "" && cfg.SQSListener == nil {
+		return nil
+	}
+	l := cfg.SQSListener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", cfg.SQSListen); err != nil {
+			return fmt.Errorf("--sqs-listen %s: %w", cfg.SQSListen, err)
+		}
+	}
+	s.sqsAddr = l.Addr()
+	s.logSQSExposure(l.Addr())
+	if cfg.SQSTLS != nil {
+		l = tls.NewListener(l, cfg.SQSTLS)
+	}
+	s.sl = &stopListener{Listener: connlimit.Listen(l, cfg.MaxSQSConns)}
+	h := sqs.New(&metaCore{Gateway: s.core}, sqs.Options{
+		Account:         cfg.SQSAccount,
+		Region:          cfg.SQSRegion,
+		MaxRequestBytes: cfg.SQSMaxRequestBytes,
+		ReadTimeout:     cfg.Timeouts.BodyIdle,
+		WriteTimeout:    cfg.Timeouts.Write,
+		Authenticate:    cfg.SQSAuthenticate,
+		Logger:          s.log,
+	})
+	s.sqs = &http.Server{
+		Handler:           s.track(h),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// logSQSExposure says how SQS requests are authenticated.
+func (s *Server) logSQSExposure(addr net.Addr) {
+	if s.cfg.SQSAuthenticate != nil {
+		s.log.Info("SQS API requires AWS Signature Version 4", "sqs", addr.String())
+		return
+	}
+	ta, ok := addr.(*net.TCPAddr)
+	if ok && ta.IP.IsLoopback() {
+		s.log.Info("SQS API accepts any credentials (no authentication); it listens on loopback only", "sqs", addr.String())
+		return
+	}
+	s.log.Warn("SQS API IS OPEN: it accepts any credentials, and anyone who reaches this address can send, receive and delete on every queue",
+		"sqs", addr.String())
+}
+
+// SQSAddr is the address the SQS API listens on; nil when it is off.
+func (s *Server) SQSAddr() net.Addr {
+	if s.sl == nil {
+		return nil
+	}
+	return s.sl.Addr()
+}
+
+// metaCore is the core with the SQS queue metadata. STOPGAP until the core's
+// QueueMeta / UpdateQueueMeta (a KV bucket, gone with the queue) are merged:
+// kept in this gateway's memory, lost at restart and not shared with other
+// gateways.
+type metaCore struct {
+	*gateway.Gateway
+	mu   sync.Mutex
+	meta map[string]sqs.QueueMeta
+}
+
+func (c *metaCore) QueueMeta(_ context.Context, queue string) (sqs.QueueMeta, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.meta[queue]
+	m.Tags, m.Attrs = maps.Clone(m.Tags), maps.Clone(m.Attrs)
+	return m, nil
+}
+
+func (c *metaCore) UpdateQueueMeta(_ context.Context, queue string, fn func(*sqs.QueueMeta)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.meta == nil {
+		c.meta = make(map[string]sqs.QueueMeta)
+	}
+	m := c.meta[queue]
+	fn(&m)
+	c.meta[queue] = m
+	return nil
+}
+
+// DeleteQueue drops the queue's metadata with it.
+func (c *metaCore) DeleteQueue(ctx context.Context, queue string) error {
+	err := c.Gateway.DeleteQueue(ctx, queue)
+	if err == nil {
+		c.mu.Lock()
+		delete(c.meta, queue)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// sqsWhere is the start line's SQS address, "off" when SQS is off.
+func (s *Server) sqsWhere() string {
+	if s.sl == nil {
+		return "off"
+	}
+	if s.cfg.SQSTLS != nil {
+		return "https://" + s.sqsAddr.String()
+	}
+	return s.sqsAddr.String()
+}

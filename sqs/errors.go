@@ -1,0 +1,103 @@
+package sqs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway"
+)
+
+// apiError is an answer in SQS's error shape. Shape is the error's name in
+// the JSON protocol ("QueueDoesNotExist", sent as
+// "com.amazonaws.sqs#QueueDoesNotExist"), Code the query protocol's and the
+// x-amzn-query-error header's ("AWS.SimpleQueueService.NonExistentQueue").
+type apiError struct {
+	Status  int
+	Shape   string
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// sender reports whether the client is at fault (SQS's "Sender" type).
+func (e *apiError) sender() bool { return e.Status < 500 }
+
+// AuthError is how Options.Authenticate says why a request is refused, in
+// SQS's terms: Code as SignatureDoesNotMatch, InvalidClientTokenId,
+// IncompleteSignature, MissingAuthenticationToken, RequestExpired. Any other
+// error refuses it as AccessDenied.
+type AuthError struct{ Code, Message string }
+
+func (e *AuthError) Error() string { return e.Code + ": " + e.Message }
+
+// errorf makes an apiError whose JSON shape name and query code are the same
+// (the common errors of every AWS query service).
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Shape: code, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// SQS's own errors (shape name, query code).
+func errNoQueue(name string) *apiError {
+	return &apiError{Status: 400, Shape: "QueueDoesNotExist", Code: "AWS.SimpleQueueService.NonExistentQueue",
+		Message: "The specified queue does not exist."}
+}
+
+func errInvalid(format string, args ...any) *apiError {
+	return errorf(400, "InvalidParameterValue", format, args...)
+}
+
+func errMissing(param string) *apiError {
+	return errorf(400, "MissingParameter", "The request must contain the parameter %s.", param)
+}
+
+func errAttrName(name string) *apiError {
+	return errorf(400, "InvalidAttributeName", "Unknown Attribute %s.", name)
+}
+
+func errAttrValue(format string, args ...any) *apiError {
+	return errorf(400, "InvalidAttributeValue", format, args...)
+}
+
+func errBatch(shape, format string, args ...any) *apiError {
+	return &apiError{Status: 400, Shape: shape, Code: "AWS.SimpleQueueService." + shape, Message: fmt.Sprintf(format, args...)}
+}
+
+func errUnsupported(action string) *apiError {
+	return &apiError{Status: 400, Shape: "UnsupportedOperation", Code: "AWS.SimpleQueueService.UnsupportedOperation",
+		Message: fmt.Sprintf("The action %s is not supported by lmq-gateway.", action)}
+}
+
+func errReceipt(h string) *apiError {
+	return &apiError{Status: 400, Shape: "ReceiptHandleIsInvalid", Code: "ReceiptHandleIsInvalid",
+		Message: fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", h)}
+}
+
+func errNotInflight() *apiError {
+	return &apiError{Status: 400, Shape: "MessageNotInflight", Code: "AWS.SimpleQueueService.MessageNotInflight",
+		Message: "The message referred to is not in flight (its receipt handle expired, or it was deleted)."}
+}
+
+// apiErrorOf maps err, from the core or a handler, onto SQS's errors.
+func apiErrorOf(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	switch {
+	case errors.Is(err, gateway.ErrAlreadyAcked), errors.Is(err, gateway.ErrNotFound):
+		return errorf(400, "InvalidParameterValue", "%v", err)
+	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, gateway.ErrHeaderTooLarge):
+		return errInvalid("%v", err)
+	case errors.Is(err, gateway.ErrTooLarge):
+		return errInvalid("Message must be shorter than the queue's MaximumMessageSize: %v", err)
+	case errors.Is(err, gateway.ErrTooManyQueues):
+		return &apiError{Status: 403, Shape: "OverLimit", Code: "OverLimit", Message: err.Error()}
+	case errors.Is(err, gateway.ErrUnavailable):
+		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "%v", err)
+	case errors.Is(err, gateway.ErrUnknown):
+		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "the outcome is unknown (it may have taken effect): %v", err)
+	}
+	return errorf(http.StatusInternalServerError, "InternalFailure", "%v", err)
+}

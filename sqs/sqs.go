@@ -1,0 +1,283 @@
+// Package sqs is the Amazon SQS-compatible front end: SQS's API, in both
+// wire protocols its clients speak (AWS JSON 1.0 and the query protocol),
+// on the same queues as LMQ's HTTP and MessagePack-RPC front ends, through
+// the core's interface only (Core). One SQS queue is one LMQ queue: a
+// receipt handle is a delivery id, VisibilityTimeout the queue's timeout,
+// MessageRetentionPeriod its ttl; what LMQ has no property for lives in the
+// queue's metadata (QueueMeta). Message attributes travel as kept headers
+// (attrs.go), so LMQ clients and NATS programs see them.
+//
+// Requests are bounded like the other front ends': the body's size
+// (Options.MaxRequestBytes), the time to read it and to write the answer,
+// and long polls to SQS's 20 seconds; the server bounds connections.
+package sqs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/auth"
+	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+)
+
+// Defaults of Options.
+const (
+	DefaultAccount         = "000000000000"
+	DefaultRegion          = "us-east-1"
+	DefaultMaxRequestBytes = 4 << 20
+	DefaultReadTimeout     = 30 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+)
+
+// Options configure a Server; zero fields take the defaults above.
+type Options struct {
+	// Account is the account id in queue URLs and ARNs; Region the region in
+	// ARNs (requests may name any).
+	Account, Region string
+	// MaxRequestBytes bounds a request body: SQS's largest message (1 MiB)
+	// and its attributes, escaped for JSON or a form.
+	MaxRequestBytes int64
+	// ReadTimeout bounds reading a request's body, WriteTimeout writing its
+	// answer (the long poll's wait does not count).
+	ReadTimeout, WriteTimeout time.Duration
+	// Authenticate, when set, tells who a request is from its signature
+	// (SigV4) and its body; an *AuthError says why not. nil: any
+	// credentials are accepted and every request has every right.
+	Authenticate func(r *http.Request, body []byte) (*auth.Principal, error)
+	Logger       *slog.Logger
+}
+
+// Server serves SQS's API on a Core. It is an http.Handler.
+type Server struct {
+	core Core
+	opts Options
+	log  *slog.Logger
+	// now is the clock of timestamps (tests may stop it).
+	now func() time.Time
+}
+
+// New returns the SQS front end on core.
+func New(core Core, opts Options) *Server {
+	if opts.Account == "" {
+		opts.Account = DefaultAccount
+	}
+	if opts.Region == "" {
+		opts.Region = DefaultRegion
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{core: core, opts: opts, log: opts.Logger, now: time.Now}
+}
+
+// request is one SQS request being served.
+type request struct {
+	*input
+	ctx      context.Context
+	action   string
+	json     bool
+	scheme   string
+	host     string
+	sender   string // SenderId: the access key id, or the account
+	prin     *auth.Principal
+	queue    string // the queue of QueueUrl, once resolved
+	received time.Time
+}
+
+// handler is an action: it returns the answer (nil: an empty result).
+type handler func(s *Server, r *request) (any, error)
+
+// action is an action's handler and the right a token needs for it.
+type action struct {
+	h     handler
+	right route.Right // route.AnyRight: any one (reading)
+	// onQueue: the action names a queue (QueueUrl) the token's scope must
+	// allow; otherwise it names none, or QueueName (CreateQueue, GetQueueUrl).
+	onQueue bool
+}
+
+// actions are the supported actions; any other answers UnsupportedOperation.
+var actions = map[string]action{
+	"CreateQueue":                  {(*Server).createQueue, route.RightAdmin, false},
+	"GetQueueUrl":                  {(*Server).getQueueURL, route.AnyRight, false},
+	"ListQueues":                   {(*Server).listQueues, route.AnyRight, false},
+	"DeleteQueue":                  {(*Server).deleteQueue, route.RightAdmin, true},
+	"GetQueueAttributes":           {(*Server).getQueueAttributes, route.AnyRight, true},
+	"SetQueueAttributes":           {(*Server).setQueueAttributes, route.RightAdmin, true},
+	"PurgeQueue":                   {(*Server).purgeQueue, route.RightAdmin, true},
+	"ListDeadLetterSourceQueues":   {(*Server).listDeadLetterSourceQueues, route.AnyRight, true},
+	"TagQueue":                     {(*Server).tagQueue, route.RightAdmin, true},
+	"UntagQueue":                   {(*Server).untagQueue, route.RightAdmin, true},
+	"ListQueueTags":                {(*Server).listQueueTags, route.AnyRight, true},
+	"SendMessage":                  {(*Server).sendMessage, route.RightPush, true},
+	"SendMessageBatch":             {(*Server).sendMessageBatch, route.RightPush, true},
+	"ReceiveMessage":               {(*Server).receiveMessage, route.RightPull, true},
+	"DeleteMessage":                {(*Server).deleteMessage, route.RightPull, true},
+	"DeleteMessageBatch":           {(*Server).deleteMessageBatch, route.RightPull, true},
+	"ChangeMessageVisibility":      {(*Server).changeVisibility, route.RightPull, true},
+	"ChangeMessageVisibilityBatch": {(*Server).changeVisibilityBatch, route.RightPull, true},
+}
+
+// ServeHTTP serves one request of either protocol.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newRequestID()
+	target := r.Header.Get("X-Amz-Target")
+	jsonProto := target != "" || strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-amz-json")
+	fail := func(e *apiError) {
+		if e.Status >= 500 {
+			s.log.Warn("sqs request failed", "status", e.Status, "code", e.Code, "err", e.Message)
+		}
+		writeError(w, jsonProto, id, e)
+	}
+	if r.Method != http.MethodPost && !(r.Method == http.MethodGet && !jsonProto) {
+		fail(errorf(http.StatusMethodNotAllowed, "InvalidAction", "method %s is not supported; use POST", r.Method))
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		fail(errorf(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "the request body is larger than %d bytes", s.opts.MaxRequestBytes))
+		return
+	case err != nil:
+		fail(errorf(http.StatusBadRequest, "IncompleteBody", "reading the request body: %v", err))
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+
+	req := &request{ctx: r.Context(), json: jsonProto, host: r.Host, scheme: "http", received: s.now()}
+	if r.TLS != nil {
+		req.scheme = "https"
+	}
+	if s.opts.Authenticate != nil {
+		p, err := s.opts.Authenticate(r, body)
+		if err != nil {
+			var ae *AuthError
+			if errors.As(err, &ae) {
+				fail(&apiError{Status: http.StatusForbidden, Shape: ae.Code, Code: ae.Code, Message: ae.Message})
+			} else {
+				fail(errorf(http.StatusForbidden, "AccessDenied", "%v", err))
+			}
+			return
+		}
+		req.prin = p
+	}
+	req.sender = senderOf(r, s.opts.Account)
+
+	var ae *apiError
+	if jsonProto {
+		name, ok := strings.CutPrefix(target, "AmazonSQS.")
+		if !ok {
+			fail(errorf(400, "UnknownOperationException", "X-Amz-Target %q does not name an SQS action", target))
+			return
+		}
+		req.action = name
+		req.input, ae = decodeJSON(body)
+	} else {
+		var v url.Values
+		v, err = url.ParseQuery(string(body))
+		if err != nil {
+			fail(errorf(400, "MalformedQueryString", "%v", err))
+			return
+		}
+		for k, vs := range r.URL.Query() {
+			if _, ok := v[k]; !ok {
+				v[k] = vs
+			}
+		}
+		req.action = v.Get("Action")
+		if req.action == "" {
+			fail(errorf(400, "MissingAction", "the request has no Action"))
+			return
+		}
+		req.input, ae = decodeQuery(v)
+		if ae == nil && req.QueueURL == "" && r.URL.Path != "/" && r.URL.Path != "" {
+			// The query protocol may address the queue by the URL's path.
+			req.QueueURL = r.URL.Path
+		}
+	}
+	if ae != nil {
+		fail(ae)
+		return
+	}
+	act, ok := actions[req.action]
+	if !ok {
+		fail(errUnsupported(req.action))
+		return
+	}
+	if act.onQueue {
+		if req.queue, ae = s.nameOfURL(req.QueueURL); ae != nil {
+			fail(ae)
+			return
+		}
+	}
+	if ae := s.authorize(req, act); ae != nil {
+		fail(ae)
+		return
+	}
+	out, err := act.h(s, req)
+	if err != nil {
+		fail(apiErrorOf(err))
+		return
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	w.Header().Set("x-amzn-RequestId", id)
+	if err := writeAnswer(w, jsonProto, req.action, id, out); err != nil {
+		s.log.Debug("sqs answer not written", "action", req.action, "err", err)
+	}
+}
+
+// authorize checks the request's token, like the HTTP routes do: the
+// action's right, and the queue in the token's scope.
+func (s *Server) authorize(r *request, act action) *apiError {
+	if r.prin == nil || r.prin.Token() == nil {
+		return nil // auth off, or the operator
+	}
+	t := r.prin.Token()
+	queue := r.queue
+	if !act.onQueue {
+		queue = r.QueueName
+	}
+	if t.Rights()&act.right == 0 || (queue != "" && !t.InScope(queue)) {
+		return errorf(http.StatusForbidden, "AccessDenied", "token %q may not %s on queue %q", t.Name(), r.action, queue)
+	}
+	return nil
+}
+
+// senderOf is the SenderId of a request: the access key id of its
+// signature, or the account when it has none.
+func senderOf(r *http.Request, account string) string {
+	a := r.Header.Get("Authorization")
+	if _, cred, ok := strings.Cut(a, "Credential="); ok {
+		if key, _, ok := strings.Cut(cred, "/"); ok && key != "" {
+			return key
+		}
+	}
+	return account
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
