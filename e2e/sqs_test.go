@@ -123,12 +123,11 @@ func TestSQSQueuesAndMessages(t *testing.T) {
 	if m.Attributes["ApproximateReceiveCount"] != "1" || m.Attributes["SentTimestamp"] == "" || m.Attributes["SenderId"] != "AKIDEXAMPLE" {
 		t.Fatalf("system attributes %v", m.Attributes)
 	}
-	// Visible again at once. (SQS raises ApproximateReceiveCount on the
-	// next receive; the core's SetVisibility(0) does not count it yet.)
+	// Visible again at once, received a second time.
 	must(c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}))
 	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}}))
-	if len(rm.Messages) != 1 || rm.Messages[0].Attributes["ApproximateReceiveCount"] == "" {
+	if len(rm.Messages) != 1 || rm.Messages[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("after a change to 0: %+v", rm.Messages)
 	}
 	h := rm.Messages[0].ReceiptHandle

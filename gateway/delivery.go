@@ -142,7 +142,8 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		return nil, nil
 	}
 	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group,
-		Seq: r.Seq, Receives: r.Used()}
+		Seq: r.Seq, Receives: receives(r)}
+	r.Receives = out.Receives
 	if r.PushedAt > 0 {
 		out.PushedAt = time.Unix(0, r.PushedAt)
 	}
@@ -195,6 +196,17 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 	d.timer = time.AfterFunc(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
 	d.mu.Unlock()
 	return out, nil
+}
+
+// receives is how many times r's message was handed to clients, this
+// delivery included: the count its earlier copies carry (Lmq-Receives, else
+// the retries they used) plus this copy's JetStream deliveries.
+func receives(r *dispatch.Raw) int {
+	before := r.Prev
+	if n, err := strconv.Atoi(r.Msg.Header.Get(mapping.HdrReceives)); err == nil && n >= 0 {
+		before = n
+	}
+	return before + r.DC
 }
 
 // take moves an active delivery to finished and out of the table; false if it
@@ -277,7 +289,10 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 	cp := nats.NewMsg(subj)
 	copyOwnHeaders(cp, r.Msg)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if r.FirstReceived > 0 && counted {
+	if r.Receives > 0 {
+		// Handed out to a client (counted or not: a visibility of 0 is a
+		// receive that used no retry).
+		cp.Header.Set(mapping.HdrReceives, strconv.Itoa(r.Receives))
 		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
 	}
 	if r.Group != "" {

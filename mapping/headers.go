@@ -34,6 +34,11 @@ const (
 	// nanoseconds), stamped on the copy a release stores (SQS's
 	// ApproximateFirstReceiveTimestamp). Absent: not handed out before.
 	HdrFirstReceived = "Lmq-First-Received"
+	// HdrReceives counts the times earlier copies of the message were
+	// handed out, whether or not they used a retry (SQS's
+	// ApproximateReceiveCount; Lmq-Delivered counts retries used).
+	// Absent: Lmq-Delivered.
+	HdrReceives = "Lmq-Receives"
 )
 
 // KindCompound is the HdrKind value of compound (accumulated) messages.

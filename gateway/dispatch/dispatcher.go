@@ -49,6 +49,9 @@ type Raw struct {
 	// FirstReceived is when the message was first handed out (Unix ns):
 	// from its Lmq-First-Received, or the core's delivery of this copy.
 	FirstReceived int64
+	// Receives counts the message's deliveries to clients, this copy's
+	// included, once the core delivered it (0 before).
+	Receives int
 }
 
 // Queue is the dispatcher of the message's queue.
