@@ -21,10 +21,13 @@ const (
 	maxTokenSpec = 64 << 10
 )
 
-// CreatedToken is POST /tokens's answer: the token (shown this once) and
-// what it is.
+// CreatedToken is POST /tokens's answer: the token (shown this once), the
+// AWS credentials it signs SQS requests with (SigV4Credentials: users need
+// not derive them), and what it is.
 type CreatedToken struct {
-	Token string `json:"token"`
+	Token              string `json:"token"`
+	AWSAccessKeyID     string `json:"aws_access_key_id"`
+	AWSSecretAccessKey string `json:"aws_secret_access_key"`
 	TokenInfo
 }
 
@@ -86,7 +89,8 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	jsonreply.Write(w, http.StatusCreated, CreatedToken{Token: tok, TokenInfo: info})
+	keyID, secret, _ := SigV4Credentials(tok)
+	jsonreply.Write(w, http.StatusCreated, CreatedToken{Token: tok, AWSAccessKeyID: keyID, AWSSecretAccessKey: secret, TokenInfo: info})
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

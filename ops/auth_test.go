@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -126,5 +127,24 @@ func TestCreateTokenWantsJSON(t *testing.T) {
 	}
 	if w := post("application/json; charset=utf-8"); w.Code != http.StatusCreated {
 		t.Errorf("POST /tokens JSON: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestCreateTokenAWSCredentials: POST /tokens answers the AWS credentials
+// that sign SQS requests as the new token, so users need not derive them.
+func TestCreateTokenAWSCredentials(t *testing.T) {
+	h, _ := tokenOps(t)
+	req := httptest.NewRequest(http.MethodPost, auth.PathTokens, strings.NewReader(`{"name":"n","rights":["push"]}`))
+	req.Header.Set("Authorization", "Bearer op")
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var out auth.CreatedToken
+	if err := json.Unmarshal(w.Body.Bytes(), &out); w.Code != http.StatusCreated || err != nil {
+		t.Fatalf("POST /tokens: %d %s (%v)", w.Code, w.Body, err)
+	}
+	id, secret, ok := auth.SigV4Credentials(out.Token)
+	if !ok || out.AWSAccessKeyID != id || out.AWSSecretAccessKey != secret || id != out.ID || len(secret) != 64 {
+		t.Errorf("POST /tokens answered key id %q secret %q for token %q; want %q %q", out.AWSAccessKeyID, out.AWSSecretAccessKey, out.Token, id, secret)
 	}
 }

@@ -26,6 +26,7 @@ type bench struct {
 	gw       *gatewayProc
 	httpAddr string
 	rpcAddr  string
+	sqsAddr  string
 	natsURL  string
 	gwPID    int
 	natsPID  int
@@ -115,14 +116,14 @@ func (b *bench) openTargets(ctx context.Context) error {
 			return err
 		}
 		b.gw = g
-		b.httpAddr, b.rpcAddr, b.natsURL = g.httpAddr, g.rpcAddr, g.natsURL
+		b.httpAddr, b.rpcAddr, b.sqsAddr, b.natsURL = g.httpAddr, g.rpcAddr, g.sqsAddr, g.natsURL
 		b.gwPID = g.pid()
 	} else {
-		b.httpAddr, b.rpcAddr, b.natsURL = cfg.httpAddr, cfg.rpcAddr, cfg.natsURL
+		b.httpAddr, b.rpcAddr, b.sqsAddr, b.natsURL = cfg.httpAddr, cfg.rpcAddr, cfg.sqsAddr, cfg.natsURL
 		b.gwPID, b.natsPID = cfg.gatewayPID, cfg.natsPID
 	}
 	// Baselines first, so that a long run shows them before the gateway rows.
-	for _, name := range []string{tNoop, tJS, tHTTP, tRPC} {
+	for _, name := range []string{tNoop, tJS, tHTTP, tRPC, tSQS} {
 		if !slices.Contains(cfg.targets, name) {
 			continue
 		}
@@ -141,6 +142,8 @@ func (b *bench) openTargets(ctx context.Context) error {
 			t = newGatewayHTTPTarget(b.httpAddr, maxConc)
 		case tRPC:
 			t = newRPCTarget(b.rpcAddr, cfg.rpcDepth)
+		case tSQS:
+			t = newSQSTarget(b.sqsAddr, cfg.sqsAccount, maxConc)
 		}
 		if err != nil {
 			return err
@@ -148,7 +151,7 @@ func (b *bench) openTargets(ctx context.Context) error {
 		b.targets = append(b.targets, t)
 	}
 	if len(b.targets) == 0 {
-		return errors.New("no target can run (give --http/--rpc/--nats, or spawn)")
+		return errors.New("no target can run (give --http/--rpc/--sqs/--nats, or spawn)")
 	}
 	return nil
 }
@@ -163,6 +166,11 @@ func (b *bench) unreachable(name string) string {
 		return "no --http address"
 	case name == tRPC && b.rpcAddr == "":
 		return "no --rpc address"
+	case name == tSQS && b.sqsAddr == "":
+		if b.gw != nil {
+			return "the spawned gateway serves no SQS API (no --sqs-listen)"
+		}
+		return "no --sqs address"
 	}
 	return ""
 }

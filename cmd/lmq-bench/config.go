@@ -18,6 +18,7 @@ const (
 	tJS   = "jetstream"
 	tHTTP = "http"
 	tRPC  = "rpc"
+	tSQS  = "sqs"
 
 	wPush    = "push"
 	wPull    = "pull"
@@ -33,7 +34,7 @@ const (
 var knownWorkloads = append(slices.Clone(allWorkloads), wQueues, wGroups)
 
 var (
-	allTargets   = []string{tNoop, tJS, tHTTP, tRPC}
+	allTargets   = []string{tNoop, tJS, tHTTP, tRPC, tSQS}
 	allWorkloads = []string{wPush, wPull, wMixed, wE2E, wMaxRate, wMemory}
 )
 
@@ -56,6 +57,8 @@ type config struct {
 	profileDir  string // CPU profiles of the spawned gateway, one per cell ("": none)
 	httpAddr    string
 	rpcAddr     string
+	sqsAddr     string
+	sqsAccount  string
 	natsURL     string
 	gatewayPID  int
 	natsPID     int
@@ -123,6 +126,11 @@ Targets (--targets):
              then POST /messages/NAME/ID?reply=ack
   rpc        MessagePack-RPC push/pull/done, one TCP connection per client,
              --rpc-depth requests in flight per connection
+  sqs        the gateway's Amazon SQS API, AWS JSON 1.0 by hand, unsigned:
+             SendMessage; ReceiveMessage (MaxNumberOfMessages 1, waits in
+             whole seconds) then DeleteMessage; queues made by CreateQueue.
+             Bodies carry their 8-byte stamp as 16 hex digits (8 bytes more).
+             Skipped when the gateway serves no SQS API
   jetstream  raw nats.go on the gateway's NATS: WorkQueue stream + durable pull
              consumer per queue; sync Publish; Fetch(1) + DoubleAck
   noop-http  a no-op net/http handler inside the bench, same HTTP client code:
@@ -169,13 +177,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "duration of each measured cell")
 	fs.IntVar(&cfg.repeat, "repeat", 1, "run push/pull/mixed cells and e2e trials this many times (targets taking turns) and report the median (by rate; by p99 for e2e)")
 
-	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc or --nats is given)")
+	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc, --sqs or --nats is given)")
 	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
 	gwArgs := fs.String("gateway-args", "", "extra arguments for the spawned gateway, space-separated")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the spawned gateway's temp dir (data, log) after the run")
 	fs.StringVar(&cfg.profileDir, "profile", "", "save a CPU profile of the spawned gateway for each measured push/pull/mixed cell and e2e/maxrate trial into `DIR`, named workload-target-cC-sSIZE-qQUEUES[-rRATE].pprof (read with go tool pprof -top FILE); the gateway is started with --debug-listen on a loopback port; needs spawn mode")
 	fs.StringVar(&cfg.httpAddr, "http", "", "HTTP address of a running gateway (host:port)")
 	fs.StringVar(&cfg.rpcAddr, "rpc", "", "MessagePack-RPC address of a running gateway (host:port)")
+	fs.StringVar(&cfg.sqsAddr, "sqs", "", "Amazon SQS API address of a running gateway (host:port; its --sqs-listen), without authentication")
+	fs.StringVar(&cfg.sqsAccount, "sqs-account", sqsDefaultAccount, "account id in the SQS target's queue URLs (the gateway's --sqs-account)")
 	fs.StringVar(&cfg.natsURL, "nats", "", "NATS URL for the jetstream target against a running deployment")
 	fs.IntVar(&cfg.gatewayPID, "gateway-pid", 0, "PID of the running gateway, for RSS and CPU figures (spawn mode knows it)")
 	fs.IntVar(&cfg.natsPID, "nats-pid", 0, "PID of a separate nats-server, for RSS and CPU figures")
@@ -309,9 +319,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("--mem-samples must be >= 1")
 	}
 	// An address of a running deployment means: do not spawn.
-	if cfg.httpAddr != "" || cfg.rpcAddr != "" || cfg.natsURL != "" {
+	if cfg.httpAddr != "" || cfg.rpcAddr != "" || cfg.sqsAddr != "" || cfg.natsURL != "" {
 		if cfg.explicitlySet["spawn"] && cfg.spawn {
-			return cfg, errors.New("--spawn contradicts --http/--rpc/--nats")
+			return cfg, errors.New("--spawn contradicts --http/--rpc/--sqs/--nats")
 		}
 		cfg.spawn = false
 	}

@@ -1,12 +1,15 @@
 // Command lmq-bench measures lmq-gateway against the engine underneath it and
 // against the HTTP ceiling, in one run, and prints markdown tables.
 //
-// Four targets are driven by the same workload code:
+// Five targets are driven by the same workload code:
 //
 //   - http: the gateway's HTTP API (POST /messages/NAME to push; GET
 //     /messages/NAME?t=... to pull, then POST /messages/NAME/ID?reply=ack).
 //   - rpc: the gateway's MessagePack-RPC API, one TCP connection per client,
 //     requests pipelined on it (push, pull, done).
+//   - sqs: the gateway's Amazon SQS API (--sqs-listen), AWS JSON 1.0 written
+//     by hand and unsigned (SendMessage; ReceiveMessage then DeleteMessage);
+//     skipped when the gateway serves none.
 //   - jetstream: raw nats.go JetStream on the same NATS server (one WorkQueue
 //     stream and durable pull consumer per queue; sync Publish; Fetch(1) +
 //     DoubleAck), so that every gateway figure has its ratio to the engine.

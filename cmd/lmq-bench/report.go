@@ -114,11 +114,11 @@ func (b *bench) report() string {
 		w("- commit: %s\n", f.commit)
 	}
 	if b.gw != nil {
-		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, NATS %s; client and server share the machine\n",
-			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), redactURL(b.natsURL))
+		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, SQS %s, NATS %s; client and server share the machine\n",
+			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.sqsAddr), redactURL(b.natsURL))
 	} else {
-		w("- deployment: running; HTTP %s, RPC %s, NATS %s, gateway pid %d, nats pid %d\n",
-			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(redactURL(b.natsURL)), b.gwPID, b.natsPID)
+		w("- deployment: running; HTTP %s, RPC %s, SQS %s, NATS %s, gateway pid %d, nats pid %d\n",
+			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.sqsAddr), orDash(redactURL(b.natsURL)), b.gwPID, b.natsPID)
 	}
 	w("- cells: %s each; rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
 		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)

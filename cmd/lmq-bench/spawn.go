@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +36,9 @@ type gatewayProc struct {
 	httpAddr string
 	rpcAddr  string
 	natsAddr string
+	// sqsAddr serves the Amazon SQS API; "" when the sqs target is not
+	// selected or the binary has no --sqs-listen.
+	sqsAddr string
 	// debugAddr serves the gateway's pprof (--profile); "" when off.
 	debugAddr string
 	// natsURL carries the user and password of natsPass, which the gateway
@@ -122,11 +127,20 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	}
 	// Access logging costs the gateway per request; turn it off where the
 	// binary has the flag (older builds do not, and reject unknown flags).
-	if help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput(); bytes.Contains(help, []byte("-access-log")) {
+	help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("-access-log")) {
 		g.args = append(g.args, "--access-log=false")
 	}
+	// The SQS API on a port the gateway picks, learned from its ports file
+	// (a port picked here could be taken by the time the gateway binds it;
+	// the other ports keep the older way, which builds without a ports
+	// file need).
+	portsFile := ""
+	if slices.Contains(cfg.targets, tSQS) && bytes.Contains(help, []byte("-sqs-listen")) {
+		portsFile = filepath.Join(dir, "ports.json")
+		g.args = append(g.args, "--sqs-listen", "127.0.0.1:0", "--ports-file", portsFile)
+	}
 	if cfg.profileDir != "" {
-		help, _ := exec.CommandContext(ctx, g.bin, "--help").CombinedOutput()
 		if !bytes.Contains(help, []byte("-debug-listen")) {
 			return fail(errors.New("--profile: the gateway binary has no --debug-listen flag"))
 		}
@@ -147,7 +161,20 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 		log.Warn("spawned gateway does not serve MessagePack-RPC", "addr", g.rpcAddr)
 		g.rpcAddr = ""
 	}
-	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "nats", redactURL(g.natsURL))
+	if portsFile != "" {
+		if g.sqsAddr, err = sqsPort(ctx, portsFile, g.exited); err != nil {
+			return fail(err)
+		}
+		// Restarts (memory) keep the port, as they keep the others: the
+		// target holds the address.
+		for i, a := range g.args {
+			if a == "--sqs-listen" {
+				g.args[i+1] = g.sqsAddr
+				break
+			}
+		}
+	}
+	log.Info("gateway ready", "pid", g.cmd.Process.Pid, "http", g.httpAddr, "rpc", g.rpcAddr, "sqs", g.sqsAddr, "nats", redactURL(g.natsURL))
 	return g, nil
 }
 
@@ -394,4 +421,36 @@ func redactURL(s string) string {
 		return s
 	}
 	return u.Redacted()
+}
+
+// sqsPort reads the address of the SQS API ("sqs") from the gateway's ports
+// file, waiting until the gateway wrote it complete (every listener bound),
+// or exited.
+func sqsPort(ctx context.Context, path string, exited <-chan struct{}) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			var ports struct {
+				SQS      string `json:"sqs"`
+				Complete bool   `json:"complete"`
+			}
+			if err := json.Unmarshal(b, &ports); err != nil {
+				return "", fmt.Errorf("gateway's ports file %s: %w", path, err)
+			}
+			if ports.Complete {
+				if ports.SQS == "" {
+					return "", fmt.Errorf("gateway's ports file %s has no \"sqs\" address though --sqs-listen was given", path)
+				}
+				return ports.SQS, nil
+			}
+		}
+		select {
+		case <-exited:
+			return "", errors.New("gateway exited before writing its ports file")
+		case <-ctx.Done():
+			return "", fmt.Errorf("gateway's ports file %s: not complete: %w", path, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
