@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -404,5 +405,68 @@ func TestSQSKill9(t *testing.T) {
 			delete(want, aws.ToString(m.Body))
 			must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}))
 		}
+	}
+}
+
+// sqsClientAs is an SDK client of gw signing with the given credentials.
+func sqsClientAs(gw *Gateway, id, secret string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		Region:       "eu-west-3",
+		BaseEndpoint: aws.String("http://" + gw.Bound.SQS),
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, ""),
+	})
+}
+
+// With authentication on, every SQS request must carry a valid AWS
+// signature: the operator's credential (access key "lmq", the --auth-token
+// as secret) and a token's (POST /tokens gives both) are accepted, a wrong
+// secret is SignatureDoesNotMatch, an unknown key InvalidClientTokenId, and
+// a token's rights and prefix apply as over HTTP.
+func TestSQSSigV4(t *testing.T) {
+	t.Parallel()
+	natsURL := StartNATS(t)
+	g := newGateway(t)
+	g.NATSURL = natsURL
+	g.args = []string{"--rpc-listen", anyPort, "--nats-url", natsURL, "--sqs-listen", anyPort}
+	g.opsLaunch(nil, "--http-listen", strings.TrimPrefix(g.HTTP, "http://"), "--tokens", "--auth-token", tokensOperator)
+	c := g.Client(t)
+	r := c.Expect(http.StatusCreated, http.MethodPost, "/tokens", []byte(`{"name":"sv","prefix":"sv-","rights":["push"]}`),
+		append(bearer(tokensOperator), "Content-Type", "application/json")...)
+	var tok struct {
+		ID     string `json:"aws_access_key_id"`
+		Secret string `json:"aws_secret_access_key"`
+	}
+	if err := json.Unmarshal(r.Body, &tok); err != nil || tok.ID == "" || tok.Secret == "" {
+		t.Fatalf("POST /tokens: %v (%v)", r, err)
+	}
+	ctx := t.Context()
+	op := sqsClientAs(g, "lmq", tokensOperator)
+	url := *must(op.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("sv-q")})).QueueUrl
+	_ = must(op.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("other")}))
+	if _, err := sqsClientAs(g, "lmq", "wrong").ListQueues(ctx, &sqs.ListQueuesInput{}); apiCode(err) != "SignatureDoesNotMatch" {
+		t.Fatalf("wrong secret: %v (code %q)", err, apiCode(err))
+	}
+	if _, err := sqsClientAs(g, "AKIDUNKNOWN00000", "x").ListQueues(ctx, &sqs.ListQueuesInput{}); apiCode(err) != "InvalidClientTokenId" {
+		t.Fatalf("unknown key: %v (code %q)", err, apiCode(err))
+	}
+	tc := sqsClientAs(g, tok.ID, tok.Secret)
+	// The token lists only its queues, may send to them, and may neither
+	// receive (no pull right) nor create queues (no admin right).
+	lq := must(tc.ListQueues(ctx, &sqs.ListQueuesInput{}))
+	if len(lq.QueueUrls) != 1 || !strings.HasSuffix(lq.QueueUrls[0], "/sv-q") {
+		t.Fatalf("the token lists %v; want sv-q only", lq.QueueUrls)
+	}
+	_ = must(tc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("from a token")}))
+	if _, err := tc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url}); err == nil {
+		t.Fatal("a push token received")
+	}
+	if got := must(op.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5})); len(got.Messages) != 1 || *got.Messages[0].Body != "from a token" {
+		t.Fatalf("the operator received %+v", got.Messages)
+	}
+	if _, err := tc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("made-by-token")}); err == nil {
+		t.Fatal("a push token created a queue")
+	}
+	if _, err := tc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(strings.Replace(url, "sv-q", "other", 1))}); err == nil {
+		t.Fatal("a token received from a queue outside its prefix")
 	}
 }

@@ -329,6 +329,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}
 	s.ops = ops.New(s.core, s.stats, opsOpt)
+	if guard := auth.NewGuard(cfg.Auth, opsOpt.Tokens); guard.Enabled() && s.cfg.SQSAuthenticate == nil {
+		// The SQS API asks for the same credentials as the HTTP API, as AWS
+		// signatures (auth.AuthenticateSigV4 says how they map).
+		s.cfg.SQSAuthenticate = sigV4For(guard)
+	}
 
 	if err := s.listen(); err != nil {
 		return nil, err

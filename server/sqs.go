@@ -6,13 +6,16 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/sqs"
@@ -70,6 +73,19 @@ func (s *Server) logSQSExposure(addr net.Addr) {
 	}
 	s.log.Warn("SQS API IS OPEN: it accepts any credentials, and anyone who reaches this address can send, receive and delete on every queue",
 		"sqs", addr.String())
+}
+
+// sigV4For is the SQS front end's check of AWS signatures by guard: its
+// refusals in SQS's terms.
+func sigV4For(guard *auth.Guard) func(r *http.Request, body []byte) (*auth.Principal, error) {
+	return func(r *http.Request, body []byte) (*auth.Principal, error) {
+		p, err := guard.AuthenticateSigV4(r, body, time.Now())
+		var se *auth.SigV4Error
+		if errors.As(err, &se) {
+			return nil, &sqs.AuthError{Code: se.Code, Message: se.Message}
+		}
+		return p, err
+	}
 }
 
 // SQSAddr is the address the SQS API listens on; nil when it is off.
