@@ -228,8 +228,11 @@ type Gateway struct {
 	// followers mirror KV buckets (buckets.go); Close stops them.
 	followMu  sync.Mutex
 	followers []*kvfollow.Follower
-	stopWait  sync.Once // closes closing (drain.go)
-	closeOne  sync.Once
+	// metaKV is the queue metadata bucket once opened (queuemeta.go).
+	metaMu   sync.Mutex
+	metaKV   jetstream.KeyValue
+	stopWait sync.Once // closes closing (drain.go)
+	closeOne sync.Once
 	// bg counts the core's long-lived goroutines (peers; the dispatcher
 	// owns its own); work counts everything started on the way and holds
 	// the context that lives as long as the gateway (lifecycle.Work). Close
