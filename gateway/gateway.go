@@ -24,7 +24,9 @@
 // and without deliveries in flight. Properties and the default list live in
 // the KV bucket LMQ_PROPS, watched by every gateway (package props). Bodies too large for one
 // NATS message live in the Object Store bucket LMQ_OBJ and the queued
-// message carries a reference.
+// message carries a reference. Queue metadata for front ends that say
+// more than LMQ (SQS: times, tags, attributes) lives in the KV bucket
+// LMQ_META, read on request (queuemeta.go).
 //
 // Why (measured, BENCHMARKS.md "Many queues"): a stream and a consumer per
 // queue cost ~110 KB each and restart in 144 s at 10,000 queues, and in a
