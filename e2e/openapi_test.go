@@ -256,6 +256,11 @@ func TestOpenAPI(t *testing.T) {
 		return dead.Size == 1
 	})
 	a.do(200, "GET", "/queues/oa-dead/dead/head", nil)
+	// A dead-letter queue instead: shown in the properties while set.
+	a.do(204, "PATCH", "/properties/oa-dead", []byte(`{"dead_letter_queue":"oa-dlq"}`), "Content-Type", ctJSON)
+	a.do(200, "GET", "/properties/oa-dead", nil)
+	a.do(400, "PATCH", "/properties/oa-dead", []byte(`{"dead_letter_queue":"oa-dead"}`), "Content-Type", ctJSON)
+	a.do(204, "PATCH", "/properties/oa-dead", []byte(`{"dead_letter_queue":""}`), "Content-Type", ctJSON)
 	a.do(200, "POST", "/queues/oa-dead/dead/respawn?n=1", nil)
 	a.do(400, "POST", "/queues/oa-dead/dead/respawn?n=0", nil)
 	a.do(204, "GET", "/queues/oa-dead/dead/head", nil)

@@ -116,6 +116,14 @@ func TestTokens(t *testing.T) {
 		c.Expect(http.StatusNoContent, http.MethodPatch, "/properties/orders.b", []byte(`{"timeout":30}`),
 			append(bearer(reTok), "Content-Type", "application/json")...)
 		tokensForbidden(t, c, http.MethodPut, "/properties", []byte(`[]`), reTok, `token lacks "admin" on every queue`)
+		// A dead-letter queue must be one of the token's queues too.
+		r := c.Expect(http.StatusForbidden, http.MethodPatch, "/properties/orders.b", []byte(`{"dead_letter_queue":"other.x"}`),
+			append(bearer(reTok), "Content-Type", "application/json")...)
+		if got, want := string(r.Body), `token lacks \"push\" on dead_letter_queue \"other.x\"`; !strings.Contains(got, want) {
+			t.Errorf("dead_letter_queue out of scope: 403 says %s, want %s in it", got, want)
+		}
+		c.Expect(http.StatusNoContent, http.MethodPatch, "/properties/orders.b", []byte(`{"dead_letter_queue":"orders.a"}`),
+			append(bearer(reTok), "Content-Type", "application/json")...)
 
 		// An admin token on every queue manages tokens and reads /metrics.
 		c.Expect(http.StatusOK, http.MethodGet, "/tokens", nil, bearer(adminTok)...)

@@ -357,10 +357,20 @@ func (g *Gateway) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
 	return g.store.ReadBack(ctx, r.Queue().Name(), r.Seq)
 }
 
-// discard ends a message whose retries are used up: it becomes a dead letter
-// when the queue keeps them (the dead_letter property), else it is dropped as
-// LMQ did.
+// discard ends a message whose retries are used up: it moves to the queue
+// its dead_letter_queue property names (redrive.go), else it becomes a dead
+// letter when the queue keeps them (the dead_letter property), else it is
+// dropped as LMQ did. A move that fails falls back to the others.
 func (g *Gateway) discard(r *dispatch.Raw) {
+	if target := g.redriveTarget(r.Queue().Name()); target != "" {
+		if err := g.redrive(r, target); err == nil {
+			g.obs.Discarded(r.Queue().Name())
+			return
+		} else {
+			g.log.Warn("could not move message to its dead-letter queue; keeping it as a dead letter or dropping it",
+				"queue", r.Queue().Name(), "dead_letter_queue", target, "err", err)
+		}
+	}
 	if g.props.Effective(r.Queue().Name()).DeadLetter {
 		if err := g.bury(r); err == nil {
 			g.obs.Discarded(r.Queue().Name())

@@ -24,7 +24,9 @@
 // and without deliveries in flight. Properties and the default list live in
 // the KV bucket LMQ_PROPS, watched by every gateway (package props). Bodies too large for one
 // NATS message live in the Object Store bucket LMQ_OBJ and the queued
-// message carries a reference.
+// message carries a reference. Queue metadata for front ends that say
+// more than LMQ (SQS: times, tags, attributes) lives in the KV bucket
+// LMQ_META, read on request (queuemeta.go).
 //
 // Why (measured, BENCHMARKS.md "Many queues"): a stream and a consumer per
 // queue cost ~110 KB each and restart in 144 s at 10,000 queues, and in a
@@ -228,8 +230,11 @@ type Gateway struct {
 	// followers mirror KV buckets (buckets.go); Close stops them.
 	followMu  sync.Mutex
 	followers []*kvfollow.Follower
-	stopWait  sync.Once // closes closing (drain.go)
-	closeOne  sync.Once
+	// metaKV is the queue metadata bucket once opened (queuemeta.go).
+	metaMu   sync.Mutex
+	metaKV   jetstream.KeyValue
+	stopWait sync.Once // closes closing (drain.go)
+	closeOne sync.Once
 	// bg counts the core's long-lived goroutines (peers; the dispatcher
 	// owns its own); work counts everything started on the way and holds
 	// the context that lives as long as the gateway (lifecycle.Work). Close

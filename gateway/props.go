@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -33,6 +34,10 @@ func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, erro
 func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.Props) error {
 	if err := validName(queue); err != nil {
 		return err
+	}
+	if patch.DeadLetterQueue != nil && *patch.DeadLetterQueue == queue {
+		// (Through the default list it is taken as none: redrive.go.)
+		return fmt.Errorf("%w: dead_letter_queue: a queue cannot be its own dead-letter queue", ErrInvalid)
 	}
 	// The properties are written before the queue is created, so that a new
 	// queue's consumer starts with the AckWait of its own timeout (AckWait is

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Push stores msg in queue, creating the queue if needed. It returns once
@@ -47,8 +48,10 @@ type PushOptions struct {
 }
 
 // IdempotencyWindow is how long a push's IdempotencyKey is remembered: the
-// queue stream's duplicate window, JetStream's default.
-const IdempotencyWindow = 2 * time.Minute
+// shard streams' duplicate window (store.DuplicateWindow). 5 minutes, SQS's
+// deduplication interval, so that an SQS MessageDeduplicationId rides on the
+// same keys; JetStream's default would be 2.
+const IdempotencyWindow = store.DuplicateWindow
 
 // maxIdempotencyKey bounds a key's length; it is stored with the message.
 const maxIdempotencyKey = 256
@@ -177,7 +180,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	}
 	if opts.IdempotencyKey != "" {
 		// JetStream's de-duplication: within the stream's duplicate window
-		// (2 minutes) a second message with this id is acknowledged but not
+		// (IdempotencyWindow) a second message with this id is acknowledged but not
 		// stored. Releases drop Nats-* headers, so a nacked copy is not
 		// mistaken for a retried push.
 		m.Header.Set(jetstream.MsgIDHeader, idempotencyID(queue, opts.IdempotencyKey))

@@ -2,8 +2,8 @@ package gateway
 
 import "context"
 
-// DeleteQueue drops the queue and all its messages; ErrNotFound if it does not
-// exist.
+// DeleteQueue drops the queue, all its messages and its metadata; ErrNotFound
+// if it does not exist.
 //
 // The registry key goes first (registry.Delete), so that every gateway
 // stops serving the queue; then its messages, its consumer, its properties
@@ -24,6 +24,9 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := g.dropOwnProps(ctx, queue); err != nil {
 		return err
 	}
+	if err := g.dropMeta(ctx, queue); err != nil {
+		return err
+	}
 	g.store.DeleteQueueBodies(ctx, queue)
 	return nil
 }
@@ -33,6 +36,7 @@ func (g *Gateway) QueueNames() []string { return g.reg.Names() }
 
 // CreateQueue makes queue exist (as a push or pull would) without storing
 // anything; created is false when it existed already. SQS's CreateQueue.
+// A queue it makes has its creation time in its metadata (QueueMeta).
 func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
 	if err := validName(queue); err != nil {
 		return false, err
@@ -46,6 +50,11 @@ func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, 
 	}
 	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return false, err
+	}
+	if err := g.createdMeta(ctx, queue); err != nil {
+		// The queue is made: a retried CreateQueue would find it and not
+		// record the time either. UpdateQueueMeta records one later.
+		g.log.Warn("could not record the creation time of a new queue", "queue", queue, "err", err)
 	}
 	return true, nil
 }

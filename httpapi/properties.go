@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -63,6 +65,12 @@ func (a *api) patchProps(w http.ResponseWriter, r *http.Request, queue string) e
 	p, err := mapping.ParseProps(body)
 	if err != nil {
 		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+	}
+	if t := p.DeadLetterQueue; t != nil && *t != "" && !auth.ScopeOf(r).Allows(*t) {
+		// The queue's messages would be pushed there, and the queue made:
+		// a token's admin on its own queues must not reach beyond them.
+		writeError(w, http.StatusForbidden, "token lacks \"push\" on dead_letter_queue "+strconv.Quote(*t))
+		return nil
 	}
 	return noContent(w, a.core.UpdateProps(r.Context(), queue, p))
 }

@@ -190,7 +190,7 @@ type PushOptions struct {
 	// TTL overrides the queue's ttl property: the message expires this long
 	// after the push if nobody pulled it.
 	TTL time.Duration
-	// IdempotencyKey: a push retried with the same key within two minutes
+	// IdempotencyKey: a push retried with the same key within five minutes
 	// is stored once.
 	IdempotencyKey string
 	// Priority, when set, is the message's priority, 0 to 9 (higher served

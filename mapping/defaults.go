@@ -138,5 +138,6 @@ func Resolve(defaults DefaultList, queue string, own Props) Effective {
 		Priority:            valueOr(p.Priority, 0),
 		Paused:              valueOr(p.Paused, false),
 		MaxInflight:         valueOr(p.MaxInflight, 0),
+		DeadLetterQueue:     valueOr(p.DeadLetterQueue, ""),
 	}
 }

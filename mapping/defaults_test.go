@@ -44,7 +44,7 @@ func TestParseDefaultListInvalid(t *testing.T) {
 		{`[["a",{"retry":1.5}]]`, `invalid properties: default list entry 1: retry must be a non-negative integer (at most 2147483646)`},
 		{`[["a",{"accum":1e10}]]`, `invalid properties: default list entry 1: accum must be a number of seconds from 0 to 315360000 (10 years)`},
 		{`[["a",{}],["b",{"ttl":9000000000}]]`, `invalid properties: default list entry 2: ttl must be a number of seconds from 0 to 315360000 (10 years)`},
-		{`[["a",{"bogus":1}]]`, `invalid properties: default list entry 1: unknown key "bogus" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight)`},
+		{`[["a",{"bogus":1}]]`, `invalid properties: default list entry 1: unknown key "bogus" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight, dead_letter_queue)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

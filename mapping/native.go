@@ -26,6 +26,12 @@ const (
 	// AccumBucket is the KV bucket of open accumulation windows and their
 	// close jobs (package accumulator).
 	AccumBucket = "LMQ_ACCUM"
+	// MetaBucket is the KV bucket of queue metadata (times, tags, front
+	// ends' attributes: gateway.QueueMeta), key MetaKeyPrefix + the queue's
+	// token, a JSON record; made on first use.
+	MetaBucket = "LMQ_META"
+	// MetaKeyPrefix starts the key of a queue's record in MetaBucket.
+	MetaKeyPrefix = "q."
 	// HealthBucket is the KV bucket of readiness probes, one key per gateway.
 	HealthBucket = "LMQ_HEALTH"
 	// JournalStream is the stream where `lmq-gateway migrate` keeps its

@@ -18,7 +18,8 @@ import (
 // of seconds, rounded to whole milliseconds), retry (non-negative JSON
 // integer), timeout (non-negative number of seconds), hooks, and beyond LMQ
 // ttl, dead_letter, release_on_disconnect, priority (an integer 0..MaxPriority),
-// paused (true or false) and max_inflight (an integer 0..MaxInflight). accum, timeout and ttl are at most MaxSeconds (10
+// paused (true or false), max_inflight (an integer 0..MaxInflight) and
+// dead_letter_queue (a queue name, or "" for none). accum, timeout and ttl are at most MaxSeconds (10
 // years). {} is valid and sets nothing. Every error wraps ErrInvalidProps.
 func ParseProps(data []byte) (Props, error) {
 	v, err := decodeJSON(data)
@@ -141,6 +142,18 @@ func propsFromMap(m map[string]any) (Props, error) {
 				return Props{}, err
 			}
 			p.MaxInflight = &n
+		case "dead_letter_queue":
+			// Beyond LMQ: where retry-exhausted messages go (SQS's redrive).
+			s, ok := toString(v)
+			if !ok {
+				return Props{}, errors.New(`dead_letter_queue must be a queue name (a string; "" for none)`)
+			}
+			if s != "" {
+				if err := ValidateQueueName(s); err != nil {
+					return Props{}, fmt.Errorf("dead_letter_queue: %w", err)
+				}
+			}
+			p.DeadLetterQueue = &s
 		case "hooks":
 			h, err := hooksFromValue(v)
 			if err != nil {
@@ -148,7 +161,7 @@ func propsFromMap(m map[string]any) (Props, error) {
 			}
 			p.Hooks = h
 		default:
-			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight)", quote(key))
+			return Props{}, fmt.Errorf("unknown key %s (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight, dead_letter_queue)", quote(key))
 		}
 	}
 	return p, nil

@@ -72,6 +72,11 @@ type Props struct {
 	// MaxInflight, beyond LMQ: at most this many deliveries of the queue
 	// in flight at once, across gateways (0..MaxInflight; 0 = no limit).
 	MaxInflight *int
+	// DeadLetterQueue, beyond LMQ: a message whose retries are used up is
+	// moved into this queue as a new message (SQS's redrive policy) instead
+	// of being dropped or kept in the queue's own dead letters. "" (set)
+	// overrides a default naming one: none.
+	DeadLetterQueue *string
 }
 
 // Effective are the properties in force for a queue.
@@ -89,6 +94,8 @@ type Effective struct {
 	// Paused and MaxInflight: see Props (default false, 0 = no limit).
 	Paused      bool
 	MaxInflight int
+	// DeadLetterQueue: see Props.DeadLetterQueue ("" = none).
+	DeadLetterQueue string
 }
 
 // DefaultEntry is one entry of the default-properties list.
@@ -128,7 +135,8 @@ func secondsToDuration(s float64) time.Duration {
 // IsZero reports whether no field is set.
 func (p Props) IsZero() bool {
 	return p.Accum == nil && p.Retry == nil && p.Timeout == nil && p.Hooks == nil && p.TTL == nil && p.DeadLetter == nil &&
-		p.ReleaseOnDisconnect == nil && p.Priority == nil && p.Paused == nil && p.MaxInflight == nil
+		p.ReleaseOnDisconnect == nil && p.Priority == nil && p.Paused == nil && p.MaxInflight == nil &&
+		p.DeadLetterQueue == nil
 }
 
 // Merge returns p with every field set in patch overriding p's. The result
@@ -151,6 +159,7 @@ func (p Props) Merge(patch Props) Props {
 		Priority:            clonePtr(firstSet(patch.Priority, p.Priority)),
 		Paused:              clonePtr(firstSet(patch.Paused, p.Paused)),
 		MaxInflight:         clonePtr(firstSet(patch.MaxInflight, p.MaxInflight)),
+		DeadLetterQueue:     clonePtr(firstSet(patch.DeadLetterQueue, p.DeadLetterQueue)),
 	}
 }
 

@@ -111,8 +111,8 @@ func TestParsePropsInvalid(t *testing.T) {
 		{`{`, `invalid properties: malformed JSON: unexpected EOF`},
 		{`{} {}`, `invalid properties: malformed JSON: data after the value`},
 		{`{}x`, `invalid properties: malformed JSON: data after the value`},
-		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight)`},
-		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight)`},
+		{`{"foo":1}`, `invalid properties: unknown key "foo" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight, dead_letter_queue)`},
+		{`{"Retry":1}`, `invalid properties: unknown key "Retry" (known: accum, pack, retry, timeout, hooks, ttl, dead_letter, release_on_disconnect, priority, paused, max_inflight, dead_letter_queue)`},
 		{`{"retry":2.5}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2.0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
 		{`{"retry":2e0}`, `invalid properties: retry must be a non-negative integer (at most 2147483646)`},
@@ -482,5 +482,57 @@ func TestPriorityProperty(t *testing.T) {
 	}
 	if _, err := PropsFromMap(map[string]any{"priority": uint64(300)}); err == nil {
 		t.Error("PropsFromMap 300 accepted")
+	}
+}
+
+func TestDeadLetterQueueProp(t *testing.T) {
+	p, err := ParseProps([]byte(`{"dead_letter_queue":"orders-dlq","retry":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DeadLetterQueue == nil || *p.DeadLetterQueue != "orders-dlq" || p.IsZero() {
+		t.Fatalf("parsed %+v", p)
+	}
+	if got := string(p.JSON()); got != `{"dead_letter_queue":"orders-dlq","retry":1}` {
+		t.Fatalf("JSON %s", got)
+	}
+	if got := p.Map("")["dead_letter_queue"]; got != "orders-dlq" {
+		t.Fatalf("Map %v", got)
+	}
+	e := Resolve(nil, "orders", p)
+	if e.DeadLetterQueue != "orders-dlq" {
+		t.Fatalf("effective %+v", e)
+	}
+	if got := string(e.JSON()); got != `{"accum":0,"dead_letter_queue":"orders-dlq","retry":1,"timeout":30}` {
+		t.Fatalf("effective %s", got)
+	}
+	// "" set on the queue overrides a default naming one, and keeps LMQ's text.
+	defaults, err := ParseDefaultList([]byte(`[["^orders",{"dead_letter_queue":"all-dlq"}]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Resolve(defaults, "orders.eu", Props{}).DeadLetterQueue; got != "all-dlq" {
+		t.Fatalf("from the default list: %q", got)
+	}
+	none, err := ParseProps([]byte(`{"dead_letter_queue":""}`))
+	if err != nil || none.DeadLetterQueue == nil || string(none.JSON()) != `{"dead_letter_queue":""}` {
+		t.Fatalf("\"\": %+v %v", none, err)
+	}
+	if got := string(Resolve(defaults, "orders.eu", none).JSON()); got != `{"accum":0,"retry":2,"timeout":30}` {
+		t.Fatalf("own \"\" did not override the default list: %s", got)
+	}
+	// Merge keeps it unless the patch sets it.
+	if m := p.Merge(Props{Retry: ptr(3)}); m.DeadLetterQueue == nil || *m.DeadLetterQueue != "orders-dlq" {
+		t.Fatalf("merge lost it: %+v", m)
+	}
+	// RPC's update_props: strings may come as []byte.
+	if mp, err := PropsFromMap(map[string]any{"dead_letter_queue": []byte("dlq")}); err != nil || *mp.DeadLetterQueue != "dlq" {
+		t.Fatalf("PropsFromMap: %+v %v", mp, err)
+	}
+	for _, bad := range []string{`{"dead_letter_queue":1}`, `{"dead_letter_queue":null}`, `{"dead_letter_queue":"a\u0001b"}`,
+		`{"dead_letter_queue":"` + strings.Repeat("x", MaxQueueNameLen+1) + `"}`} {
+		if _, err := ParseProps([]byte(bad)); !errors.Is(err, ErrInvalidProps) {
+			t.Errorf("%s: err %v, want ErrInvalidProps", bad, err)
+		}
 	}
 }

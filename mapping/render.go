@@ -26,6 +26,10 @@ func (p Props) JSON() []byte {
 		sep("dead_letter")
 		b.WriteString(strconv.FormatBool(*p.DeadLetter))
 	}
+	if p.DeadLetterQueue != nil {
+		sep("dead_letter_queue")
+		writeString(&b, *p.DeadLetterQueue)
+	}
 	if p.Hooks != nil {
 		sep("hooks")
 		p.Hooks.appendJSON(&b)
@@ -101,6 +105,9 @@ func (p Props) Map(accumKey string) map[string]any {
 	if p.MaxInflight != nil {
 		m["max_inflight"] = int64(*p.MaxInflight)
 	}
+	if p.DeadLetterQueue != nil {
+		m["dead_letter_queue"] = *p.DeadLetterQueue
+	}
 	return m
 }
 
@@ -130,6 +137,9 @@ func (e Effective) props() Props {
 	}
 	if e.MaxInflight > 0 {
 		p.MaxInflight = &e.MaxInflight
+	}
+	if e.DeadLetterQueue != "" {
+		p.DeadLetterQueue = &e.DeadLetterQueue
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -171,8 +172,16 @@ func shardConfig(k, replicas int) jetstream.StreamConfig {
 		AllowMsgSchedules:  true,
 		AllowAtomicPublish: true,
 		AllowRollup:        true, // implied by schedules; set so configs compare equal
+		Duplicates:         DuplicateWindow,
 	}
 }
+
+// DuplicateWindow is the shard streams' duplicate window: how long a
+// Nats-Msg-Id (the core's idempotency keys) is remembered. SQS's
+// deduplication interval, 5 minutes, instead of JetStream's default 2, so
+// that SQS's MessageDeduplicationId can use the same keys. The window costs
+// memory only for the ids pushed within it.
+const DuplicateWindow = 5 * time.Minute
 
 // upgradeShard brings an existing shard stream (made by an older version, or
 // edited) up to the settings this version needs, keeping its replicas.
@@ -182,11 +191,17 @@ func (s *Store) upgradeShard(ctx context.Context, want jetstream.StreamConfig) (
 		return nil, err
 	}
 	have := st.CachedInfo().Config
-	if have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish && subjectsCover(have.Subjects, want.Subjects) {
+	// A longer duplicate window (an operator's) is kept: it still remembers
+	// every key for DuplicateWindow. 0 is JetStream's default, 2 minutes.
+	if have.AllowMsgTTL && have.AllowMsgSchedules && have.AllowAtomicPublish && subjectsCover(have.Subjects, want.Subjects) &&
+		have.Duplicates >= want.Duplicates {
 		return st, nil
 	}
 	have.Subjects = want.Subjects
 	have.AllowMsgTTL, have.AllowMsgSchedules, have.AllowAtomicPublish, have.AllowRollup = true, true, true, true
+	if have.Duplicates < want.Duplicates {
+		have.Duplicates = want.Duplicates
+	}
 	have.DenyPurge = false
 	if _, err := s.js.UpdateStream(ctx, have); err != nil {
 		return nil, fmt.Errorf("upgrade stream %s: %w", want.Name, err)
