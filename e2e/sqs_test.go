@@ -470,3 +470,39 @@ func TestSQSSigV4(t *testing.T) {
 		t.Fatal("a token received from a queue outside its prefix")
 	}
 }
+
+// RedrivePolicy: a message received maxReceiveCount times without being
+// deleted moves to the dead-letter queue, where SQS clients receive it;
+// ListDeadLetterSourceQueues names the source.
+func TestSQSRedrive(t *testing.T) {
+	t.Parallel()
+	_, c := startSQS(t)
+	ctx := t.Context()
+	dlq := *must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("rd-dead")})).QueueUrl
+	arn := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &dlq,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})).Attributes["QueueArn"]
+	src := *must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("rd-src"), Attributes: map[string]string{
+		"VisibilityTimeout": "1",
+		"RedrivePolicy":     `{"deadLetterTargetArn":"` + arn + `","maxReceiveCount":"2"}`,
+	}})).QueueUrl
+	_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &src, MessageBody: aws.String("poison")}))
+	for i := 1; i <= 2; i++ {
+		got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &src, WaitTimeSeconds: 20,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}}))
+		if len(got.Messages) != 1 || got.Messages[0].Attributes["ApproximateReceiveCount"] != fmt.Sprint(i) {
+			t.Fatalf("receive %d: %+v", i, got.Messages)
+		}
+		// Not deleted: it comes back after its visibility timeout.
+	}
+	got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq, WaitTimeSeconds: 20}))
+	if len(got.Messages) != 1 || *got.Messages[0].Body != "poison" {
+		t.Fatalf("dead-letter queue: %+v", got.Messages)
+	}
+	srcs := must(c.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: &dlq}))
+	if len(srcs.QueueUrls) != 1 || !strings.HasSuffix(srcs.QueueUrls[0], "/rd-src") {
+		t.Fatalf("dead-letter sources %v", srcs.QueueUrls)
+	}
+	if left := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &src})); len(left.Messages) != 0 {
+		t.Fatalf("the source still hands out %+v", left.Messages)
+	}
+}

@@ -1,22 +1,17 @@
 package server
 
-// The SQS front end (package sqs): its listener, its HTTP server, and the
-// queue metadata it needs of the core.
+// The SQS front end (package sqs): its listener and its HTTP server.
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/sqs"
 )
@@ -41,7 +36,7 @@ func (s *Server) listenSQS() error {
 		l = tls.NewListener(l, cfg.SQSTLS)
 	}
 	s.sl = &stopListener{Listener: connlimit.Listen(l, cfg.MaxSQSConns)}
-	h := sqs.New(&metaCore{Gateway: s.core}, sqs.Options{
+	h := sqs.New(s.core, sqs.Options{
 		Account:         cfg.SQSAccount,
 		Region:          cfg.SQSRegion,
 		MaxRequestBytes: cfg.SQSMaxRequestBytes,
@@ -94,47 +89,6 @@ func (s *Server) SQSAddr() net.Addr {
 		return nil
 	}
 	return s.sl.Addr()
-}
-
-// metaCore is the core with the SQS queue metadata. STOPGAP until the core's
-// QueueMeta / UpdateQueueMeta (a KV bucket, gone with the queue) are merged:
-// kept in this gateway's memory, lost at restart and not shared with other
-// gateways.
-type metaCore struct {
-	*gateway.Gateway
-	mu   sync.Mutex
-	meta map[string]sqs.QueueMeta
-}
-
-func (c *metaCore) QueueMeta(_ context.Context, queue string) (sqs.QueueMeta, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.meta[queue]
-	m.Tags, m.Attrs = maps.Clone(m.Tags), maps.Clone(m.Attrs)
-	return m, nil
-}
-
-func (c *metaCore) UpdateQueueMeta(_ context.Context, queue string, fn func(*sqs.QueueMeta)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.meta == nil {
-		c.meta = make(map[string]sqs.QueueMeta)
-	}
-	m := c.meta[queue]
-	fn(&m)
-	c.meta[queue] = m
-	return nil
-}
-
-// DeleteQueue drops the queue's metadata with it.
-func (c *metaCore) DeleteQueue(ctx context.Context, queue string) error {
-	err := c.Gateway.DeleteQueue(ctx, queue)
-	if err == nil {
-		c.mu.Lock()
-		delete(c.meta, queue)
-		c.mu.Unlock()
-	}
-	return err
 }
 
 // sqsWhere is the start line's SQS address, "off" when SQS is off.

@@ -34,13 +34,8 @@ type Core interface {
 	UpdateQueueMeta(ctx context.Context, queue string, fn func(*QueueMeta)) error
 }
 
-// QueueMeta is a queue's metadata: the core's gateway.QueueMeta (being
-// added to the core; this type becomes an alias of it then).
-type QueueMeta struct {
-	Created, Modified time.Time
-	Tags              map[string]string
-	// Attrs are SQS attributes LMQ has no property for (DelaySeconds,
-	// ReceiveMessageWaitTimeSeconds, RedrivePolicy, FifoQueue, …), as SQS
-	// spells them.
-	Attrs map[string]string
-}
+// QueueMeta is a queue's metadata (gateway.QueueMeta): when it was created
+// and last changed, its tags, and in Attrs the SQS attributes LMQ has no
+// property for (DelaySeconds, ReceiveMessageWaitTimeSeconds, RedrivePolicy,
+// FifoQueue, …), as SQS spells them.
+type QueueMeta = gateway.QueueMeta

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,8 +96,8 @@ func (s *Server) checkAttrs(queue string, attrs map[string]string, creating bool
 			if v == "" {
 				meta[name] = ""
 				retry := mapping.MaxRetry
-				no := false
-				p.Retry, p.DeadLetter = &retry, &no
+				no, none := false, ""
+				p.Retry, p.DeadLetter, p.DeadLetterQueue = &retry, &no, &none
 				continue
 			}
 			var rp redrive
@@ -114,12 +115,13 @@ func (s *Server) checkAttrs(queue string, attrs map[string]string, creating bool
 			if isFIFOName(dlq) != fifo {
 				return p, nil, errAttrValue("Value %s for parameter RedrivePolicy is invalid. Reason: Dead-letter queue of a FIFO queue must be FIFO, of a standard queue standard.", v)
 			}
-			// maxReceiveCount receives in all: retry+1 deliveries. Until the
-			// core moves exhausted messages to another queue, they are
-			// kept in this queue's dead letters.
+			// maxReceiveCount receives in all: retry+1 deliveries; then the
+			// core moves the message to the target queue (the property
+			// dead_letter_queue), or keeps it in this queue's dead letters
+			// should that move fail.
 			retry := n - 1
 			yes := true
-			p.Retry, p.DeadLetter = &retry, &yes
+			p.Retry, p.DeadLetter, p.DeadLetterQueue = &retry, &yes, &dlq
 			b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": rp.DeadLetterTargetArn, "maxReceiveCount": n})
 			meta[name] = string(b)
 		case "RedriveAllowPolicy", "Policy", "KmsMasterKeyId":
@@ -175,6 +177,9 @@ func (s *Server) createQueue(r *request) (any, error) {
 	}
 	patch, meta, err := s.checkAttrs(name, r.Attributes, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := redriveAllowed(r, patch); err != nil {
 		return nil, err
 	}
 	tags := r.CreateTags
@@ -248,6 +253,13 @@ func (s *Server) getQueueURL(r *request) (any, error) {
 
 type listQueuesOut struct {
 	QueueUrls []string `json:"QueueUrls,omitempty" xml:"QueueUrl"`
+	NextToken string   `json:"NextToken,omitempty" xml:"NextToken,omitempty"`
+}
+
+// deadSourcesOut is ListDeadLetterSourceQueues' answer: SQS's JSON spells
+// its list "queueUrls", lowercase, unlike ListQueues' (the SDKs read it so).
+type deadSourcesOut struct {
+	QueueUrls []string `json:"queueUrls" xml:"QueueUrl"`
 	NextToken string   `json:"NextToken,omitempty" xml:"NextToken,omitempty"`
 }
 
@@ -411,6 +423,9 @@ func (s *Server) setQueueAttributes(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := redriveAllowed(r, patch); err != nil {
+		return nil, err
+	}
 	if !patch.IsZero() {
 		if err := s.core.UpdateProps(r.ctx, r.queue, patch); err != nil {
 			return nil, err
@@ -431,7 +446,7 @@ func (s *Server) listDeadLetterSourceQueues(r *request) (any, error) {
 		return nil, err
 	}
 	arn := s.queueARN(r.queue)
-	var out listQueuesOut
+	out := deadSourcesOut{QueueUrls: []string{}}
 	for _, name := range s.core.QueueNames() {
 		if !validQueueName(name) {
 			continue
@@ -489,4 +504,17 @@ func (s *Server) listQueueTags(r *request) (any, error) {
 		return nil, err
 	}
 	return tagsOut{Tags: m.Tags}, nil
+}
+
+// redriveAllowed refuses a RedrivePolicy whose target queue is outside the
+// request's token's queues: the core would push into it (as PATCH
+// /properties refuses a dead_letter_queue outside them).
+func redriveAllowed(r *request, patch mapping.Props) error {
+	if patch.DeadLetterQueue == nil || *patch.DeadLetterQueue == "" || r.prin == nil || r.prin.Token() == nil {
+		return nil
+	}
+	if t := r.prin.Token(); !t.InScope(*patch.DeadLetterQueue) {
+		return errorf(http.StatusForbidden, "AccessDenied", "token %q may not use queue %q as a dead-letter queue", t.Name(), *patch.DeadLetterQueue)
+	}
+	return nil
 }
