@@ -45,7 +45,7 @@ func redriven(h string) bool {
 		return false
 	}
 	switch h {
-	case mapping.HdrDelivered, mapping.HdrFirstReceived, mapping.HdrDeadAt,
+	case mapping.HdrDelivered, mapping.HdrFirstReceived, mapping.HdrReceives, mapping.HdrDeadAt,
 		mapping.HdrPriority, mapping.HdrGroup, mapping.HdrGroupSeq, mapping.HdrWindow,
 		mapping.HdrRetry, mapping.HdrExpires, mapping.HdrObject, mapping.HdrPushedAt:
 		return false

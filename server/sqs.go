@@ -77,7 +77,7 @@ func sigV4For(guard *auth.Guard) func(r *http.Request, body []byte) (*auth.Princ
 		p, err := guard.AuthenticateSigV4(r, body, time.Now())
 		var se *auth.SigV4Error
 		if errors.As(err, &se) {
-			return nil, &sqs.AuthError{Code: se.Code, Message: se.Message}
+			return nil, &sqs.AuthError{Code: se.Code, Message: se.Message, Status: se.Status()}
 		}
 		return p, err
 	}

@@ -28,7 +28,12 @@ func (e *apiError) sender() bool { return e.Status < 500 }
 // SQS's terms: Code as SignatureDoesNotMatch, InvalidClientTokenId,
 // IncompleteSignature, MissingAuthenticationToken, RequestExpired. Any other
 // error refuses it as AccessDenied.
-type AuthError struct{ Code, Message string }
+type AuthError struct {
+	Code, Message string
+	// Status is the HTTP status (0: 403, SQS's for most refusals; a
+	// malformed signature is 400).
+	Status int
+}
 
 func (e *AuthError) Error() string { return e.Code + ": " + e.Message }
 

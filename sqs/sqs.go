@@ -173,7 +173,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var ae *AuthError
 			if errors.As(err, &ae) {
-				fail(&apiError{Status: http.StatusForbidden, Shape: ae.Code, Code: ae.Code, Message: ae.Message})
+				status := ae.Status
+				if status == 0 {
+					status = http.StatusForbidden
+				}
+				fail(&apiError{Status: status, Shape: ae.Code, Code: ae.Code, Message: ae.Message})
 			} else {
 				fail(errorf(http.StatusForbidden, "AccessDenied", "%v", err))
 			}
