@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // startSQS starts a gateway with the SQS API and returns an SDK client of it.
@@ -314,6 +316,44 @@ func TestSQSCrossProtocol(t *testing.T) {
 	rm := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5}))
 	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "from lmq" || aws.ToString(rm.Messages[0].MessageId) == "" {
 		t.Fatalf("LMQ message over SQS: %+v", rm.Messages)
+	}
+	must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: rm.Messages[0].ReceiptHandle}))
+
+	// Bytes that are not text (pushed over LMQ) reach an SQS client as
+	// text, with an MD5 of what it got (the SDK checks it).
+	hc.Push("x", []byte{0xff, 'o', 'k', 0xfe}, "application/octet-stream")
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5}))
+	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "\uFFFDok\uFFFD" {
+		t.Fatalf("binary LMQ message over SQS: %+v", rm.Messages)
+	}
+	must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: rm.Messages[0].ReceiptHandle}))
+
+	// SQS → RPC.
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("to rpc")}))
+	rpc := dialRPC(t, gw.RPCAddr)
+	if m := rpc.MustPull("pull", "x", 5); fmt.Sprint(m.Content) != "to rpc" {
+		t.Fatalf("SQS message over RPC: %#v", m.Content)
+	}
+
+	// SQS → a plain NATS program reading the queue's subject, attributes
+	// among its headers; and a NATS program's publish → SQS.
+	_, js := natsClient(t, gw)
+	must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("to nats"),
+		MessageAttributes: map[string]types.MessageAttributeValue{"Kind": {DataType: aws.String("String"), StringValue: aws.String("k2")}}}))
+	st := must(js.Stream(ctx, mapping.StreamName("x")))
+	raw := must(st.GetLastMsgForSubject(ctx, mapping.QueueSubject("x")))
+	if string(raw.Data) != "to nats" || !strings.Contains(fmt.Sprint(raw.Header), "Kind;String;k2") {
+		t.Fatalf("a NATS program sees %q with headers %v", raw.Data, raw.Header)
+	}
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5}))
+	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "to nats" {
+		t.Fatalf("after the NATS read: %+v", rm.Messages)
+	}
+	must(c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: rm.Messages[0].ReceiptHandle}))
+	must(js.Publish(ctx, mapping.QueueSubject("x"), []byte("from nats")))
+	rm = must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 20}))
+	if len(rm.Messages) != 1 || aws.ToString(rm.Messages[0].Body) != "from nats" {
+		t.Fatalf("a NATS program's message over SQS: %+v", rm.Messages)
 	}
 }
 

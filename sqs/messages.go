@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -340,11 +341,12 @@ func wantAttr(list []string, n string) bool {
 // messageOf is a delivery as SQS hands it out.
 func (s *Server) messageOf(r *request, d *gateway.Delivery, sys map[string]bool) messageOut {
 	st := readKept(r.queue, d)
+	body := validUTF8(d.Message.Body)
 	m := messageOut{
 		MessageID:     st.messageID,
 		ReceiptHandle: d.ID,
-		MD5OfBody:     md5Hex(d.Message.Body),
-		Body:          string(d.Message.Body),
+		MD5OfBody:     md5Hex([]byte(body)),
+		Body:          body,
 	}
 	if len(sys) > 0 {
 		all := sys["All"]
@@ -499,4 +501,26 @@ func (s *Server) changeVisibilityBatch(r *request) (any, error) {
 		out.Successful = append(out.Successful, idOut{e.ID})
 	}
 	return out, nil
+}
+
+// validUTF8 is b as an SQS body can carry it: a message pushed over LMQ or
+// NATS may hold any bytes, and SQS bodies are text. Each byte that is not
+// part of valid UTF-8 becomes U+FFFD, as the JSON encoder would make it,
+// so that MD5OfBody is of the body the client gets (SDKs check it).
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
