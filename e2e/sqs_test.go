@@ -546,3 +546,41 @@ func TestSQSRedrive(t *testing.T) {
 		t.Fatalf("the source still hands out %+v", left.Messages)
 	}
 }
+
+// SetQueueAttributes and LMQ's properties are one setting seen from two
+// sides: a change on either shows on the other; DelaySeconds delays the
+// queue's SQS sends.
+func TestSQSAttributesAndProperties(t *testing.T) {
+	t.Parallel()
+	gw, c := startSQS(t)
+	hc := gw.Client(t)
+	ctx := t.Context()
+	url := *must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("attrs")})).QueueUrl
+	get := func() map[string]string {
+		return must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})).Attributes
+	}
+	created := get()["CreatedTimestamp"]
+	_ = must(c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: map[string]string{
+		"VisibilityTimeout": "45", "MessageRetentionPeriod": "3600", "DelaySeconds": "1",
+	}}))
+	if p := hc.Props("attrs"); !strings.Contains(p, `"timeout":45`) || !strings.Contains(p, `"ttl":3600`) {
+		t.Fatalf("LMQ properties after SetQueueAttributes: %s", p)
+	}
+	hc.PatchProps("attrs", `{"timeout":12}`)
+	a := get()
+	if a["VisibilityTimeout"] != "12" || a["MessageRetentionPeriod"] != "3600" || a["DelaySeconds"] != "1" || a["CreatedTimestamp"] != created {
+		t.Fatalf("attributes after PATCH /properties: %v", a)
+	}
+	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: map[string]string{"VisibilityTimeout": "-1"}}); err == nil {
+		t.Fatal("a negative VisibilityTimeout was accepted")
+	}
+	// DelaySeconds 1: a send is not receivable at once, and is a second later.
+	_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("later")}))
+	if got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url})); len(got.Messages) != 0 {
+		t.Fatalf("a delayed message was received at once: %+v", got.Messages)
+	}
+	if got := must(c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 20})); len(got.Messages) != 1 {
+		t.Fatalf("the delayed message did not come: %+v", got.Messages)
+	}
+}
