@@ -846,6 +846,15 @@ func cpuMicros(c cellResult) int64 {
 func (b *bench) mqCluster(ctx context.Context) error {
 	cfg := b.cfg
 	nodes, err := spawnCluster(ctx, cfg, b.gw.bin, b.log)
+	for try := 1; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
+		// The nodes' ports are picked free and released before the nodes
+		// bind them (the routes must name them first): another process may
+		// take one meanwhile. Pick again.
+		for _, g := range nodes {
+			g.stop()
+		}
+		nodes, err = spawnCluster(ctx, cfg, b.gw.bin, b.log)
+	}
 	defer func() {
 		for _, g := range nodes {
 			g.stop()
