@@ -28,7 +28,7 @@ import (
 // Debian's chromium when it is missing.
 //
 // LMQ_UPDATE_SCREENSHOTS=1 makes TestConsolePages write docs/console-*.png
-// (the README shows them); otherwise the repository is left alone.
+// (the README and docs/console.md show them); otherwise the repository is left alone.
 
 // browserTimeout bounds one test's browser session: a safety net against a
 // hung browser, not a performance requirement (every wait polls for its

@@ -10,15 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// The README's examples are checked by running them: every ```sh block that
-// follows a line starting with "<!-- readme-test" is run with bash, in README
-// order, against one gateway started by the harness (localhost:9980 replaced
+// The examples of the README and of docs/*.md are checked by running them:
+// every ```sh block that follows a line starting with "<!-- readme-test" is
+// run with bash, README.md first, then docs/*.md in name order, each file in
+// its own order, against one gateway started by the harness (localhost:9980 replaced
 // by its address; ./data is its data directory, so data/nats-client.url is
 // its NATS URL). A marker containing "nats" marks a block that needs the nats
 // CLI; it is skipped when that is not installed.
@@ -38,7 +40,8 @@ const readmeMarker = "<!-- readme-test"
 // readmeCmd is one top-level command of a block and what the README says
 // it prints.
 type readmeCmd struct {
-	line    int    // README line of its first line
+	file    string // README.md or docs/NAME.md
+	line    int    // line of its first line
 	text    string // as written, possibly several lines
 	status  int    // expected HTTP status; 0: none given
 	json    string // expected JSON body; "": none given
@@ -46,7 +49,8 @@ type readmeCmd struct {
 }
 
 type readmeBlock struct {
-	line int // README line of the opening fence
+	file string // README.md or docs/NAME.md
+	line int    // line of the opening fence
 	nats bool
 	cmds []*readmeCmd
 }
@@ -58,8 +62,8 @@ var (
 	readmeOutMarker  = regexp.MustCompile(`\n@@readme-cmd (\d+)@@\n`)
 )
 
-// parseReadme returns the marked blocks of the README text.
-func parseReadme(t testing.TB, text string) []readmeBlock {
+// parseReadme returns the marked blocks of a markdown file's text.
+func parseReadme(t testing.TB, file, text string) []readmeBlock {
 	t.Helper()
 	lines := strings.Split(text, "\n")
 	var blocks []readmeBlock
@@ -67,13 +71,13 @@ func parseReadme(t testing.TB, text string) []readmeBlock {
 		if !strings.HasPrefix(strings.TrimSpace(lines[i]), readmeMarker) {
 			continue
 		}
-		b := readmeBlock{nats: strings.Contains(lines[i], "nats")}
+		b := readmeBlock{file: file, nats: strings.Contains(lines[i], "nats")}
 		j := i + 1
 		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
 			j++
 		}
 		if j == len(lines) || strings.TrimSpace(lines[j]) != "```sh" {
-			t.Fatalf("README line %d: %s is not followed by a ```sh block", i+1, readmeMarker)
+			t.Fatalf("%s line %d: %s is not followed by a ```sh block", file, i+1, readmeMarker)
 		}
 		b.line = j + 1
 		k := j + 1
@@ -81,9 +85,12 @@ func parseReadme(t testing.TB, text string) []readmeBlock {
 			k++
 		}
 		if k == len(lines) {
-			t.Fatalf("README line %d: ```sh block not closed", j+1)
+			t.Fatalf("%s line %d: ```sh block not closed", file, j+1)
 		}
 		b.cmds = parseCommands(lines[j+1:k], j+2)
+		for _, c := range b.cmds {
+			c.file = file
+		}
 		blocks = append(blocks, b)
 		i = k
 	}
@@ -220,14 +227,15 @@ func TestReadmeExamples(t *testing.T) {
 			t.Skipf("the README examples need %s, not found on PATH: %v", tool, err)
 		}
 	}
-	src, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	blocks := readmeBlocks(t)
+	if len(blocks) < 2 || blocks[0].file != "README.md" {
+		t.Fatalf("%d blocks marked %q; the README's first session at least should be", len(blocks), readmeMarker)
 	}
-	blocks := parseReadme(t, string(src))
-	if len(blocks) < 2 {
-		t.Fatalf("README has %d blocks marked %q; the first session at least should be", len(blocks), readmeMarker)
+	perFile := map[string]int{}
+	for _, b := range blocks {
+		perFile[b.file]++
 	}
+	t.Logf("marked blocks per file: %v", perFile)
 
 	gw := Start(t)
 	host := strings.TrimPrefix(gw.HTTP, "http://")
@@ -268,15 +276,36 @@ func TestReadmeExamples(t *testing.T) {
 
 	for _, b := range blocks {
 		if b.nats && natsCLI == "" {
-			t.Logf("README line %d: skipped, the nats CLI is not installed (go install github.com/nats-io/natscli/nats@latest)", b.line)
+			t.Logf("%s line %d: skipped, the nats CLI is not installed (go install github.com/nats-io/natscli/nats@latest)", b.file, b.line)
 			continue
 		}
 		runReadmeBlock(t, b, host, work, env)
 		if b.nats {
 			// The point of the block: streams say which queue they hold.
-			t.Logf("README line %d: ran with %s", b.line, natsCLI)
+			t.Logf("%s line %d: ran with %s", b.file, b.line, natsCLI)
 		}
 	}
+}
+
+// readmeBlocks returns the marked blocks of README.md, then of docs/*.md in
+// name order: the walkthroughs moved from the README to docs/ stay executed.
+func readmeBlocks(t testing.TB) []readmeBlock {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(docs)
+	var blocks []readmeBlock
+	for _, path := range append([]string{filepath.Join("..", "README.md")}, docs...) {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel("..", path)
+		blocks = append(blocks, parseReadme(t, filepath.ToSlash(rel), string(src))...)
+	}
+	return blocks
 }
 
 // runReadmeBlock runs one block and checks each command's output.
@@ -294,20 +323,20 @@ func runReadmeBlock(t *testing.T, b readmeBlock, host, dir string, env []string)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("README block at line %d failed: %v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s",
-			b.line, err, script.String(), stdout.String(), stderr.String())
+		t.Fatalf("%s block at line %d failed: %v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s",
+			b.file, b.line, err, script.String(), stdout.String(), stderr.String())
 	}
 	outs := splitReadmeOutput(stdout.String())
 	for i, c := range b.cmds {
 		out, ok := outs[i]
 		if !ok {
-			t.Errorf("README line %d: no output section for %q", c.line, c.text)
+			t.Errorf("%s line %d: no output section for %q", c.file, c.line, c.text)
 			continue
 		}
 		checkReadmeCmd(t, c, out)
 	}
 	if b.nats && !strings.Contains(stdout.String(), `lmq queue "sensor/42"`) {
-		t.Errorf("README line %d: nats stream ls does not show the queue name:\n%s", b.line, stdout.String())
+		t.Errorf("%s line %d: nats stream ls does not show the queue name:\n%s", b.file, b.line, stdout.String())
 	}
 }
 
@@ -347,7 +376,7 @@ func checkReadmeCmd(t *testing.T, c *readmeCmd, out string) {
 			}
 		}
 	}
-	where := fmt.Sprintf("README line %d (%s)", c.line, strings.SplitN(c.text, "\n", 2)[0])
+	where := fmt.Sprintf("%s line %d (%s)", c.file, c.line, strings.SplitN(c.text, "\n", 2)[0])
 	if c.status != 0 && status != c.status {
 		t.Errorf("%s: status %d, the README shows %d; output:\n%s", where, status, c.status, out)
 	}

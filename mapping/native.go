@@ -6,7 +6,7 @@ import (
 )
 
 // Names of the NATS resources shared by every queue, for programs that use a
-// queue natively with nats.go (see the README, "NATS-native access"). The
+// queue natively with nats.go (see docs/nats.md, "NATS-native access"). The
 // gateway core uses the same values.
 const (
 	// PropsBucket is the KV bucket of queue properties and the default list.
