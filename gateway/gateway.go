@@ -28,7 +28,7 @@
 // more than LMQ (SQS: times, tags, attributes) lives in the KV bucket
 // LMQ_META, read on request (queuemeta.go).
 //
-// Why (measured, BENCHMARKS.md "Many queues"): a stream and a consumer per
+// Why (measured, docs/benchmarks-history.md "Many queues: candidate layouts"): a stream and a consumer per
 // queue cost ~110 KB each and restart in 144 s at 10,000 queues, and in a
 // cluster every stream and consumer is a Raft group. Queues as subjects cost
 // ~1 KB at rest (10,000 queues: 33 MiB for the whole process, restart

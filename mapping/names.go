@@ -38,7 +38,7 @@ const MaxQueueNameLen = 1024
 
 // ShardCount is the number of WorkQueue streams queues are spread over. It is
 // fixed: every gateway and every NATS program must agree on where a queue
-// lives. 64 was chosen by measurement (BENCHMARKS.md, "Many queues"): fewer
+// lives. 64 was chosen by measurement (docs/benchmarks-history.md, "Many queues: candidate layouts"): fewer
 // shards make acks slower (a WorkQueue ack walks the stream's consumers),
 // more cost streams without need. A shard stream is created on the first
 // push into it.

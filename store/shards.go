@@ -159,7 +159,7 @@ func (s *Store) StoredQueues(ctx context.Context) ([]string, error) {
 // the previous keeper from an older block, and blocks emptied while a keeper
 // pins the first sequence stay on disk, tombstones and all, until the
 // store's periodic sync compacts them (numPriorTombsLocked; every 2 min).
-// Neither is used (BENCHMARKS.md "CPU per message", issue 19 closing note).
+// Neither is used (docs/benchmarks-history.md "CPU per message", issue 19 closing note).
 func shardConfig(k, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:               mapping.ShardStream(k),

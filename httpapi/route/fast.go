@@ -13,7 +13,7 @@ import (
 // for its variables).
 //
 // Why not mux alone: in CPU profiles of the gateway under lmq-bench's
-// closed-loop push and pull+ack (BENCHMARKS.md, issue 26), mux's matching
+// closed-loop push and pull+ack (docs/benchmarks-history.md, issue 26), mux's matching
 // took 4% of the gateway's CPU on push and 7% on pull and ack (each route
 // tried is a regular expression run over the path: the ack's path is long),
 // against 1% this way, and lmq-bench's CPU per pulled message was 6-14%
