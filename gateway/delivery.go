@@ -35,6 +35,9 @@ const (
 type delivery struct {
 	id  string
 	raw *dispatch.Raw
+	// client is who it was handed to and at when (inflight.go).
+	client Client
+	at     time.Time
 
 	mu       sync.Mutex
 	state    deliveryState
@@ -174,7 +177,8 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
-	d := &delivery{id: g.newID(), raw: r, deadline: time.Now().Add(timeout)}
+	now := time.Now()
+	d := &delivery{id: g.newID(), raw: r, client: clientOf(ctx), at: now, deadline: now.Add(timeout)}
 	out.ID, out.ref = d.id, d
 	if r.PushedAt > 0 {
 		g.obs.Pulled(q.Name(), time.Since(time.Unix(0, r.PushedAt)))

@@ -340,6 +340,12 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("subscribe control: %w", err)
 	}
 	g.subs = append(g.subs, sub)
+	sub, err = nc.Subscribe(controlPrefix+g.id+".deliveries", g.counted(g.onDeliveriesRequest))
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("subscribe control: %w", err)
+	}
+	g.subs = append(g.subs, sub)
 	subs, err = g.peers.Start(g.counted)
 	g.subs = append(g.subs, subs...)
 	if err != nil {

@@ -46,6 +46,9 @@ type Core interface {
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
 	DeleteMessage(ctx context.Context, queue string, seq uint64) error
+	// Beyond LMQ: the deliveries in flight (deliveries.go).
+	Deliveries(ctx context.Context, queue string) (gateway.DeliveryList, error)
+	FindDelivery(ctx context.Context, id string) (gateway.DeliveryInfo, error)
 	// Beyond LMQ: purging a queue's waiting messages (purge.go).
 	Purge(ctx context.Context, queue string) error
 }

@@ -393,7 +393,8 @@ func (a *api) servePull(w http.ResponseWriter, r *http.Request, pull func(contex
 	if err != nil {
 		return err
 	}
-	d, err := pull(r.Context(), wait)
+	// The delivery records who has it (the console's in-flight list).
+	d, err := pull(gateway.WithClient(r.Context(), gateway.ClientHTTP, r.RemoteAddr), wait)
 	return a.answerPull(w, r, d, err, cf, bound)
 }
 

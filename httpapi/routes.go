@@ -45,6 +45,12 @@ func (a *api) routes(t *route.Table) {
 	// operator's act, not a consumer's.
 	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.listMessages), http.MethodGet)
 	t.Handle("/queues/{name}/messages/{id}", route.OnQueue(admin), a.named(a.deleteMessage), http.MethodDelete)
+	// The deliveries in flight (deliveries.go): admin, like the waiting
+	// messages (they name the clients holding them). A delivery found by
+	// its id alone is checked against the token's scope once its queue is
+	// known.
+	t.Handle("/queues/{name}/deliveries", route.OnQueue(admin), a.named(a.listDeliveries), http.MethodGet)
+	t.Handle("/deliveries/{id}", route.Listed(admin), a.handler(a.findDelivery), http.MethodGet)
 	// Purge: the queue's waiting messages go, the queue stays (an admin's
 	// act, like deleting it).
 	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.purge), http.MethodDelete)

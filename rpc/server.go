@@ -375,7 +375,8 @@ func newConn(ctx context.Context, s *Server, nc net.Conn) *conn {
 	})
 	c.out.bound(s.opt.MaxAnswerBytes, s.answers)
 	c.lastUsed.Store(time.Now().UnixNano())
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	// The deliveries it pulls record who has them (the console's in-flight list).
+	c.ctx, c.cancel = context.WithCancel(gateway.WithClient(ctx, gateway.ClientRPC, nc.RemoteAddr().String()))
 	c.waitCtx, c.cancelWait = context.WithCancel(c.ctx)
 	c.stopDrain = context.AfterFunc(s.drainCtx, c.cancelWait)
 	return c

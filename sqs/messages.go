@@ -282,13 +282,15 @@ func (s *Server) receiveMessage(r *request) (any, error) {
 		return nil, errInvalid("Value %d for parameter VisibilityTimeout is invalid. Reason: Must be from 0 to %d.", *r.VisibilityTimeout, maxVisibility)
 	}
 	var got []*gateway.Delivery
-	d, err := s.core.Pull(r.ctx, r.queue, time.Duration(wait)*time.Second)
+	// The deliveries record who has them (the console's in-flight list).
+	pctx := gateway.WithClient(r.ctx, gateway.ClientSQS, r.remote)
+	d, err := s.core.Pull(pctx, r.queue, time.Duration(wait)*time.Second)
 	for err == nil && d != nil {
 		got = append(got, d)
 		if len(got) == n {
 			break
 		}
-		d, err = s.core.Pull(r.ctx, r.queue, 0)
+		d, err = s.core.Pull(pctx, r.queue, 0)
 	}
 	if err != nil && len(got) == 0 {
 		if r.ctx.Err() != nil {

@@ -99,6 +99,7 @@ type request struct {
 	prin     *auth.Principal
 	queue    string // the queue of QueueUrl, once resolved
 	received time.Time
+	remote   string // the client's address
 }
 
 // handler is an action: it returns the answer (nil: an empty result).
@@ -164,7 +165,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 
-	req := &request{ctx: r.Context(), json: jsonProto, host: r.Host, scheme: "http", received: s.now()}
+	req := &request{ctx: r.Context(), json: jsonProto, host: r.Host, scheme: "http", received: s.now(), remote: r.RemoteAddr}
 	if r.TLS != nil {
 		req.scheme = "https"
 	}

@@ -50,6 +50,7 @@ type Core struct {
 type inflight struct {
 	queue string
 	msgs  []gateway.Message
+	at    time.Time
 }
 
 // New returns an empty core.
@@ -276,7 +277,7 @@ func (f *Core) take(match func(string) bool) *gateway.Delivery {
 		f.nextID++
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", f.nextID)
 		d := &gateway.Delivery{Queue: q, ID: id, RetryRemaining: 2}
-		in := inflight{queue: q}
+		in := inflight{queue: q, at: time.Now()}
 		if strings.HasPrefix(q, "pkg") {
 			d.Compound, d.Parts, in.msgs = true, msgs, msgs
 			f.queues[q] = nil
@@ -612,4 +613,44 @@ func (f *Core) DeleteMessage(_ context.Context, q string, seq uint64) error {
 	}
 	f.queues[q] = slices.Delete(msgs, int(seq-1), int(seq))
 	return nil
+}
+
+// fakeTimeout is the time left the fake's deliveries show (Deliveries).
+const fakeTimeout = 30 * time.Second
+
+func (f *Core) infoLocked(id string, in inflight) gateway.DeliveryInfo {
+	return gateway.DeliveryInfo{ID: id, Queue: in.queue, Gateway: "00000000",
+		Client: gateway.Client{Kind: gateway.ClientHTTP, Addr: "192.0.2.1:1234"},
+		DeliveredAt: in.at, Deadline: in.at.Add(fakeTimeout), Receives: 1, RetryRemaining: 2}
+}
+
+// Deliveries lists queue q's deliveries not yet answered, oldest first.
+func (f *Core) Deliveries(_ context.Context, q string) (gateway.DeliveryList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["Deliveries"]; err != nil {
+		return gateway.DeliveryList{}, err
+	}
+	if _, ok := f.queues[q]; !ok {
+		return gateway.DeliveryList{}, fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
+	}
+	var l gateway.DeliveryList
+	for id, in := range f.inflight {
+		if in.queue == q {
+			l.Deliveries = append(l.Deliveries, f.infoLocked(id, in))
+		}
+	}
+	slices.SortFunc(l.Deliveries, func(a, b gateway.DeliveryInfo) int { return strings.Compare(a.ID, b.ID) })
+	return l, nil
+}
+
+// FindDelivery describes the delivery not yet answered whose id is id.
+func (f *Core) FindDelivery(_ context.Context, id string) (gateway.DeliveryInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, ok := f.inflight[id]
+	if !ok {
+		return gateway.DeliveryInfo{}, fmt.Errorf("delivery %s: %w", id, gateway.ErrNotFound)
+	}
+	return f.infoLocked(id, in), nil
 }
