@@ -104,4 +104,3 @@ func (a *api) findDelivery(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, b)
 	return nil
 }
-

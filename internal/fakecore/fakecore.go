@@ -620,7 +620,7 @@ const fakeTimeout = 30 * time.Second
 
 func (f *Core) infoLocked(id string, in inflight) gateway.DeliveryInfo {
 	return gateway.DeliveryInfo{ID: id, Queue: in.queue, Gateway: "00000000",
-		Client: gateway.Client{Kind: gateway.ClientHTTP, Addr: "192.0.2.1:1234"},
+		Client:      gateway.Client{Kind: gateway.ClientHTTP, Addr: "192.0.2.1:1234"},
 		DeliveredAt: in.at, Deadline: in.at.Add(fakeTimeout), Receives: 1, RetryRemaining: 2}
 }
 
