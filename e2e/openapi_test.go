@@ -189,6 +189,9 @@ func TestOpenAPI(t *testing.T) {
 	a.do(200, "POST", "/messages/oa?delay=0&ttl=60", []byte("two"), "Idempotency-Key", "k-1")
 	r = a.do(200, "GET", "/messages/oa?t="+msgWait, nil)
 	a.do(204, "POST", "/messages/oa/"+r.ID()+"?reply=ext", nil)
+	a.do(200, "GET", "/queues/oa/deliveries", nil)
+	a.do(200, "GET", "/deliveries/"+r.ID(), nil)
+	a.do(404, "GET", "/queues/oa-none/deliveries", nil)
 	a.do(204, "POST", "/messages/oa/"+r.ID()+"?reply=ack", nil)
 	a.do(404, "POST", "/messages/oa/"+r.ID()+"?reply=ack", nil) // done already
 	r = a.do(200, "GET", "/messages/oa?t="+msgWait, nil)
@@ -197,6 +200,7 @@ func TestOpenAPI(t *testing.T) {
 	a.do(204, "POST", "/messages/oa/"+r.ID()+"?reply=ack", nil)
 	a.do(204, "GET", "/messages/oa?t=0", nil)
 	a.do(404, "POST", "/messages/oa/00000000-0000-0000-0000-000000000000?reply=ack", nil)
+	a.do(404, "GET", "/deliveries/00000000-0000-0000-0000-000000000000", nil)
 	a.do(400, "POST", "/messages/oa/x?reply=maybe", nil)
 	// A browser's request for a page of another origin.
 	a.do(403, "POST", "/messages/oa", []byte("x"), "Origin", "http://evil.example", "Content-Type", "text/plain")
