@@ -238,6 +238,7 @@ function queuesPage(main) {
     filterErr,
     h('div', { class: 'pager' }, prev, next, summary),
     h('div', { class: 'table-wrap' }, table));
+  findDeliveryBox(main);
 
   function drawHead() {
     headRow.replaceChildren(...COLUMNS.map(([key, label]) => {
@@ -385,6 +386,7 @@ function queuePage(main, name) {
     h('section', { 'aria-labelledby': 'peek-title' }, h('h2', { id: 'peek-title' }, 'Next waiting messages'),
       h('p', { class: 'muted' }, 'In the order they will be delivered: highest priority first, each priority in queue order, a message group\'s later messages after its current one. A look without taking them: nothing is delivered or changed (but for a message you delete).'),
       h('button', { type: 'button', class: 'secondary', id: 'peek-refresh', onclick: () => peek().catch((e) => setStatus(e.message)) }, 'Refresh'), peekList));
+  inFlightSection(main, name);
   const deadDelArea = $('#dead-confirm', main);
   resetDelete();
   resetPurge();
@@ -595,6 +597,121 @@ function queuePage(main, name) {
     },
   };
   return page;
+}
+
+// ---- Deliveries in flight ---------------------------------------------------
+
+// fmtLeft shows a time left in seconds.
+function fmtLeft(s) {
+  if (s <= 0) return 'due';
+  if (s < 60) return s.toFixed(0) + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' min ' + Math.floor(s % 60) + ' s';
+  return (s / 3600).toFixed(1) + ' h';
+}
+
+// deliveryRow is one row of the in-flight table: the delivery's fields and,
+// with act, Nack and Extend buttons (act(d, 'nack' | 'ext')).
+function deliveryRow(d, act, shownAt) {
+  const left = h('td', { 'data-col': 'left', 'data-deadline': String(shownAt + d.time_left * 1000) }, fmtLeft(d.time_left));
+  return h('tr', { 'data-delivery': d.id },
+    h('td', { class: 'left mono', 'data-col': 'id' }, d.id),
+    h('td', { class: 'left mono', 'data-col': 'gateway' }, d.gateway),
+    h('td', { class: 'left', 'data-col': 'client' }, d.client_kind + (d.client_addr ? ' ' + d.client_addr : '')),
+    h('td', { class: 'left', 'data-col': 'delivered', title: d.delivered_at }, new Date(d.delivered_at).toLocaleTimeString()),
+    left,
+    h('td', { 'data-col': 'receives' }, fmtInt(d.receives)),
+    h('td', { 'data-col': 'priority' }, String(d.priority)),
+    h('td', { class: 'left', 'data-col': 'group' }, d.group || ''),
+    act ? h('td', { class: 'left' },
+      h('button', { type: 'button', class: 'secondary', 'data-nack': d.id, 'aria-label': `Nack delivery ${d.id}`, onclick: () => act(d, 'nack') }, 'Nack'), ' ',
+      h('button', { type: 'button', class: 'secondary', 'data-ext': d.id, 'aria-label': `Extend delivery ${d.id}`, onclick: () => act(d, 'ext') }, 'Extend')) : null);
+}
+
+function deliveryHead(withActions) {
+  return h('thead', {}, h('tr', {}, ['Delivery id', 'Gateway', 'Client', 'Delivered at', 'Time left', 'Receives', 'Priority', 'Group']
+    .map((t, i) => h('th', { scope: 'col', class: i < 4 || i === 7 ? 'left' : null }, t)),
+  withActions ? h('th', { scope: 'col', class: 'left' }, 'Answer') : null));
+}
+
+// inFlightSection adds to a queue's page the table of its deliveries in
+// flight on every gateway, refreshed every POLL_MS while the page is shown,
+// with the time left counting down in between. Nack and Extend answer a
+// delivery through the same API a client uses.
+function inFlightSection(main, name) {
+  const qp = q(name);
+  const tbody = h('tbody');
+  const note = h('p', { class: 'muted', id: 'inflight-note' });
+  const msg = h('p', { id: 'inflight-result', role: 'status' });
+  const section = h('section', { 'aria-labelledby': 'inflight-title' }, h('h2', { id: 'inflight-title' }, 'In flight'),
+    h('p', { class: 'muted' }, 'Deliveries handed out and not yet answered, on every gateway. Nack puts the message back at once (one retry used); Extend restarts its timeout.'),
+    note, msg, h('div', { class: 'table-wrap' }, h('table', { id: 'inflight' }, deliveryHead(true), tbody)));
+  main.append(section);
+  async function act(d, reply) {
+    msg.className = '';
+    try {
+      await api('POST', '/messages/' + qp + '/' + q(d.id) + '?reply=' + reply);
+      msg.className = 'ok';
+      msg.textContent = (reply === 'nack' ? 'Nacked ' : 'Extended ') + d.id + '.';
+    } catch (e) {
+      msg.className = 'error';
+      msg.textContent = e.status === 404 ? `Delivery ${d.id} is no longer in flight.` : e.message;
+    }
+    await load().catch((e) => { note.textContent = e.message; });
+  }
+  let seq = 0;
+  async function load() {
+    const my = ++seq;
+    const path = '/queues/' + qp + '/deliveries';
+    const hdr = {};
+    const auth = authHeader();
+    if (auth) hdr['Authorization'] = auth;
+    const resp = await fetch(path, { headers: hdr, cache: 'no-store', credentials: 'same-origin' });
+    if (my !== seq) return;
+    if (!resp.ok) { note.textContent = resp.status === 404 ? '' : 'Deliveries: ' + resp.status; return; }
+    const list = await resp.json();
+    const shownAt = Date.now();
+    const missing = resp.headers.get('Lmq-Unanswered-Gateways');
+    const cut = resp.headers.get('Lmq-Truncated-Gateways');
+    note.textContent = (list.length ? `${list.length} in flight.` : 'None in flight.') +
+      (missing ? ` Gateway(s) ${missing} did not answer in time: their deliveries are missing.` : '') +
+      (cut ? ` Gateway(s) ${cut} hold more: only their oldest 1,000 are shown.` : '');
+    tbody.replaceChildren(...list.map((d) => deliveryRow(d, act, shownAt)));
+  }
+  const tick = () => {
+    for (const td of tbody.querySelectorAll('[data-deadline]')) td.textContent = fmtLeft((Number(td.dataset.deadline) - Date.now()) / 1000);
+  };
+  let n = 0;
+  const loop = async () => {
+    if (!section.isConnected) return; // the page changed
+    if (!document.hidden && n++ % 2 === 0) await load().catch((e) => { note.textContent = e.message; });
+    else tick();
+    setTimeout(loop, POLL_MS / 2);
+  };
+  loop();
+}
+
+// findDeliveryBox adds a box that finds a delivery in flight by the id a
+// client logged, whatever its queue and gateway (GET /deliveries/{id}).
+function findDeliveryBox(main) {
+  const input = h('input', { id: 'find-delivery', type: 'search', size: 38, placeholder: 'delivery id (X-Lmq-Message-Id)', autocomplete: 'off', spellcheck: 'false' });
+  const out = h('div', { id: 'found-delivery', role: 'status' });
+  async function find(ev) {
+    ev.preventDefault();
+    const id = input.value.trim();
+    if (!id) return;
+    try {
+      const d = await api('GET', '/deliveries/' + q(id));
+      out.replaceChildren(h('p', {}, 'In flight on queue ', h('a', { href: '#/queue/' + q(d.queue), id: 'found-queue' }, d.queue), '.'),
+        h('div', { class: 'table-wrap' }, h('table', {}, deliveryHead(false), h('tbody', {}, deliveryRow(d, null, Date.now())))));
+    } catch (e) {
+      out.replaceChildren(h('p', { class: 'error' }, e.status === 404 ? 'No delivery in flight has this id (unknown, answered or timed out).' : e.message));
+    }
+  }
+  const form = h('form', { id: 'find-delivery-form', class: 'row' },
+    h('div', { class: 'field grow' }, h('label', { for: 'find-delivery' }, 'Find a delivery'), input),
+    h('button', { type: 'submit', class: 'secondary' }, 'Find'));
+  form.addEventListener('submit', find);
+  main.append(h('section', { 'aria-labelledby': 'find-title' }, h('h2', { id: 'find-title' }, 'Find a delivery'), form, out));
 }
 
 // renderMessage shows one peeked message or dead letter; with onDelete (a
