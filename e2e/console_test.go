@@ -813,3 +813,27 @@ func TestConsoleScopedTokens(t *testing.T) {
 	c.Expect(http.StatusOK, http.MethodGet, "/ui/api/queues", nil, bearer(root)...)
 	c.Expect(http.StatusOK, http.MethodGet, "/ui/api/queues", nil, bearer(tokensOperator)...)
 }
+
+// The queue page's deliveries in flight, with a Nack that puts the message
+// back, and the queue list's box that finds a delivery by its id.
+func TestConsoleInFlight(t *testing.T) {
+	t.Parallel()
+	g, c := StartClient(t)
+	c.Push("inflight/q", []byte("held"), "text/plain")
+	d := c.MustPull("inflight/q", msgWait, "held")
+	b := newBrowser(t, g.HTTP)
+	b.open("#/queues")
+	b.setValue("#find-delivery", d.ID())
+	b.click(`#find-delivery-form button[type="submit"]`)
+	b.waitContains("#found-delivery", "inflight/q")
+	b.open("#/queue/" + Q("inflight/q"))
+	b.waitContains("#inflight", d.ID())
+	// Not paused: no badge says so.
+	b.waitJS("the paused badge hidden", `getComputedStyle(document.getElementById('paused-badge')).display === 'none'`)
+	b.screenshot("inflight")
+	b.click(`button[data-nack="` + d.ID() + `"]`)
+	b.waitContains("#inflight-result", "Nacked")
+	c.ExpectReply(http.StatusNotFound, "inflight/q", d.ID(), "ack")
+	c.MustPull("inflight/q", msgWait, "held")
+	b.noErrors()
+}
