@@ -627,3 +627,31 @@ func streamsOf(views []ops.QueueView) []Stream {
 	slices.SortFunc(out, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// Rates is the answer of GET /ui/api/rates: this gateway's long history
+// (pushes and pulls over all its queues, per minute), with the Prometheus
+// series to ask for anything longer or for the whole cluster.
+type Rates struct {
+	// Gateway is this gateway's id; Scope says what is summed ("gateway":
+	// this gateway's traffic only).
+	Gateway string `json:"gateway"`
+	Scope   string `json:"scope"`
+	LongHistory
+	// Series are the Prometheus counters (on /metrics, per queue) that
+	// hold the same counts, for longer or cluster-wide graphs: sum them
+	// over the gateways, e.g. sum(rate(lmq_pushes_total[1m])).
+	Series []string `json:"series"`
+}
+
+// PrometheusSeries are the counters the long history is made of, as
+// ops/metrics.go names them.
+var PrometheusSeries = []string{"lmq_pushes_total", "lmq_pulls_total", "lmq_acks_total"}
+
+func (c *Console) serveRates(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Rates{
+		Gateway:     c.core.ID(),
+		Scope:       "gateway",
+		LongHistory: c.rates.longHistory(time.Now()),
+		Series:      PrometheusSeries,
+	})
+}

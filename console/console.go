@@ -181,6 +181,7 @@ func (c *Console) Mount(t *route.Table) {
 	t.HandleFunc(api+"peek", admin, c.servePeek, http.MethodGet)
 	t.HandleFunc(api+"match", admin, c.serveMatch, http.MethodGet, http.MethodPost)
 	t.HandleFunc(api+"cluster", admin, c.serveCluster, http.MethodGet)
+	t.HandleFunc(api+"rates", admin, c.serveRates, http.MethodGet)
 	if !c.opt.PublicShell {
 		t.HandlePrefix(Prefix, admin, http.HandlerFunc(c.serveAsset), http.MethodGet, http.MethodHead)
 	}

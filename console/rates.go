@@ -60,6 +60,8 @@ type sampler struct {
 	// next increment is counted from there.
 	last map[string]counts
 	read int // queues the latest sample read (tests)
+	// long is the per-minute totals over every queue (LongLen minutes).
+	long longRing
 }
 
 type counts struct{ push, pull uint64 }
@@ -106,8 +108,25 @@ func (s *sampler) sample(now time.Time) {
 	s.pos = s.ticks % HistoryLen
 	s.at = now
 	s.read = len(cur)
+	var sumPush, sumPull uint64
+	defer func() {
+		if !first {
+			s.long.add(now, sumPush, sumPull)
+		}
+	}()
 	for _, c := range cur {
 		h := s.q[c.name]
+		if !first && !c.a.Forgotten {
+			// The long history counts every queue, tracked or not.
+			var prev counts
+			if h != nil {
+				prev = counts{h.lastPush, h.lastPull}
+			} else if l, ok := s.last[c.name]; ok {
+				prev = l
+			}
+			sumPush += uint64(clampDelta(c.a.Pushes, prev.push))
+			sumPull += uint64(clampDelta(c.a.Pulls, prev.pull))
+		}
 		if c.a.Forgotten {
 			// ops.Stats forgot the queue (deleted and idle).
 			delete(s.q, c.name)
@@ -121,6 +140,7 @@ func (s *sampler) sample(now time.Time) {
 		}
 		if h == nil {
 			if len(s.q) >= MaxTracked {
+				s.last[c.name] = counts{c.a.Pushes, c.a.Pulls}
 				continue
 			}
 			h = &history{last: s.ticks - 1}
@@ -190,4 +210,78 @@ func (s *sampler) series(name string) (push, pull []float64) {
 		push[i], pull[i] = float64(h.push[j])/sec, float64(h.pull[j])/sec
 	}
 	return push, pull
+}
+
+// The long history: this gateway's pushes and pulls over all queues, summed
+// per minute, for the last LongLen minutes. A fixed ring (LongLen slots of
+// two counters), so it stays bounded whatever the number of queues or the
+// uptime. Queues beyond MaxTracked are counted here too.
+
+const (
+	// LongStep is the width of one point of the long history.
+	LongStep = time.Minute
+	// LongLen is the number of points kept: two hours.
+	LongLen = 120
+)
+
+// longRing is the per-minute totals, indexed by minute (Unix minutes %
+// LongLen); min says which minute a slot holds, so that stale slots read as
+// zero.
+type longRing struct {
+	push, pull [LongLen]uint64
+	min        [LongLen]int64
+	started    int64 // the first minute sampled (Unix minutes), 0 before
+}
+
+func (r *longRing) add(now time.Time, push, pull uint64) {
+	m := now.Unix() / int64(LongStep/time.Second)
+	if r.started == 0 {
+		r.started = m
+	}
+	i := m % LongLen
+	if r.min[i] != m {
+		r.min[i], r.push[i], r.pull[i] = m, 0, 0
+	}
+	r.push[i] += push
+	r.pull[i] += pull
+}
+
+// LongHistory is the answer of GET /ui/api/rates: per-minute counts,
+// oldest first, the last being the minute under way.
+type LongHistory struct {
+	// Step is the seconds per point; Start the beginning of the first point.
+	Step  float64   `json:"step"`
+	Start time.Time `json:"start"`
+	// Since is when the console started counting.
+	Since time.Time `json:"since"`
+	// Push and Pull are the messages pushed and pulled in each minute.
+	Push []uint64 `json:"push"`
+	Pull []uint64 `json:"pull"`
+}
+
+// longHistory returns the long history as of now: at most LongLen points, fewer
+// when the sampler has run for less long.
+func (s *sampler) longHistory(now time.Time) LongHistory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	step := int64(LongStep / time.Second)
+	cur := now.Unix() / step
+	h := LongHistory{Step: LongStep.Seconds(), Push: []uint64{}, Pull: []uint64{}}
+	if s.long.started == 0 {
+		h.Start = time.Unix(cur*step, 0).UTC()
+		return h
+	}
+	h.Since = time.Unix(s.long.started*step, 0).UTC()
+	first := max(s.long.started, cur-LongLen+1)
+	h.Start = time.Unix(first*step, 0).UTC()
+	for m := first; m <= cur; m++ {
+		i := m % LongLen
+		var p, l uint64
+		if s.long.min[i] == m {
+			p, l = s.long.push[i], s.long.pull[i]
+		}
+		h.Push = append(h.Push, p)
+		h.Pull = append(h.Pull, l)
+	}
+	return h
 }
