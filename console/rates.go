@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,14 +62,30 @@ type sampler struct {
 	// next increment is counted from there.
 	last map[string]counts
 	read int // queues the latest sample read (tests)
-	// long is the per-minute totals over every queue (LongLen minutes).
-	long longRing
+	// long is the per-minute totals over every queue (LongLen minutes);
+	// cluster the same summed over every gateway heard (this one included).
+	long, cluster longRing
+	// peers is each other gateway's latest sample, by id (the gateways
+	// heard within PeerLapse; at most MaxPeers).
+	peers map[string]peerSample
+	now   func() time.Time
+
+	// bus, when set, carries the samples between the gateways; id is this
+	// gateway's.
+	bus RatesBus
+	id  string
+}
+
+// peerSample is another gateway's latest rate sample as heard.
+type peerSample struct {
+	at         time.Time
+	push, pull uint64
 }
 
 type counts struct{ push, pull uint64 }
 
 func newSampler(stats *ops.Stats) *sampler {
-	s := &sampler{stats: stats, q: map[string]*history{}, last: map[string]counts{}}
+	s := &sampler{stats: stats, q: map[string]*history{}, last: map[string]counts{}, peers: map[string]peerSample{}, now: time.Now}
 	if stats != nil {
 		s.watch = stats.Watch()
 	}
@@ -83,16 +101,19 @@ func (s *sampler) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s.sample(now)
+			if d, ok := s.sample(now); ok {
+				s.publish(d)
+			}
 		}
 	}
 }
 
 // sample reads the counters of the queues with events since the last sample
-// and records their increments.
-func (s *sampler) sample(now time.Time) {
+// and records their increments; it returns their sum over every queue (not
+// ok on the first sample, whose counts are from before).
+func (s *sampler) sample(now time.Time) (sum counts, ok bool) {
 	if s.stats == nil {
-		return
+		return counts{}, false
 	}
 	type read struct {
 		name string
@@ -112,6 +133,8 @@ func (s *sampler) sample(now time.Time) {
 	defer func() {
 		if !first {
 			s.long.add(now, sumPush, sumPull)
+			s.cluster.add(now, sumPush, sumPull)
+			sum, ok = counts{sumPush, sumPull}, true
 		}
 	}()
 	for _, c := range cur {
@@ -167,6 +190,7 @@ func (s *sampler) sample(now time.Time) {
 			}
 		}
 	}
+	return
 }
 
 func clampDelta(cur, last uint64) uint32 {
@@ -259,29 +283,114 @@ type LongHistory struct {
 	Pull []uint64 `json:"pull"`
 }
 
-// longHistory returns the long history as of now: at most LongLen points, fewer
-// when the sampler has run for less long.
-func (s *sampler) longHistory(now time.Time) LongHistory {
+// longHistory returns a long history (s.long: this gateway's; s.cluster:
+// the cluster's) as of now: at most LongLen points, fewer when the sampler
+// has run for less long.
+func (s *sampler) longHistory(r *longRing, now time.Time) LongHistory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	step := int64(LongStep / time.Second)
 	cur := now.Unix() / step
 	h := LongHistory{Step: LongStep.Seconds(), Push: []uint64{}, Pull: []uint64{}}
-	if s.long.started == 0 {
+	if r.started == 0 {
 		h.Start = time.Unix(cur*step, 0).UTC()
 		return h
 	}
-	h.Since = time.Unix(s.long.started*step, 0).UTC()
-	first := max(s.long.started, cur-LongLen+1)
+	h.Since = time.Unix(r.started*step, 0).UTC()
+	first := max(r.started, cur-LongLen+1)
 	h.Start = time.Unix(first*step, 0).UTC()
 	for m := first; m <= cur; m++ {
 		i := m % LongLen
 		var p, l uint64
-		if s.long.min[i] == m {
-			p, l = s.long.push[i], s.long.pull[i]
+		if r.min[i] == m {
+			p, l = r.push[i], r.pull[i]
 		}
 		h.Push = append(h.Push, p)
 		h.Pull = append(h.Pull, l)
 	}
 	return h
+}
+
+// The cluster's rates: after each sample, every gateway's console publishes
+// its pushes and pulls of the interval (summed over its queues) through the
+// RatesBus, and adds those it hears from the others to its cluster ring, by
+// the minute it heard them in. So the cluster chart covers the time this
+// console has run, like the gateway's; a sample lost (core NATS) is missing
+// from it; a gateway that stops stops adding.
+
+const (
+	// PeerLapse is how long another gateway counts as live after its
+	// latest sample (three intervals).
+	PeerLapse = 3 * SampleInterval
+	// MaxPeers bounds the other gateways whose latest sample is kept.
+	MaxPeers = 1024
+)
+
+// RatesBus carries the rate samples between the gateways' consoles. The
+// Core may implement it (*gateway.Gateway does); without it the console
+// shows this gateway's rates only.
+type RatesBus interface {
+	PublishRates(data []byte) error
+	SubscribeRates(f func(data []byte)) (stop func(), err error)
+}
+
+// rateSample is the message on the bus: one gateway's increments over one
+// interval of Step seconds.
+type rateSample struct {
+	Gateway string  `json:"g"`
+	Step    float64 `json:"step"`
+	Push    uint64  `json:"push"`
+	Pull    uint64  `json:"pull"`
+}
+
+func (s *sampler) publish(d counts) {
+	s.mu.Lock()
+	bus := s.bus
+	s.mu.Unlock()
+	if bus == nil {
+		return
+	}
+	b, _ := json.Marshal(rateSample{Gateway: s.id, Step: SampleInterval.Seconds(), Push: d.push, Pull: d.pull})
+	_ = bus.PublishRates(b)
+}
+
+// heard adds another gateway's sample to the cluster's rates; this
+// gateway's own and anything that does not decode are ignored.
+func (s *sampler) heard(data []byte) {
+	var m rateSample
+	if json.Unmarshal(data, &m) != nil || m.Gateway == "" || m.Gateway == s.id {
+		return
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.peers[m.Gateway]; !ok && len(s.peers) >= MaxPeers {
+		s.prunePeers(now)
+		if len(s.peers) >= MaxPeers {
+			return
+		}
+	}
+	s.peers[m.Gateway] = peerSample{at: now, push: m.Push, pull: m.Pull}
+	s.cluster.add(now, m.Push, m.Pull)
+}
+
+func (s *sampler) prunePeers(now time.Time) {
+	for id, p := range s.peers {
+		if now.Sub(p.at) > PeerLapse {
+			delete(s.peers, id)
+		}
+	}
+}
+
+// livePeers are the other gateways heard within PeerLapse, sorted.
+func (s *sampler) livePeers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prunePeers(s.now())
+	out := make([]string, 0, len(s.peers))
+	for id := range s.peers {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }

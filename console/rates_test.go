@@ -15,7 +15,7 @@ func TestSamplerLongHistory(t *testing.T) {
 	st.Pushed("a", 1) // before the console watched: not counted
 	s := newSampler(st)
 	t0 := time.Unix(1_800_000_000/60*60, 0) // on a minute
-	if h := s.longHistory(t0); len(h.Push) != 0 || !h.Since.IsZero() {
+	if h := s.longHistory(&s.long, t0); len(h.Push) != 0 || !h.Since.IsZero() {
 		t.Fatalf("before any sample: %+v", h)
 	}
 	s.sample(t0)
@@ -29,7 +29,7 @@ func TestSamplerLongHistory(t *testing.T) {
 	st.Pulled("b", time.Second)
 	s.sample(t0.Add(time.Minute + SampleInterval))
 
-	h := s.longHistory(t0.Add(time.Minute + 2*SampleInterval))
+	h := s.longHistory(&s.long, t0.Add(time.Minute + 2*SampleInterval))
 	if !h.Start.Equal(t0) || !h.Since.Equal(t0) || h.Step != 60 {
 		t.Fatalf("start %v since %v step %v", h.Start, h.Since, h.Step)
 	}
@@ -41,7 +41,7 @@ func TestSamplerLongHistory(t *testing.T) {
 	// old minutes gone.
 	later := t0.Add(3 * time.Hour)
 	s.sample(later)
-	h = s.longHistory(later)
+	h = s.longHistory(&s.long, later)
 	if len(h.Push) != LongLen || !h.Start.Equal(later.Add(-(LongLen-1)*LongStep)) {
 		t.Fatalf("%d points from %v", len(h.Push), h.Start)
 	}
@@ -55,12 +55,81 @@ func TestSamplerLongHistory(t *testing.T) {
 	}
 
 	// The API's shape.
-	b, _ := json.Marshal(Rates{Gateway: "g", Scope: "gateway", LongHistory: h, Series: PrometheusSeries})
+	b, _ := json.Marshal(Rates{Gateway: "g", This: h, Cluster: h, Gateways: []string{"g"}, Series: PrometheusSeries})
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	for _, k := range []string{"gateway", "scope", "step", "start", "since", "push", "pull", "series"} {
+	for _, k := range []string{"gateway", "this", "cluster", "gateways", "shared", "series"} {
 		if _, ok := m[k]; !ok {
-			t.Errorf("no %q in %s", k, b[:min(len(b), 200)])
+			t.Errorf("no %q in %.200s", k, b)
 		}
+	}
+	for _, k := range []string{"step", "start", "since", "push", "pull"} {
+		if _, ok := m["this"].(map[string]any)[k]; !ok {
+			t.Errorf("no this.%q in %.200s", k, b)
+		}
+	}
+}
+
+// bus is a RatesBus in memory: what is published is heard by every
+// subscriber, as on NATS.
+type bus struct{ subs []func([]byte) }
+
+func (b *bus) PublishRates(data []byte) error {
+	for _, f := range b.subs {
+		f(data)
+	}
+	return nil
+}
+
+func (b *bus) SubscribeRates(f func([]byte)) (func(), error) {
+	b.subs = append(b.subs, f)
+	return func() {}, nil
+}
+
+// Two gateways' samplers on one bus: each one's cluster history is the sum
+// of both, its own history its own; a gateway silent for PeerLapse is no
+// longer live; garbage and its own echo are ignored.
+func TestSamplerClusterRates(t *testing.T) {
+	t0 := time.Unix(1_800_000_000/60*60, 0)
+	clock := t0
+	var b bus
+	var st [2]*ops.Stats
+	var s [2]*sampler
+	for i, id := range []string{"g1", "g2"} {
+		st[i] = ops.NewStats(ops.StatsOptions{})
+		s[i] = newSampler(st[i])
+		s[i].id, s[i].bus, s[i].now = id, &b, func() time.Time { return clock }
+		_, _ = b.SubscribeRates(s[i].heard)
+		s[i].sample(clock)
+	}
+	st[0].Pushed("a", 1)
+	st[0].Pushed("a", 1)
+	st[1].Pushed("b", 1)
+	st[1].Pulled("b", time.Second)
+	clock = t0.Add(SampleInterval)
+	for i := range s {
+		d, ok := s[i].sample(clock)
+		if !ok {
+			t.Fatal("no sum")
+		}
+		s[i].publish(d)
+	}
+	_ = b.PublishRates([]byte("not json"))
+	for i, want := range [][2]uint64{{2, 0}, {1, 1}} {
+		own := s[i].longHistory(&s[i].long, clock)
+		all := s[i].longHistory(&s[i].cluster, clock)
+		if own.Push[0] != want[0] || own.Pull[0] != want[1] {
+			t.Errorf("gateway %d: own %v/%v", i, own.Push, own.Pull)
+		}
+		if all.Push[0] != 3 || all.Pull[0] != 1 {
+			t.Errorf("gateway %d: cluster %v/%v, want 3/1", i, all.Push, all.Pull)
+		}
+	}
+	if got := s[0].livePeers(); len(got) != 1 || got[0] != "g2" {
+		t.Fatalf("live peers %v", got)
+	}
+	clock = clock.Add(PeerLapse + time.Second)
+	if got := s[0].livePeers(); len(got) != 0 {
+		t.Fatalf("live peers after the lapse %v", got)
 	}
 }
