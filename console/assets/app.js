@@ -276,8 +276,10 @@ function queuesPage(main) {
   const headRow = h('tr');
   const tbody = h('tbody');
   const table = h('table', { id: 'queues' }, h('caption', { class: 'muted caption' }, 'Rates are this gateway\'s pushes and pulls over the last interval; sizes come from JetStream.'), h('thead', {}, headRow), tbody);
+  const rates = ratesCard();
   main.append(
     h('h1', {}, 'Queues'),
+    rates.el,
     h('div', { class: 'row' },
       h('div', { class: 'field grow' }, h('label', { for: 'filter' }, 'Filter by regular expression'), filter),
       h('div', { class: 'field' }, h('label', { for: 'limit' }, 'Rows per page'), limit)),
@@ -312,6 +314,7 @@ function queuesPage(main) {
   const page = {
     async refresh() {
       const my = ++seq;
+      rates.refresh().catch((e) => setStatus(e.message));
       const params = new URLSearchParams({ sort: state.sort, desc: state.desc ? '1' : '0', offset: state.offset, limit: state.limit });
       if (state.re) params.set('re', state.re);
       let data;
@@ -739,6 +742,76 @@ function drawChart(box, info) {
   info.push.length > 1 && line(info.push, 'push'), info.pull.length > 1 && line(info.pull, 'pull'));
   box.replaceChildren(svg);
   $('#chart-span').textContent = info.push.length > 1 ? '' : '(collecting: a point every ' + info.interval + ' s)';
+}
+
+// ---- Rates over the last hours (queue list) -----------------------------
+
+const RATES_KEY = 'lmq-console-rates-scope';
+const RATES_EVERY_MS = 15000;
+
+// ratesCard is the queue list's chart of pushes and pulls per minute over
+// the last two hours, of this gateway or of the whole cluster (GET
+// api/rates); it reloads every RATES_EVERY_MS at most.
+function ratesCard() {
+  let scope = sessionStorage.getItem(RATES_KEY) === 'this' ? 'this' : 'cluster';
+  let data = null, at = 0;
+  const box = h('div', { id: 'rates-chart' });
+  const note = h('p', { class: 'muted', id: 'rates-note' });
+  const btn = (key, label) => h('button', { type: 'button', class: 'secondary', 'data-scope': key, 'aria-pressed': String(scope === key),
+    onclick: () => { scope = key; sessionStorage.setItem(RATES_KEY, key); draw(); } }, label);
+  const btnThis = btn('this', 'This gateway'), btnAll = btn('cluster', 'Whole cluster');
+  const el = h('section', { class: 'card', id: 'rates', 'aria-labelledby': 'rates-title' },
+    h('div', { class: 'row' }, h('h2', { id: 'rates-title' }, 'Pushes and pulls per minute'),
+      h('div', { class: 'seg', role: 'group', 'aria-label': 'Whose rates' }, btnThis, btnAll)),
+    h('div', { class: 'legend' }, h('span', { class: 'push' }, '━ pushes/s'), h('span', { class: 'pull' }, '╍ pulls/s')),
+    box, note);
+  function draw() {
+    btnThis.setAttribute('aria-pressed', String(scope === 'this'));
+    btnAll.setAttribute('aria-pressed', String(scope === 'cluster'));
+    if (!data) return;
+    const hist = scope === 'this' ? data.this : data.cluster;
+    drawLongChart(box, hist);
+    const who = scope === 'this'
+      ? 'This gateway (' + data.gateway + ')'
+      : (data.shared ? `${data.gateways.length} gateway(s) heard now: ${data.gateways.join(', ')}` : 'Not shared with the other gateways: this gateway only');
+    const since = new Date(hist.since);
+    note.replaceChildren(who + '. Counted since ', timeEl(since.getFullYear() > 1 ? since : new Date(hist.start)),
+      `; the gateway keeps the last 2 h. Longer: the Prometheus counters ${data.series.join(', ')} on /metrics.`);
+  }
+  return {
+    el,
+    async refresh() {
+      if (data && Date.now() - at < RATES_EVERY_MS) return;
+      at = Date.now();
+      data = await api('GET', 'api/rates');
+      draw();
+    },
+  };
+}
+
+// drawLongChart draws a long history (per-minute counts) as per-second
+// rates; the minute under way is left out.
+function drawLongChart(box, hist) {
+  const per = (v) => v / hist.step;
+  const push = hist.push.slice(0, -1).map(per), pull = hist.pull.slice(0, -1).map(per);
+  if (push.length < 2) {
+    box.replaceChildren(h('p', { class: 'muted', 'data-collecting': '' }, 'Collecting: a point a minute.'));
+    return;
+  }
+  const W = Math.max(box.clientWidth || 600, 200), H = 120, L = 44, B = 18;
+  const n = push.length;
+  const maxV = Math.max(1 / hist.step, ...push, ...pull);
+  const x = (i) => L + (W - L - 4) * (i / (n - 1));
+  const y = (v) => (H - B) - (H - B - 6) * (v / maxV);
+  const line = (vals, cls) => h('polyline', { class: cls, points: vals.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ') });
+  const start = new Date(new Date(hist.start).getTime());
+  const svg = h('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'data-points': n,
+    'aria-label': `Rates per minute since ${exactTime(start)}; the last minute ${fmtRate(push.at(-1))} pushes and ${fmtRate(pull.at(-1))} pulls` },
+  [0, 0.5, 1].map((f) => h('line', { class: 'gridline', x1: L, x2: W, y1: y(maxV * f), y2: y(maxV * f) })),
+  h('text', { x: 2, y: y(maxV) + 10 }, fmtRate(maxV)), h('text', { x: 2, y: H - B }, '0'),
+  h('text', { x: L, y: H - 2 }, '−' + fmtDuration(n * hist.step)), h('text', { x: W - 60, y: H - 2 }, '−1 min'),
+  line(push, 'push'), line(pull, 'pull'));
+  box.replaceChildren(svg);
 }
 
 // ---- Default properties page --------------------------------------------
