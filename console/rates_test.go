@@ -29,7 +29,7 @@ func TestSamplerLongHistory(t *testing.T) {
 	st.Pulled("b", time.Second)
 	s.sample(t0.Add(time.Minute + SampleInterval))
 
-	h := s.longHistory(&s.long, t0.Add(time.Minute + 2*SampleInterval))
+	h := s.longHistory(&s.long, t0.Add(time.Minute+2*SampleInterval))
 	if !h.Start.Equal(t0) || !h.Since.Equal(t0) || h.Step != 60 {
 		t.Fatalf("start %v since %v step %v", h.Start, h.Since, h.Step)
 	}
