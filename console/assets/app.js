@@ -775,7 +775,7 @@ function ratesCard() {
       ? 'This gateway (' + data.gateway + ')'
       : (data.shared ? `${data.gateways.length} gateway(s) heard now: ${data.gateways.join(', ')}` : 'Not shared with the other gateways: this gateway only');
     const since = new Date(hist.since);
-    note.replaceChildren(who + '. Counted since ', timeEl(since.getFullYear() > 1 ? since : new Date(hist.start)),
+    note.replaceChildren(who + '. Counting began ', timeEl(since.getFullYear() > 1 ? since : new Date(hist.start)),
       `; the gateway keeps the last 2 h. Longer: the Prometheus counters ${data.series.join(', ')} on /metrics.`);
   }
   return {
