@@ -325,6 +325,9 @@ func TestConsolePages(t *testing.T) {
 	}
 	// A queue that keeps no dead letters shows no dead-letter actions.
 	b.waitJS("no dead-letter section", `document.querySelector('#dead-section').hidden && !document.querySelector('#respawn').offsetParent`)
+	// Nor a "paused" badge when it is not paused (the hidden attribute wins
+	// over the badge's display).
+	b.waitJS("no paused badge", `!document.querySelector('#paused-badge').offsetParent`)
 	// Every property has a field, filled with the effective value.
 	for _, k := range []string{"accum", "retry", "timeout", "ttl", "dead_letter", "release_on_disconnect", "priority", "paused", "max_inflight", "dead_letter_queue", "hooks"} {
 		b.waitJS("the field of "+k, `!!document.querySelector('#prop-`+k+`')`)
