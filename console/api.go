@@ -627,3 +627,42 @@ func streamsOf(views []ops.QueueView) []Stream {
 	slices.SortFunc(out, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// Rates is the answer of GET /ui/api/rates: the long histories (pushes
+// and pulls per minute) of this gateway and of the whole cluster, with the
+// Prometheus series to ask for anything longer.
+type Rates struct {
+	// Gateway is this gateway's id.
+	Gateway string `json:"gateway"`
+	// This is this gateway's history (all its queues).
+	This LongHistory `json:"this"`
+	// Cluster is the sum over every gateway heard (this one included);
+	// Gateways are those whose samples arrive now (this one first), and
+	// Shared whether this gateway sends and hears samples at all.
+	Cluster  LongHistory `json:"cluster"`
+	Gateways []string    `json:"gateways"`
+	Shared   bool        `json:"shared"`
+	// Series are the Prometheus counters (on /metrics, per queue) that
+	// hold the same counts, for longer graphs: sum them over the gateways,
+	// e.g. sum(rate(lmq_pushes_total[1m])).
+	Series []string `json:"series"`
+}
+
+// PrometheusSeries are the counters the long histories are made of, as
+// ops/metrics.go names them.
+var PrometheusSeries = []string{"lmq_pushes_total", "lmq_pulls_total"}
+
+func (c *Console) serveRates(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	c.rates.mu.Lock()
+	shared := c.rates.bus != nil
+	c.rates.mu.Unlock()
+	writeJSON(w, http.StatusOK, Rates{
+		Gateway:  c.core.ID(),
+		This:     c.rates.longHistory(&c.rates.long, now),
+		Cluster:  c.rates.longHistory(&c.rates.cluster, now),
+		Gateways: append([]string{c.core.ID()}, c.rates.livePeers()...),
+		Shared:   shared,
+		Series:   PrometheusSeries,
+	})
+}

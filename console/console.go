@@ -82,6 +82,7 @@ type Inventory interface {
 var (
 	_ Core      = (*gateway.Gateway)(nil)
 	_ Inventory = (*ops.Ops)(nil)
+	_ RatesBus  = (*gateway.Gateway)(nil)
 )
 
 // Options configures a Console.
@@ -130,6 +131,7 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 		assets: map[string]*asset{},
 		rates:  newSampler(inv.Stats()),
 	}
+	c.rates.id = core.ID()
 	err := fs.WalkDir(assetsFS, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -166,7 +168,23 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 
 // Run samples the per-queue push and pull counters every SampleInterval for
 // the rates and charts, until ctx ends.
-func (c *Console) Run(ctx context.Context) { c.rates.run(ctx) }
+//
+// When the Core is a RatesBus, Run also shares the samples with the other
+// gateways' consoles, and sums theirs into the cluster's rates.
+func (c *Console) Run(ctx context.Context) {
+	if bus, ok := c.core.(RatesBus); ok {
+		stop, err := bus.SubscribeRates(c.rates.heard)
+		if err != nil {
+			c.log.Warn("console: the cluster's rates are off", "err", err)
+		} else {
+			defer stop()
+			c.rates.mu.Lock()
+			c.rates.bus = bus
+			c.rates.mu.Unlock()
+		}
+	}
+	c.rates.run(ctx)
+}
 
 // Mount adds the console's routes to the API's route table (so that they
 // pass through its middleware: authentication, metrics, access log). It is
@@ -181,6 +199,7 @@ func (c *Console) Mount(t *route.Table) {
 	t.HandleFunc(api+"peek", admin, c.servePeek, http.MethodGet)
 	t.HandleFunc(api+"match", admin, c.serveMatch, http.MethodGet, http.MethodPost)
 	t.HandleFunc(api+"cluster", admin, c.serveCluster, http.MethodGet)
+	t.HandleFunc(api+"rates", admin, c.serveRates, http.MethodGet)
 	if !c.opt.PublicShell {
 		t.HandlePrefix(Prefix, admin, http.HandlerFunc(c.serveAsset), http.MethodGet, http.MethodHead)
 	}

@@ -186,6 +186,12 @@ func (b *browser) waitContains(sel, want string) {
 		fmt.Sprintf(`(() => { const el = document.querySelector(%s); return !!el && el.textContent.includes(%s); })()`, jsString(sel), jsString(want)))
 }
 
+// choose picks an option of a select, as a person does (input and change).
+func (b *browser) choose(sel, value string) {
+	b.t.Helper()
+	b.run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.focus(); el.value = %s; el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`, jsString(sel), jsString(value))))
+}
+
 // setValue types text into an input (replacing what is there).
 func (b *browser) setValue(sel, text string) {
 	b.t.Helper()
@@ -274,6 +280,17 @@ func TestConsolePages(t *testing.T) {
 	c.Push("jobs/resize", []byte{0, 1, 2, 0xff}, "application/octet-stream")
 	b.waitText(rowSel("jobs/resize", "waiting"), "3")
 	b.waitJS("an oldest age", `document.querySelector(`+jsString(rowSel("jobs/resize", "oldest_age"))+`).textContent.trim() !== '–'`)
+	// Human times: a readable age, the exact local time (no fraction of a
+	// second) on hover.
+	b.waitJS("a human age with the exact time on hover", `(() => {
+		const el = document.querySelector(`+jsString(rowSel("jobs/resize", "oldest_age")+" .age")+`);
+		return el && /^\d+(\.\d)? s$|min/.test(el.textContent) && /^pushed \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/.test(el.title);
+	})()`)
+	// The rates of the last hours: this gateway's and the cluster's.
+	b.waitContains("#rates-note", "gateway(s) heard now")
+	b.click(`#rates button[data-scope="this"]`)
+	b.waitContains("#rates-note", "This gateway (")
+	b.waitJS("a chart or its wait", `!!document.querySelector('#rates-chart svg, #rates-chart [data-collecting]')`)
 	b.screenshot("queues")
 	b.labelled("queues")
 
@@ -306,6 +323,16 @@ func TestConsolePages(t *testing.T) {
 	if r := c.Expect(http.StatusOK, http.MethodGet, "/queues/"+Q("jobs/resize"), nil); !strings.Contains(string(r.Body), `"size":3`) {
 		t.Fatalf("after the peek: %s", r.Body)
 	}
+	// A queue that keeps no dead letters shows no dead-letter actions.
+	b.waitJS("no dead-letter section", `document.querySelector('#dead-section').hidden && !document.querySelector('#respawn').offsetParent`)
+	// Nor a "paused" badge when it is not paused (the hidden attribute wins
+	// over the badge's display).
+	b.waitJS("no paused badge", `!document.querySelector('#paused-badge').offsetParent`)
+	// Every property has a field, filled with the effective value.
+	for _, k := range []string{"accum", "retry", "timeout", "ttl", "dead_letter", "release_on_disconnect", "priority", "paused", "max_inflight", "dead_letter_queue", "hooks"} {
+		b.waitJS("the field of "+k, `!!document.querySelector('#prop-`+k+`')`)
+	}
+	b.waitJS("the retry field", `document.querySelector('#prop-retry').value === '5'`)
 	// An invalid value: the API's 400 text, inline.
 	b.setValue("#prop-timeout", "soon")
 	b.click("#props-save")
@@ -316,6 +343,20 @@ func TestConsolePages(t *testing.T) {
 	b.waitContains(`tr[data-prop="retry"]`, "this queue")
 	if got := c.Props("jobs/resize"); !strings.Contains(got, `"retry":7`) {
 		t.Fatalf("properties after the edit in the page: %s", got)
+	}
+	// The newer properties, from the form; only what changed is sent (the
+	// queue's own properties do not get the unchanged timeout).
+	b.setValue("#prop-priority", "4")
+	b.choose("#prop-release_on_disconnect", "true")
+	b.setValue("#prop-dead_letter_queue", "jobs/dead")
+	b.click("#props-save")
+	b.waitContains(`tr[data-prop="priority"]`, "this queue")
+	var own struct {
+		Own map[string]any `json:"own"`
+	}
+	if r := c.Expect(http.StatusOK, http.MethodGet, "/ui/api/queue?name="+Q("jobs/resize"), nil); json.Unmarshal(r.Body, &own) != nil ||
+		own.Own["priority"] != 4.0 || own.Own["release_on_disconnect"] != true || own.Own["dead_letter_queue"] != "jobs/dead" || own.Own["retry"] != 7.0 || len(own.Own) != 4 {
+		t.Fatalf("own properties after the second edit: %s", r.Body)
 	}
 	// A test message pushed from the page.
 	b.setValue("#push-body", "from the console")
@@ -331,6 +372,10 @@ func TestConsolePages(t *testing.T) {
 	b.waitText(`[data-stat="dead_letters"]`, "1")
 	b.waitContains("#dead-list article", "quarterly")
 	b.waitContains("#dead-list article .meta", "died ")
+	b.waitJS("when it died, in words and exactly", `(() => {
+		const el = Array.from(document.querySelectorAll('#dead-list article .meta time')).find((t) => t.textContent.startsWith('died '));
+		return el && /^died (\d+(\.\d)? s ago|now)$/.test(el.textContent) && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/.test(el.title) && !document.querySelector('#dead-section').hidden;
+	})()`)
 	b.click("#dead-head")
 	b.waitContains("#dead-head-view", "quarterly")
 	b.click("#respawn")

@@ -112,12 +112,57 @@ function fmtBytes(b) {
   while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
   return (i ? b.toFixed(1) : b) + ' ' + u[i];
 }
-function fmtAge(s) {
-  if (s === null || s === undefined) return '–';
-  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
-  if (s < 3600) return (s / 60).toFixed(0) + ' min';
-  if (s < 86400) return (s / 3600).toFixed(1) + ' h';
-  return (s / 86400).toFixed(1) + ' d';
+function fmtAge(s) { return fmtDuration(s); }
+
+// fmtDuration shows seconds as a person reads them: "4.2 s", "3 min 20 s",
+// "2 h 5 min", "3 d 4 h" (two units at most).
+function fmtDuration(s) {
+  if (s === null || s === undefined || Number.isNaN(s)) return '–';
+  s = Math.abs(s);
+  if (s < 10) return s.toFixed(1).replace(/\.0$/, '') + ' s';
+  if (s < 60) return Math.floor(s) + ' s';
+  const two = (big, bigU, small, smallU) => big + ' ' + bigU + (small ? ' ' + small + ' ' + smallU : '');
+  if (s < 3600) { const m = Math.floor(s / 60); return two(m, 'min', m < 10 ? Math.floor(s % 60) : 0, 's'); }
+  if (s < 86400) return two(Math.floor(s / 3600), 'h', Math.floor((s % 3600) / 60), 'min');
+  return two(Math.floor(s / 86400), 'd', Math.floor((s % 86400) / 3600), 'h');
+}
+
+// exactTime is a time in the browser's zone, to the second: the title of
+// every human time.
+function exactTime(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  const off = -d.getTimezoneOffset();
+  const zone = 'UTC' + (off === 0 ? '' : (off > 0 ? '+' : '−') + p(Math.floor(Math.abs(off) / 60)) + ':' + p(Math.abs(off) % 60));
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${zone}`;
+}
+
+// relTime says when d is from now: "3 min ago", "in 20 s", "now".
+function relTime(d) {
+  const s = (d.getTime() - Date.now()) / 1000;
+  if (Math.abs(s) < 1) return 'now';
+  return s < 0 ? fmtDuration(-s) + ' ago' : 'in ' + fmtDuration(s);
+}
+
+// timeEl is a <time> showing when (a Date or RFC 3339 text) as relTime,
+// after prefix, with the exact time on hover; refreshTimes keeps it current.
+function timeEl(when, prefix) {
+  const d = when instanceof Date ? when : new Date(when);
+  if (Number.isNaN(d.getTime())) return h('span', {}, (prefix || '') + String(when));
+  return h('time', { datetime: d.toISOString(), title: exactTime(d), 'data-rel': prefix || '' }, (prefix || '') + relTime(d));
+}
+
+// ageEl shows an age in seconds ("3 min 20 s") with the exact time it
+// started on hover (what, e.g. 'pushed', before it).
+function ageEl(age, what) {
+  if (age === null || age === undefined) return h('span', {}, '–');
+  const at = new Date(Date.now() - age * 1000);
+  return h('span', { class: 'age', title: (what ? what + ' ' : '') + exactTime(at) }, fmtDuration(age));
+}
+
+// refreshTimes brings every relative time on the page up to date (the page
+// redraws some parts only every few polls).
+function refreshTimes() {
+  for (const el of document.querySelectorAll('time[data-rel]')) el.textContent = el.dataset.rel + relTime(new Date(el.getAttribute('datetime')));
 }
 function b64bytes(s) {
   const bin = atob(s || '');
@@ -199,6 +244,7 @@ async function poll(page) {
   if (!document.hidden && $('#login').hidden) {
     try {
       await page.refresh();
+      refreshTimes();
       setStatus('');
     } catch (e) {
       if (e.status !== 401) setStatus(e.message);
@@ -230,8 +276,10 @@ function queuesPage(main) {
   const headRow = h('tr');
   const tbody = h('tbody');
   const table = h('table', { id: 'queues' }, h('caption', { class: 'muted caption' }, 'Rates are this gateway\'s pushes and pulls over the last interval; sizes come from JetStream.'), h('thead', {}, headRow), tbody);
+  const rates = ratesCard();
   main.append(
     h('h1', {}, 'Queues'),
+    rates.el,
     h('div', { class: 'row' },
       h('div', { class: 'field grow' }, h('label', { for: 'filter' }, 'Filter by regular expression'), filter),
       h('div', { class: 'field' }, h('label', { for: 'limit' }, 'Rows per page'), limit)),
@@ -267,6 +315,7 @@ function queuesPage(main) {
   const page = {
     async refresh() {
       const my = ++seq;
+      rates.refresh().catch((e) => setStatus(e.message));
       const params = new URLSearchParams({ sort: state.sort, desc: state.desc ? '1' : '0', offset: state.offset, limit: state.limit });
       if (state.re) params.set('re', state.re);
       let data;
@@ -299,7 +348,7 @@ function queuesPage(main) {
         h('td', { 'data-col': 'dead_letters' }, fmtInt(r.dead_letters)),
         h('td', { 'data-col': 'push_rate' }, fmtRate(r.push_rate)),
         h('td', { 'data-col': 'pull_rate' }, fmtRate(r.pull_rate)),
-        h('td', { 'data-col': 'oldest_age' }, fmtAge(r.oldest_age)),
+        h('td', { 'data-col': 'oldest_age' }, ageEl(r.oldest_age, 'pushed')),
         h('td', { 'data-col': 'bytes' }, fmtBytes(r.bytes)))));
       // For measurements (e2e TestConsoleManyQueues): when the first rows showed.
       if (!performance.getEntriesByName('lmq-queues-rendered').length) performance.mark('lmq-queues-rendered');
@@ -315,9 +364,42 @@ const PROP_KEYS = [
   ['accum', 'Accumulation window (s)', 'number'], ['retry', 'Retries', 'number'],
   ['timeout', 'Timeout (s)', 'number'], ['ttl', 'Time to live (s)', 'number'],
   ['dead_letter', 'Keep dead letters', 'bool'],
+  ['release_on_disconnect', 'Release on RPC disconnect', 'bool'],
+  ['priority', 'Default priority (0–9)', 'number'],
   // Queue control.
   ['paused', 'Paused', 'bool'], ['max_inflight', 'Max in flight (0 = no limit)', 'number'],
+  ['dead_letter_queue', 'Dead-letter queue ("" = none)', 'text'],
+  ['hooks', 'Hooks (JSON)', 'json'],
 ];
+
+// propInput is the form field of one property: a true/false choice, or a
+// text input (numbers, names, JSON).
+function propInput(id, key, kind) {
+  if (kind === 'bool') return h('select', { id, name: key }, h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'));
+  return h('input', { id, name: key, inputmode: kind === 'number' ? 'decimal' : null, size: kind === 'number' ? 8 : 16,
+    autocomplete: 'off', spellcheck: 'false', 'data-kind': kind, 'aria-describedby': 'props-error' });
+}
+
+// propShown is how an effective value shows in its field.
+function propShown(v, kind) {
+  if (kind === 'bool') return v ? 'true' : 'false';
+  if (v === undefined || v === null) return '';
+  return kind === 'json' ? JSON.stringify(v) : String(v);
+}
+
+// propChange reads a field against the effective value: undefined when it
+// did not change (only changes are sent), else the value to send; a value
+// that does not parse is sent as typed (the API says what is wrong).
+function propChange(raw, cur, kind) {
+  if (raw === propShown(cur, kind)) return undefined;
+  if (kind === 'bool') return raw === 'true';
+  if (kind === 'text') return raw;
+  const t = raw.trim();
+  if (t === '' || t === propShown(cur, kind)) return undefined;
+  if (kind === 'json') { try { return JSON.parse(t); } catch (e) { return t; } }
+  const n = Number(t);
+  return Number.isNaN(n) ? t : n;
+}
 
 function queuePage(main, name) {
   const qp = q(name);
@@ -331,9 +413,7 @@ function queuePage(main, name) {
   const form = h('form', { id: 'props-form' },
     h('div', { class: 'row' }, PROP_KEYS.map(([key, label, kind]) => {
       const id = 'prop-' + key;
-      inputs[key] = kind === 'bool'
-        ? h('select', { id, name: key }, h('option', { value: '' }, '(unchanged)'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
-        : h('input', { id, name: key, inputmode: 'decimal', size: 8, autocomplete: 'off', 'aria-describedby': 'props-error' });
+      inputs[key] = propInput(id, key, kind);
       return h('div', { class: 'field' }, h('label', { for: id }, label), inputs[key]);
     })),
     h('div', { class: 'row' },
@@ -376,7 +456,7 @@ function queuePage(main, name) {
         h('div', { class: 'row' }, pauseBtn, purgeArea), controlMsg,
         h('h2', {}, 'Delete'),
         h('p', { class: 'muted' }, 'Deletes the queue with all its messages and dead letters.'), delArea)),
-    h('section', { 'aria-labelledby': 'dead-title' }, h('h2', { id: 'dead-title' }, 'Dead letters'), deadInfo,
+    h('section', { id: 'dead-section', 'aria-labelledby': 'dead-title', hidden: true }, h('h2', { id: 'dead-title' }, 'Dead letters'), deadInfo,
       h('div', { class: 'row' },
         h('button', { type: 'button', class: 'secondary', id: 'dead-head', onclick: showHead }, 'Inspect oldest'),
         h('div', { class: 'field' }, h('label', { for: 'respawn-n' }, 'How many'), respawnN),
@@ -422,7 +502,7 @@ function queuePage(main, name) {
 
   let info = null;
   let editing = false; // inputs keep what the user types until saved
-  for (const el of Object.values(inputs)) el.addEventListener('input', () => { editing = true; });
+  for (const el of Object.values(inputs)) { el.addEventListener('input', () => { editing = true; }); el.addEventListener('change', () => { editing = true; }); }
 
   async function load() {
     try {
@@ -449,12 +529,10 @@ function queuePage(main, name) {
       ? `Default entry ${info.default.index} applies: ${JSON.stringify(info.default.regexp)} → ${JSON.stringify(info.default.props)}`
       : 'No default-list entry matches this name.';
     if (!editing) {
-      for (const [key, , kind] of PROP_KEYS) {
-        const v = info.props[key];
-        inputs[key].value = kind === 'bool' ? '' : (v === undefined ? '' : String(v));
-      }
+      for (const [key, , kind] of PROP_KEYS) inputs[key].value = propShown(info.props[key], kind);
     }
     deadInfo.replaceChildren(h('p', {}, `${fmtInt(info.dead_letters)} dead letter(s)` + (info.props.dead_letter ? '' : ' — this queue does not keep dead letters (property dead_letter).')));
+    showDeadSection($('#dead-section', main), info);
   }
 
   async function saveProps(ev) {
@@ -463,15 +541,11 @@ function queuePage(main, name) {
     for (const el of Object.values(inputs)) el.removeAttribute('aria-invalid');
     const patch = {};
     for (const [key, , kind] of PROP_KEYS) {
-      const raw = inputs[key].value.trim();
-      const cur = info ? info.props[key] : undefined;
-      if (kind === 'bool') { if (raw !== '') patch[key] = raw === 'true'; continue; }
-      if (raw === '' || raw === String(cur)) continue;
-      const n = Number(raw);
-      patch[key] = Number.isNaN(n) ? raw : n; // the API says what is wrong
+      const v = propChange(inputs[key].value, info ? info.props[key] : undefined, kind);
+      if (v !== undefined) patch[key] = v;
     }
     try {
-      await api('PATCH', '/props/' + qp, patch);
+      if (Object.keys(patch).length) await api('PATCH', '/props/' + qp, patch);
     } catch (e) {
       propErr.textContent = e.message;
       for (const key of Object.keys(patch)) if (e.message.includes(key)) inputs[key].setAttribute('aria-invalid', 'true');
@@ -520,7 +594,7 @@ function queuePage(main, name) {
     const bytes = new Uint8Array(await resp.arrayBuffer());
     const ct = resp.headers.get('content-type') || '';
     view.replaceChildren(h('div', { class: 'msg' },
-      h('div', { class: 'meta' }, h('span', {}, 'content-type: ' + ct), h('span', {}, 'deliveries: ' + resp.headers.get('x-lmq-deliveries')), h('span', {}, 'died: ' + resp.headers.get('x-lmq-dead-at')), h('span', {}, fmtBytes(bytes.length))),
+      h('div', { class: 'meta' }, h('span', {}, 'content-type: ' + ct), h('span', {}, 'deliveries: ' + resp.headers.get('x-lmq-deliveries')), h('span', {}, resp.headers.get('x-lmq-dead-at') ? timeEl(resp.headers.get('x-lmq-dead-at'), 'died ') : 'died: ?'), h('span', {}, fmtBytes(bytes.length))),
       renderBody(bytes, ct)));
   }
 
@@ -714,6 +788,14 @@ function findDeliveryBox(main) {
   main.append(h('section', { 'aria-labelledby': 'find-title' }, h('h2', { id: 'find-title' }, 'Find a delivery'), form, out));
 }
 
+// showDeadSection shows the dead-letter actions only on a queue that keeps
+// dead letters (effective dead_letter) or still holds some (kept before the
+// property changed). A queue that is another's dead_letter_queue receives
+// them as ordinary waiting messages: it has no dead letters of its own.
+function showDeadSection(section, info) {
+  section.hidden = !(info.props.dead_letter || info.dead_letters > 0);
+}
+
 // renderMessage shows one peeked message or dead letter; with onDelete (a
 // waiting message) also a button that deletes it, after a confirmation.
 function renderMessage(m, onDelete) {
@@ -722,11 +804,11 @@ function renderMessage(m, onDelete) {
     m.group !== undefined && h('span', { class: 'group', 'data-group': m.group }, 'group ' + m.group),
     h('span', {}, m.compound ? `compound, ${m.part_count} part(s)` : m.content_type),
     h('span', {}, m.object ? `stored in the object store, ${fmtBytes(m.size)}` : fmtBytes(m.size)),
-    m.age !== undefined && h('span', {}, m.died_at ? 'pushed ' + fmtAge(m.age) + ' ago' : 'waiting ' + fmtAge(m.age)),
+    m.age !== undefined && h('span', {}, m.died_at ? timeEl(new Date(Date.now() - m.age * 1000), 'pushed ') : ['waiting ', ageEl(m.age, 'pushed')]),
     m.retry !== undefined && h('span', {}, 'retry ' + m.retry),
     m.delivered ? h('span', {}, 'delivered ' + m.delivered + '×') : null,
-    m.expires && h('span', {}, 'expires ' + m.expires),
-    m.died_at && h('span', {}, 'died ' + m.died_at),
+    m.expires && h('span', {}, timeEl(m.expires, 'expires ')),
+    m.died_at && h('span', {}, timeEl(m.died_at, 'died ')),
     m.truncated && h('span', { class: 'warn' }, 'cut to the first 64 KiB'));
   const hdrs = m.headers ? h('div', { class: 'meta' }, Object.entries(m.headers).map(([k, v]) => h('span', {}, k + ': ' + v))) : null;
   let body;
@@ -777,6 +859,76 @@ function drawChart(box, info) {
   info.push.length > 1 && line(info.push, 'push'), info.pull.length > 1 && line(info.pull, 'pull'));
   box.replaceChildren(svg);
   $('#chart-span').textContent = info.push.length > 1 ? '' : '(collecting: a point every ' + info.interval + ' s)';
+}
+
+// ---- Rates over the last hours (queue list) -----------------------------
+
+const RATES_KEY = 'lmq-console-rates-scope';
+const RATES_EVERY_MS = 15000;
+
+// ratesCard is the queue list's chart of pushes and pulls per minute over
+// the last two hours, of this gateway or of the whole cluster (GET
+// api/rates); it reloads every RATES_EVERY_MS at most.
+function ratesCard() {
+  let scope = sessionStorage.getItem(RATES_KEY) === 'this' ? 'this' : 'cluster';
+  let data = null, at = 0;
+  const box = h('div', { id: 'rates-chart' });
+  const note = h('p', { class: 'muted', id: 'rates-note' });
+  const btn = (key, label) => h('button', { type: 'button', class: 'secondary', 'data-scope': key, 'aria-pressed': String(scope === key),
+    onclick: () => { scope = key; sessionStorage.setItem(RATES_KEY, key); draw(); } }, label);
+  const btnThis = btn('this', 'This gateway'), btnAll = btn('cluster', 'Whole cluster');
+  const el = h('section', { class: 'card', id: 'rates', 'aria-labelledby': 'rates-title' },
+    h('div', { class: 'row' }, h('h2', { id: 'rates-title' }, 'Pushes and pulls per minute'),
+      h('div', { class: 'seg', role: 'group', 'aria-label': 'Whose rates' }, btnThis, btnAll)),
+    h('div', { class: 'legend' }, h('span', { class: 'push' }, '━ pushes/s'), h('span', { class: 'pull' }, '╍ pulls/s')),
+    box, note);
+  function draw() {
+    btnThis.setAttribute('aria-pressed', String(scope === 'this'));
+    btnAll.setAttribute('aria-pressed', String(scope === 'cluster'));
+    if (!data) return;
+    const hist = scope === 'this' ? data.this : data.cluster;
+    drawLongChart(box, hist);
+    const who = scope === 'this'
+      ? 'This gateway (' + data.gateway + ')'
+      : (data.shared ? `${data.gateways.length} gateway(s) heard now: ${data.gateways.join(', ')}` : 'Not shared with the other gateways: this gateway only');
+    const since = new Date(hist.since);
+    note.replaceChildren(who + '. Counting began ', timeEl(since.getFullYear() > 1 ? since : new Date(hist.start)),
+      `; the gateway keeps the last 2 h. Longer: the Prometheus counters ${data.series.join(', ')} on /metrics.`);
+  }
+  return {
+    el,
+    async refresh() {
+      if (data && Date.now() - at < RATES_EVERY_MS) return;
+      at = Date.now();
+      data = await api('GET', 'api/rates');
+      draw();
+    },
+  };
+}
+
+// drawLongChart draws a long history (per-minute counts) as per-second
+// rates; the minute under way is left out.
+function drawLongChart(box, hist) {
+  const per = (v) => v / hist.step;
+  const push = hist.push.slice(0, -1).map(per), pull = hist.pull.slice(0, -1).map(per);
+  if (push.length < 2) {
+    box.replaceChildren(h('p', { class: 'muted', 'data-collecting': '' }, 'Collecting: a point a minute.'));
+    return;
+  }
+  const W = Math.max(box.clientWidth || 600, 200), H = 120, L = 44, B = 18;
+  const n = push.length;
+  const maxV = Math.max(1 / hist.step, ...push, ...pull);
+  const x = (i) => L + (W - L - 4) * (i / (n - 1));
+  const y = (v) => (H - B) - (H - B - 6) * (v / maxV);
+  const line = (vals, cls) => h('polyline', { class: cls, points: vals.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ') });
+  const start = new Date(new Date(hist.start).getTime());
+  const svg = h('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'data-points': n,
+    'aria-label': `Rates per minute since ${exactTime(start)}; the last minute ${fmtRate(push.at(-1))} pushes and ${fmtRate(pull.at(-1))} pulls` },
+  [0, 0.5, 1].map((f) => h('line', { class: 'gridline', x1: L, x2: W, y1: y(maxV * f), y2: y(maxV * f) })),
+  h('text', { x: 2, y: y(maxV) + 10 }, fmtRate(maxV)), h('text', { x: 2, y: H - B }, '0'),
+  h('text', { x: L, y: H - 2 }, '−' + fmtDuration(n * hist.step)), h('text', { x: W - 60, y: H - 2 }, '−1 min'),
+  line(push, 'push'), line(pull, 'pull'));
+  box.replaceChildren(svg);
 }
 
 // ---- Default properties page --------------------------------------------
