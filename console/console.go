@@ -97,6 +97,9 @@ type Options struct {
 	PublicShell bool
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
+	// RPCConns counts the MessagePack-RPC connections open now by the
+	// client's IP address (the Clients page); nil: no RPC server.
+	RPCConns func() map[string]int
 }
 
 // Console serves the web console. Create it with New, add its routes to the
@@ -200,6 +203,7 @@ func (c *Console) Mount(t *route.Table) {
 	t.HandleFunc(api+"match", admin, c.serveMatch, http.MethodGet, http.MethodPost)
 	t.HandleFunc(api+"cluster", admin, c.serveCluster, http.MethodGet)
 	t.HandleFunc(api+"rates", admin, c.serveRates, http.MethodGet)
+	t.HandleFunc(api+"clients", admin, c.serveClients, http.MethodGet)
 	if !c.opt.PublicShell {
 		t.HandlePrefix(Prefix, admin, http.HandlerFunc(c.serveAsset), http.MethodGet, http.MethodHead)
 	}

@@ -224,6 +224,7 @@ type Gateway struct {
 	noise *noise.Limiter
 
 	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
+	pulls   waitingPulls // who those pulls are (waitlimit.go)
 
 	subs    []*nats.Subscription
 	closing chan struct{}

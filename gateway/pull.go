@@ -10,7 +10,7 @@ import (
 // needed. wait < 0 waits until a message comes or ctx ends; wait == 0 does not
 // wait. It returns (nil, nil) when no message came in time.
 func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*Delivery, error) {
-	release, err := g.waitSlot(wait)
+	release, err := g.waitSlot(ctx, wait, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 // JetStream's own redeliveries). An idle pull-any thus costs nothing but
 // one shared scan per re-poll interval.
 func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope Scope) (*Delivery, error) {
-	release, err := g.waitSlot(wait)
+	release, err := g.waitSlot(ctx, wait, "pull-any: "+re.String())
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,7 +26,11 @@ func (busyError) Unwrap() error { return ErrUnavailable }
 // it covers every front end alike (HTTP and RPC): a waiting pull costs a
 // goroutine, a connection and a place in its queues' waiter lists, however it
 // arrived. Beyond the limit it returns ErrBusy at once.
-func (g *Gateway) waitSlot(wait time.Duration) (release func(), err error) {
+//
+// The pull is also listed, for the console's Clients page (WaitingClients):
+// the client's kind and address (WithClient on ctx), what it waits on
+// (a queue, or "pull-any: <regexp>") and since when.
+func (g *Gateway) waitSlot(ctx context.Context, wait time.Duration, what string) (release func(), err error) {
 	if wait == 0 {
 		return func() {}, nil
 	}
@@ -31,7 +39,74 @@ func (g *Gateway) waitSlot(wait time.Duration) (release func(), err error) {
 		g.waiting.Add(-1)
 		return nil, fmt.Errorf("%w (limit %d); try again", ErrBusy, limit)
 	}
-	return func() { g.waiting.Add(-1) }, nil
+	id := g.pulls.add(WaitingPull{Client: clientOf(ctx), Waits: what, Since: time.Now()})
+	return func() {
+		g.pulls.remove(id)
+		g.waiting.Add(-1)
+	}, nil
+}
+
+// WaitingPull is a pull waiting for a message now.
+type WaitingPull struct {
+	Client Client `json:"client"`
+	// Waits is the queue it waits on, or "pull-any: <regexp>".
+	Waits string    `json:"waits"`
+	Since time.Time `json:"since"`
+}
+
+// MaxListedPulls bounds the pulls WaitingClients lists (the counts cover
+// them all).
+const MaxListedPulls = 1000
+
+// waitingPulls is the pulls holding a waitSlot: a map under a mutex, as
+// bounded as they are (Config.MaxWaitingPulls).
+type waitingPulls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]WaitingPull
+}
+
+func (w *waitingPulls) add(p WaitingPull) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[uint64]WaitingPull{}
+	}
+	w.next++
+	w.m[w.next] = p
+	return w.next
+}
+
+func (w *waitingPulls) remove(id uint64) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
+
+// WaitingClients lists the pulls waiting on this gateway now, longest
+// waiting first, at most MaxListedPulls of them, and counts them all by
+// client kind.
+func (g *Gateway) WaitingClients() (pulls []WaitingPull, byKind map[string]int) {
+	g.pulls.mu.Lock()
+	pulls = make([]WaitingPull, 0, len(g.pulls.m))
+	for _, p := range g.pulls.m {
+		pulls = append(pulls, p)
+	}
+	g.pulls.mu.Unlock()
+	byKind = map[string]int{}
+	for _, p := range pulls {
+		byKind[p.Client.Kind]++
+	}
+	slices.SortFunc(pulls, func(a, b WaitingPull) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Client.Addr, b.Client.Addr)
+	})
+	if len(pulls) > MaxListedPulls {
+		pulls = pulls[:MaxListedPulls]
+	}
+	return pulls, byKind
 }
 
 // WaitingPulls is the number of pulls (HTTP and RPC) that may wait for a

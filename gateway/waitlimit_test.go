@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,19 @@ func TestWaitingPullLimit(t *testing.T) {
 		second <- result{d, err}
 	}()
 	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
+	// Both are listed for the console, with what they wait on.
+	pulls, byKind := g.WaitingClients()
+	var waits []string
+	for _, p := range pulls {
+		waits = append(waits, p.Waits)
+		if p.Client.Kind != gateway.ClientGo || p.Since.IsZero() {
+			t.Errorf("waiting pull %+v: want kind go and a start", p)
+		}
+	}
+	slices.Sort(waits)
+	if !slices.Equal(waits, []string{"pull-any: ^wl-b", "wl-a"}) || byKind[gateway.ClientGo] != 2 {
+		t.Errorf("WaitingClients: %v, %v", waits, byKind)
+	}
 
 	for name, pull := range map[string]func() (*gateway.Delivery, error){
 		"pull":     func() (*gateway.Delivery, error) { return g.Pull(ctx, "wl-c", time.Hour) },

@@ -572,3 +572,19 @@ func (b *budget) release(n int) {
 	}
 	b.mu.Unlock()
 }
+
+// ConnsByAddr counts the open connections by the client's IP address (the
+// host of the remote address: a client's connections come from many ports).
+func (s *Server) ConnsByAddr() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.conns))
+	for c := range s.conns {
+		addr := c.nc.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			addr = host
+		}
+		out[addr]++
+	}
+	return out
+}

@@ -362,6 +362,13 @@ func (s *Server) listen() error {
 			Version:     cfg.Version,
 			PublicShell: cfg.Auth.BearerToken != "" || cfg.Tokens,
 			Logger:      s.log,
+			// s.rpc is built below, before anything is served.
+			RPCConns: func() map[string]int {
+				if s.rpc == nil {
+					return nil
+				}
+				return s.rpc.ConnsByAddr()
+			},
 		})
 		if err != nil {
 			if s.hl != nil {

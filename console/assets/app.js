@@ -227,6 +227,9 @@ function route() {
   } else if (hash.startsWith('#/cluster')) {
     page = 'cluster';
     current = clusterPage(main);
+  } else if (hash.startsWith('#/clients')) {
+    page = 'clients';
+    current = clientsPage(main);
   } else {
     current = queuesPage(main);
   }
@@ -1034,6 +1037,51 @@ function clusterPage(main) {
         h('td', { class: 'left' }, s.replicas.map((r) => r.name + (r.current ? '' : ' (lagging)')).join(', ') || '–'),
         h('td', { class: 'left' }, h('span', { class: 'badge ' + (s.healthy ? 'ok' : 'bad') }, s.healthy ? 'healthy' : 'degraded')))));
       if (!c.streams.length) streams.append(h('tr', {}, h('td', { colspan: 6, class: 'left muted' }, 'No queues yet.')));
+    },
+  };
+  return page;
+}
+
+// ---- Clients page -------------------------------------------------------
+
+// clientsPage shows who is pulling from this gateway now: the pulls
+// waiting for a message (HTTP, RPC and SQS long polls) with their address,
+// what they wait on and since when, and the RPC connections by address
+// (GET /ui/api/clients).
+function clientsPage(main) {
+  const counts = h('dl', { id: 'client-counts', class: 'facts' });
+  const pulls = h('tbody');
+  const rpc = h('div', { id: 'rpc-conns' });
+  const note = h('p', { id: 'clients-note', class: 'muted' });
+  main.append(h('h1', {}, 'Clients'), note,
+    h('section', { class: 'card', 'aria-labelledby': 'counts-title' }, h('h2', { id: 'counts-title' }, 'Pulls waiting now'), counts),
+    h('section', { 'aria-labelledby': 'pulls-title' }, h('h2', { id: 'pulls-title' }, 'Waiting pulls'),
+      h('div', { class: 'table-wrap' }, h('table', { id: 'pulls' },
+        h('thead', {}, h('tr', {}, ['Kind', 'Address', 'Waits on', 'Since'].map((t) => h('th', { scope: 'col', class: 'left' }, t)))), pulls))),
+    h('section', { 'aria-labelledby': 'rpc-title' }, h('h2', { id: 'rpc-title' }, 'RPC connections'), rpc));
+  const page = {
+    async refresh() {
+      const c = await api('GET', 'api/clients');
+      note.textContent = `This gateway (${c.gateway}) only: each gateway lists its own clients.`;
+      const kinds = ['http', 'rpc', 'sqs', 'go'];
+      const total = kinds.reduce((n, k) => n + (c.waiting[k] || 0), 0);
+      counts.replaceChildren(...[['All', total], ['HTTP', c.waiting.http], ['RPC', c.waiting.rpc], ['SQS', c.waiting.sqs], ['Go API', c.waiting.go]]
+        .flatMap(([k, v]) => [h('dt', { class: 'muted' }, k), h('dd', { 'data-kind': k.toLowerCase().replace('go api', 'go') }, fmtInt(v || 0))]));
+      pulls.replaceChildren(...c.pulls.map((p) => h('tr', { 'data-kind': p.client.kind },
+        h('td', { class: 'left' }, h('span', { class: 'badge' }, p.client.kind)),
+        h('td', { class: 'left' }, p.client.addr || '–'),
+        h('td', { class: 'left' }, p.waits),
+        h('td', { class: 'left' }, timeEl(p.since)))));
+      if (!c.pulls.length) pulls.append(h('tr', {}, h('td', { colspan: 4, class: 'left muted' }, 'No pull is waiting.')));
+      if (c.rpc === null) {
+        rpc.replaceChildren(h('p', { class: 'muted' }, 'No RPC server on this gateway.'));
+      } else if (!c.rpc.length) {
+        rpc.replaceChildren(h('p', { class: 'muted' }, 'No RPC connection open.'));
+      } else {
+        rpc.replaceChildren(h('div', { class: 'table-wrap' }, h('table', { id: 'rpc-table' },
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'left' }, 'Address'), h('th', { scope: 'col' }, 'Connections'))),
+          h('tbody', {}, c.rpc.map((r) => h('tr', { 'data-addr': r.addr }, h('td', { class: 'left' }, r.addr), h('td', {}, fmtInt(r.conns))))))));
+      }
     },
   };
   return page;
