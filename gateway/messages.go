@@ -16,8 +16,8 @@ import (
 )
 
 // One queue's waiting messages (beyond LMQ): listed without taking them
-// (Messages, the list the console shows: view.Reader.Peek) and removed one
-// at a time by id (DeleteMessage). A waiting message's id is its stream
+// (Messages, the list the console shows: view.Reader.Peek), removed one
+// at a time by id (DeleteMessage) or moved to another queue (MoveMessage). A waiting message's id is its stream
 // sequence in the queue's shard stream: stable while it waits, and what
 // every gateway sharing the queue sees. A message that is released, times
 // out or is respawned is stored again, so it comes back with a new id.
