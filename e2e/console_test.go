@@ -882,3 +882,24 @@ func TestConsoleInFlight(t *testing.T) {
 	c.MustPull("inflight/q", msgWait, "held")
 	b.noErrors()
 }
+
+// TestConsoleMoveMessage: a previewed message's Move… button asks for the
+// target queue and moves the message there.
+func TestConsoleMoveMessage(t *testing.T) {
+	t.Parallel()
+	g, c := StartClient(t)
+	c.Push("move/src", []byte("stays"), "text/plain")
+	c.Push("move/src", []byte("moves"), "text/plain")
+	b := newBrowser(t, g.HTTP)
+	b.open("#/queue/" + Q("move/src"))
+	b.waitJS("two peeked messages", `document.querySelectorAll('#peek article').length === 2`)
+	b.click(`#peek article:nth-of-type(2) button[data-move]`)
+	b.setValue(`#peek input[data-move-target]`, "move/dst")
+	b.labelled("move")
+	b.click(`#peek button[data-move-confirm]`)
+	b.waitContains("#status", "Moved message")
+	b.waitJS("one peeked message", `document.querySelectorAll('#peek article').length === 1`)
+	c.MustPull("move/dst", msgWait, "moves")
+	c.MustPull("move/src", msgWait, "stays")
+	b.noErrors()
+}

@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -13,8 +16,8 @@ import (
 )
 
 // One queue's waiting messages (beyond LMQ): listed without taking them
-// (Messages, the list the console shows: view.Reader.Peek) and removed one
-// at a time by id (DeleteMessage). A waiting message's id is its stream
+// (Messages, the list the console shows: view.Reader.Peek), removed one
+// at a time by id (DeleteMessage) or moved to another queue (MoveMessage). A waiting message's id is its stream
 // sequence in the queue's shard stream: stable while it waits, and what
 // every gateway sharing the queue sees. A message that is released, times
 // out or is respawned is stored again, so it comes back with a new id.
@@ -95,6 +98,114 @@ func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) e
 		return g.deleteBacklog(ctx, l, queue, group, m)
 	}
 	return notWaiting(queue, seq, "not a waiting message of the queue")
+}
+
+// MoveMessage moves the queue's waiting message whose id (stream sequence)
+// is seq into the queue target (created when it does not exist) as a new
+// message there, as redrive moves a retry-exhausted one (storeMoved): its
+// content, content type, kept headers and push time go along, its delivery
+// count starts afresh, its priority is kept when it had one (else the
+// target's priority property applies); a group message arrives ungrouped
+// (the group stays in the source queue, and moves on as DeleteMessage
+// makes it). The original is then removed as DeleteMessage removes it.
+//
+// ErrInvalid for seq 0, an invalid target or target == queue; ErrNotFound
+// as for DeleteMessage (unknown queue, message gone or not waiting).
+//
+// The copy is stored before the original is removed, with a Nats-Msg-Id
+// naming source, target and seq: a move repeated after a failure stores it
+// once. When the original is handed out (or removed) between the look and
+// the removal, the copy is removed again and the answer is ErrNotFound; if
+// it was pulled from the target in that window, both live on (the race of
+// DeleteMessage, described above, one step earlier). Any other failure of
+// the removal leaves the copy in place: ask again to finish the move.
+func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, target string) error {
+	if seq == 0 {
+		return fmt.Errorf("%w: message id must be a positive integer", ErrInvalid)
+	}
+	if err := validName(target); err != nil {
+		return err
+	}
+	if target == queue {
+		return fmt.Errorf("%w: the target queue is the message's own queue", ErrInvalid)
+	}
+	if _, err := g.queueStream(ctx, queue); err != nil {
+		return err
+	}
+	l, err := g.store.OpenLog(ctx, queue)
+	if err != nil {
+		return err
+	}
+	m, err := l.Get(ctx, seq)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return notWaiting(queue, seq, "gone")
+	}
+	prio := -1
+	if p, ok := levelOf(queue, m.Subject); ok {
+		delivered, err := l.Delivered(ctx, p)
+		if err != nil {
+			return err
+		}
+		if seq <= delivered {
+			return notWaiting(queue, seq, "in flight")
+		}
+		if p > 0 {
+			prio = p
+		}
+	} else if _, ok := groupOf(queue, m.Subject, mapping.HeadSubject); !ok {
+		if _, ok := groupOf(queue, m.Subject, mapping.GroupSubject); !ok {
+			return notWaiting(queue, seq, "not a waiting message of the queue")
+		}
+	}
+	content, err := g.store.Decode(ctx, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	if err != nil {
+		return fmt.Errorf("read message: %w", err)
+	}
+	pushedAt := m.Time
+	if v := store.ReadStamps(m.Header).PushedAt; v > 0 {
+		pushedAt = time.Unix(0, v)
+	}
+	copySeq, err := g.storeMoved(ctx, queue, target, moved{
+		header: m.Header, body: content.Body, pushedAt: pushedAt, priority: prio,
+		id: moveID(queue, target, seq),
+	})
+	if err != nil {
+		return err
+	}
+	if err := g.DeleteMessage(ctx, queue, seq); err != nil {
+		if errors.Is(err, ErrNotFound) && copySeq > 0 {
+			g.unstoreCopy(ctx, target, copySeq)
+		}
+		return err
+	}
+	return nil
+}
+
+// unstoreCopy removes the copy MoveMessage stored at seq in target, with its
+// Object Store body, after the original turned out not to be waiting.
+func (g *Gateway) unstoreCopy(ctx context.Context, target string, seq uint64) {
+	tl, err := g.store.OpenLog(ctx, target)
+	if err == nil {
+		var c *jetstream.RawStreamMsg
+		if c, err = tl.Get(ctx, seq); err == nil && c != nil {
+			var removed bool
+			if removed, err = tl.Remove(ctx, seq); err == nil && removed {
+				g.dropBodies(ctx, c)
+			}
+		}
+	}
+	if err != nil {
+		g.log.Warn("could not remove the copy of a message that was not moved", "queue", target, "seq", seq, "err", err)
+	}
+}
+
+// moveID is the Nats-Msg-Id of the copy MoveMessage stores of source's
+// message seq in target (not of idempotencyID's form, as redriveID).
+func moveID(source, target string, seq uint64) string {
+	return "move" + strings.TrimPrefix(redriveID(source, target, seq), "redrive")
 }
 
 // deleteHead removes the group's head copy h if it is waiting, then moves

@@ -77,56 +77,88 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	q, err := g.disp.Bind(ctx, target, true)
-	if err != nil {
-		return err
-	}
-	eff := g.props.Effective(target)
 	pushedAt := time.Now()
 	if r.PushedAt > 0 {
 		pushedAt = time.Unix(0, r.PushedAt)
 	}
-	var ttl time.Duration
-	if t := eff.TTLDuration(); t > 0 {
-		if ttl = time.Until(pushedAt.Add(t)); ttl <= 0 {
-			g.log.Debug("retry-exhausted message older than its dead-letter queue's ttl; dropped",
-				"queue", source, "dead_letter_queue", target)
-			g.removeExhausted(ctx, r)
-			return nil
-		}
-	}
-	subject := mapping.PrioritySubject(target, eff.Priority)
-	m, err := g.store.Encode(ctx, target, subject, store.Content{Body: content.Body}, eff.Retry)
+	// Stored once even when the original comes back after a failure below
+	// (or a crash) and is moved again within the duplicate window.
+	_, err = g.storeMoved(ctx, source, target, moved{
+		header: r.Msg.Header, body: content.Body, pushedAt: pushedAt, priority: -1,
+		id: redriveID(source, target, r.Seq),
+	})
 	if err != nil {
 		return err
 	}
-	for k, v := range r.Msg.Header {
+	g.removeExhausted(ctx, r)
+	return nil
+}
+
+// moved is a message going into another queue as a new message there
+// (redrive, MoveMessage).
+type moved struct {
+	header   nats.Header // the original's: the ones redriven accepts go along
+	body     []byte      // its content (a large body loaded)
+	pushedAt time.Time   // its push time, kept
+	priority int         // its priority there; < 0: the target's priority property
+	id       string      // its Nats-Msg-Id: a repeated move is stored once
+}
+
+// storeMoved stores mv in the queue target (created when it does not exist)
+// as a new message there: handed out with a fresh delivery count and the
+// target's retry, its own headers and push time kept, a large body stored
+// anew. The target's ttl counts from that push time, as SQS counts
+// retention from the first enqueue: a message older than the target's ttl
+// has expired there and is not stored (seq 0, no error). It returns the
+// copy's stream sequence and wakes the target's waiting clients.
+func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv moved) (uint64, error) {
+	q, err := g.disp.Bind(ctx, target, true)
+	if err != nil {
+		return 0, err
+	}
+	eff := g.props.Effective(target)
+	prio := mv.priority
+	if prio < 0 {
+		prio = eff.Priority
+	}
+	var ttl time.Duration
+	if t := eff.TTLDuration(); t > 0 {
+		if ttl = time.Until(mv.pushedAt.Add(t)); ttl <= 0 {
+			g.log.Debug("moved message older than its target queue's ttl; dropped",
+				"queue", source, "target", target)
+			return 0, nil
+		}
+	}
+	subject := mapping.PrioritySubject(target, prio)
+	m, err := g.store.Encode(ctx, target, subject, store.Content{Body: mv.body}, eff.Retry)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range mv.header {
 		if redriven(k) {
 			m.Header[k] = v // the content type, kept headers (Lmq-Keep-*), the message's own
 		}
 	}
-	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(pushedAt.UnixNano(), 10))
-	if eff.Priority > 0 {
-		m.Header.Set(mapping.HdrPriority, strconv.Itoa(eff.Priority))
+	m.Header.Set(mapping.HdrPushedAt, strconv.FormatInt(mv.pushedAt.UnixNano(), 10))
+	if prio > 0 {
+		m.Header.Set(mapping.HdrPriority, strconv.Itoa(prio))
 	}
 	if ttl > 0 {
-		m.Header.Set(mapping.HdrExpires, strconv.FormatInt(pushedAt.Add(eff.TTLDuration()).UnixNano(), 10))
+		m.Header.Set(mapping.HdrExpires, strconv.FormatInt(mv.pushedAt.Add(eff.TTLDuration()).UnixNano(), 10))
 		setNatsTTL(m, ttl)
 	}
-	// Stored once even when the original comes back after a failure below
-	// (or a crash) and is moved again within the duplicate window. A
-	// released copy of the new message drops Nats-* headers, so it is not
+	// A released copy of the new message drops Nats-* headers, so it is not
 	// taken for a duplicate.
-	m.Header.Set(jetstream.MsgIDHeader, redriveID(source, target, r.Seq))
-	if _, err := g.store.Publish(ctx, "move message to its dead-letter queue", q.Name(), m); err != nil {
+	m.Header.Set(jetstream.MsgIDHeader, mv.id)
+	seq, err := g.store.Publish(ctx, "move message to another queue", q.Name(), m)
+	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
 			g.store.DropBody(ctx, m)
 		}
-		return err
+		return 0, err
 	}
-	g.disp.NotifyLevel(target, eff.Priority)
-	g.removeExhausted(ctx, r)
-	return nil
+	g.disp.NotifyLevel(target, prio)
+	return seq, nil
 }
 
 // removeExhausted removes a retry-exhausted message that now lives on

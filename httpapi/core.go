@@ -46,6 +46,7 @@ type Core interface {
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
 	DeleteMessage(ctx context.Context, queue string, seq uint64) error
+	MoveMessage(ctx context.Context, queue string, seq uint64, target string) error
 	// Beyond LMQ: the deliveries in flight (deliveries.go).
 	Deliveries(ctx context.Context, queue string) (gateway.DeliveryList, error)
 	FindDelivery(ctx context.Context, id string) (gateway.DeliveryInfo, error)

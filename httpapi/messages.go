@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -127,19 +128,51 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, queue string)
 }
 
 func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request, queue string) error {
-	v, err := url.PathUnescape(route.Var(r, "id"))
+	seq, err := messageID(r)
 	if err != nil {
-		return fmt.Errorf("%w: message id", gateway.ErrInvalid)
-	}
-	seq, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || seq == 0 {
-		return fmt.Errorf("%w: message id must be a positive integer (the id GET /queues/{name}/messages lists)", gateway.ErrInvalid)
+		return err
 	}
 	if err := a.core.DeleteMessage(r.Context(), queue, seq); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// moveMessage moves one waiting message to the queue ?to= names (created
+// when it does not exist): 204, or 404 as deleteMessage. The token needs
+// admin on the target too: the message is pushed there, the queue made.
+func (a *api) moveMessage(w http.ResponseWriter, r *http.Request, queue string) error {
+	seq, err := messageID(r)
+	if err != nil {
+		return err
+	}
+	target := r.URL.Query().Get("to")
+	if target == "" {
+		return fmt.Errorf("%w: ?to= must name the queue to move the message to", gateway.ErrInvalid)
+	}
+	if !auth.ScopeOf(r).Allows(target) {
+		writeError(w, http.StatusForbidden, "token lacks \"admin\" on the target queue "+strconv.Quote(target))
+		return nil
+	}
+	if err := a.core.MoveMessage(r.Context(), queue, seq, target); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// messageID is the {id} of a waiting message's route.
+func messageID(r *http.Request) (uint64, error) {
+	v, err := url.PathUnescape(route.Var(r, "id"))
+	if err != nil {
+		return 0, fmt.Errorf("%w: message id", gateway.ErrInvalid)
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || seq == 0 {
+		return 0, fmt.Errorf("%w: message id must be a positive integer (the id GET /queues/{name}/messages lists)", gateway.ErrInvalid)
+	}
+	return seq, nil
 }
 
 // keptMap renders kept headers; values read back from JetStream may be

@@ -45,6 +45,9 @@ func (a *api) routes(t *route.Table) {
 	// operator's act, not a consumer's.
 	t.Handle("/queues/{name}/messages", route.OnQueue(admin), a.named(a.listMessages), http.MethodGet)
 	t.Handle("/queues/{name}/messages/{id}", route.OnQueue(admin), a.named(a.deleteMessage), http.MethodDelete)
+	// Moving one to another queue (?to=) also needs admin on that queue,
+	// checked by the handler (as PATCH /properties checks dead_letter_queue).
+	t.Handle("/queues/{name}/messages/{id}/move", route.OnQueue(admin), a.named(a.moveMessage), http.MethodPost)
 	// The deliveries in flight (deliveries.go): admin, like the waiting
 	// messages (they name the clients holding them). A delivery found by
 	// its id alone is checked against the token's scope once its queue is

@@ -411,6 +411,18 @@ func (q *Queues) DeleteMessage(ctx context.Context, queue string, id uint64) err
 	return q.core.DeleteMessage(ctx, queue, id)
 }
 
+// MoveMessage moves queue's waiting message id (a WaitingMessage's Seq) to
+// the queue target, made when it does not exist, as HTTP's
+// POST /queues/{queue}/messages/{id}/move?to=target (gateway's MoveMessage
+// says what the message keeps). ErrNotFound as DeleteMessage; ErrInvalid
+// when target is queue or not a valid name.
+func (q *Queues) MoveMessage(ctx context.Context, queue string, id uint64, target string) error {
+	if q.closed.Load() {
+		return ErrClosed
+	}
+	return q.core.MoveMessage(ctx, queue, id, target)
+}
+
 // Purge removes every waiting message of queue (every priority, delayed
 // ones, parts of open accumulation windows, ordered groups' messages) and
 // keeps the queue, its properties and its dead letters (HTTP's DELETE

@@ -41,3 +41,30 @@ func TestMessagesInProcess(t *testing.T) {
 		t.Fatalf("Messages after: %+v, %v", ms, err)
 	}
 }
+
+// TestMoveMessageInProcess: the in-process API moves a waiting message to
+// another queue by id.
+func TestMoveMessageInProcess(t *testing.T) {
+	qs := open(t)
+	ctx := t.Context()
+	if err := qs.Push(ctx, "mv-src", []byte("m"), &lmq.PushOptions{ContentType: "text/plain"}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := qs.Messages(ctx, "mv-src", 1, false)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("Messages: %+v, %v", ms, err)
+	}
+	if err := qs.MoveMessage(ctx, "mv-src", ms[0].Seq, "mv-src"); !errors.Is(err, lmq.ErrInvalid) {
+		t.Fatalf("move to its own queue: %v", err)
+	}
+	if err := qs.MoveMessage(ctx, "mv-src", ms[0].Seq, "mv-dst"); err != nil {
+		t.Fatal(err)
+	}
+	if err := qs.MoveMessage(ctx, "mv-src", ms[0].Seq, "mv-dst"); !errors.Is(err, lmq.ErrNotFound) {
+		t.Fatalf("move twice: %v", err)
+	}
+	d, err := qs.Pull(ctx, "mv-dst")
+	if err != nil || d == nil || string(d.Message.Body) != "m" || d.Message.ContentType != "text/plain" {
+		t.Fatalf("pull from the target: %+v, %v", d, err)
+	}
+}

@@ -14,7 +14,8 @@ import (
 // messages(name[, n[, {body}]]) answers an array of maps, one per message
 // in the order they will be delivered; delete_message(name, id) answers
 // "ok", or not_found when the message is gone, in flight or not one of the
-// queue's waiting messages.
+// queue's waiting messages; move_message(name, id, target) moves it to
+// another queue, answered as delete_message.
 
 // defaultListed is how many messages messages() lists without n (as HTTP).
 const defaultListed = 10
@@ -126,23 +127,54 @@ func (c *conn) deleteMessage(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	v, err := c.decodeArg(p[1])
+	id, err := c.messageID(p[1])
 	if err != nil {
 		return result{}, err
-	}
-	id, ok := wholeNumber(v)
-	if s, isStr := v.(string); isStr {
-		// The id as text, as HTTP's path has it.
-		id, err = strconv.ParseUint(s, 10, 64)
-		ok = err == nil
-	}
-	if !ok || id == 0 {
-		return result{}, badarg("id must be a positive integer (an id messages lists)")
 	}
 	if err := c.s.core.DeleteMessage(c.ctx, name, id); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
+}
+
+// moveMessage is move_message(name, id, target): the waiting message moved
+// to the queue target (made when it does not exist), as HTTP's
+// POST /queues/{name}/messages/{id}/move?to=target.
+func (c *conn) moveMessage(p [][]byte) (result, error) {
+	name, err := argString(p[0], "name")
+	if err != nil {
+		return result{}, err
+	}
+	id, err := c.messageID(p[1])
+	if err != nil {
+		return result{}, err
+	}
+	target, err := argString(p[2], "target")
+	if err != nil {
+		return result{}, err
+	}
+	if err := c.s.core.MoveMessage(c.ctx, name, id, target); err != nil {
+		return result{}, err
+	}
+	return c.str("ok"), nil
+}
+
+// messageID reads a waiting message's id argument: a positive integer, or
+// its decimal text (as HTTP's path has it).
+func (c *conn) messageID(arg []byte) (uint64, error) {
+	v, err := c.decodeArg(arg)
+	if err != nil {
+		return 0, err
+	}
+	id, ok := wholeNumber(v)
+	if s, isStr := v.(string); isStr {
+		id, err = strconv.ParseUint(s, 10, 64)
+		ok = err == nil
+	}
+	if !ok || id == 0 {
+		return 0, badarg("id must be a positive integer (an id messages lists)")
+	}
+	return id, nil
 }
 
 // wholeNumber reads a decoded non-negative integer (a float only when

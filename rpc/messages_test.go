@@ -34,6 +34,14 @@ func TestFakeMessages(t *testing.T) {
 		t.Fatalf("delete gone: %q", e)
 	}
 	c.ok("ok", "delete_message", "w", "1") // the id as text
+	c.ok("ok", "push", "w", "three")
+	c.ok("ok", "move_message", "w", 1, "w2")
+	if e := c.fails("move_message", "w", 1, "w2"); e != "not_found" {
+		t.Fatalf("move gone: %q", e)
+	}
+	if list, _ := c.call("messages", "w2").value(t).([]any); len(list) != 1 {
+		t.Fatalf("messages of the target: %#v", list)
+	}
 	if e := c.fails("messages", "none"); e != "not_found" {
 		t.Fatalf("messages of no queue: %q", e)
 	}
@@ -52,5 +60,8 @@ func TestFakeMessages(t *testing.T) {
 		{"delete_message", []any{"w", 1.5}, "badarg"},
 		{"delete_message", []any{"w", "x"}, "badarg"},
 		{"delete_message", []any{"w", []any{1}}, "badarg"},
+		{"move_message", []any{"w", 1}, "badarg"},
+		{"move_message", []any{"w", 0, "w2"}, "badarg"},
+		{"move_message", []any{"w", 1, 2}, "badarg"},
 	})
 }

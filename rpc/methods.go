@@ -215,6 +215,7 @@ var methods = map[string]method{
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	"messages":       {1, 3, "(name[, n[, {body}]])", (*conn).messages},
 	"delete_message": {2, 2, "(name, id)", (*conn).deleteMessage},
+	"move_message":   {3, 3, "(name, id, target)", (*conn).moveMessage},
 	// Beyond LMQ.
 	"purge": {1, 1, "(name)", (*conn).purge},
 }

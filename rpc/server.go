@@ -47,6 +47,7 @@ type Core interface {
 	// Beyond LMQ: a queue's waiting messages by id (messages.go).
 	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
 	DeleteMessage(ctx context.Context, queue string, seq uint64) error
+	MoveMessage(ctx context.Context, queue string, seq uint64, target string) error
 	// Purge removes a queue's waiting messages (beyond LMQ, purge.go).
 	Purge(ctx context.Context, queue string) error
 }

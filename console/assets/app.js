@@ -633,7 +633,7 @@ function queuePage(main, name) {
     }
     if (my !== peekSeq) return;
     if (!data.messages.length) { peekList.replaceChildren(h('p', { class: 'muted' }, 'No message is waiting.')); return; }
-    peekList.replaceChildren(...data.messages.map((m) => renderMessage(m, deleteMessage)));
+    peekList.replaceChildren(...data.messages.map((m) => renderMessage(m, deleteMessage, moveMessage)));
   }
 
   // deleteMessage removes one waiting message (after renderMessage's
@@ -642,6 +642,18 @@ function queuePage(main, name) {
     try {
       await api('DELETE', '/queues/' + qp + '/messages/' + seq);
       setStatus(`Deleted message #${seq}.`);
+    } catch (e) {
+      setStatus(e.status === 404 ? `Message #${seq} is no longer waiting (handed out, or deleted already).` : e.message);
+    }
+    await Promise.all([load(), peek()]);
+  }
+
+  // moveMessage moves one waiting message to the queue target (made when
+  // it does not exist); one handed out or gone meanwhile is not found.
+  async function moveMessage(seq, target) {
+    try {
+      await api('POST', '/queues/' + qp + '/messages/' + seq + '/move?to=' + encodeURIComponent(target));
+      setStatus(`Moved message #${seq} to ${target}.`);
     } catch (e) {
       setStatus(e.status === 404 ? `Message #${seq} is no longer waiting (handed out, or deleted already).` : e.message);
     }
@@ -801,7 +813,7 @@ function showDeadSection(section, info) {
 
 // renderMessage shows one peeked message or dead letter; with onDelete (a
 // waiting message) also a button that deletes it, after a confirmation.
-function renderMessage(m, onDelete) {
+function renderMessage(m, onDelete, onMove) {
   const meta = h('div', { class: 'meta' },
     h('span', {}, '#' + m.seq), h('span', { class: 'priority', 'data-priority': String(m.priority || 0) }, 'priority ' + (m.priority || 0)),
     m.group !== undefined && h('span', { class: 'group', 'data-group': m.group }, 'group ' + m.group),
@@ -830,7 +842,31 @@ function renderMessage(m, onDelete) {
       'aria-label': `Delete message #${m.seq}`, onclick: () => confirmThen(del, `Delete message #${m.seq}?`, () => onDelete(m.seq), reset) }, 'Delete…'));
     reset();
   }
-  return h('article', { class: 'msg', 'data-seq': m.seq }, meta, del, hdrs, body);
+  let mv = null;
+  if (onMove) {
+    mv = h('span', { class: 'confirm' });
+    const reset = () => mv.replaceChildren(h('button', { type: 'button', class: 'secondary', 'data-move': m.seq,
+      'aria-label': `Move message #${m.seq} to another queue`, onclick: () => askTarget(mv, m.seq, onMove, reset) }, 'Move…'));
+    reset();
+  }
+  return h('article', { class: 'msg', 'data-seq': m.seq }, meta, del, mv, hdrs, body);
+}
+
+// askTarget replaces area by a field for the queue to move message seq to,
+// with Move and Cancel buttons.
+function askTarget(area, seq, onMove, back) {
+  const field = h('input', { type: 'text', 'data-move-target': seq, 'aria-label': `Queue to move message #${seq} to`, placeholder: 'target queue' });
+  const go = async () => {
+    const target = field.value.trim();
+    if (!target) { field.focus(); return; }
+    await onMove(seq, target);
+    back();
+  };
+  field.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); go(); } });
+  area.replaceChildren(field,
+    h('button', { type: 'button', 'data-move-confirm': seq, onclick: go }, 'Move'),
+    h('button', { type: 'button', class: 'secondary', onclick: back }, 'Cancel'));
+  field.focus();
 }
 
 // confirmThen replaces area by a question with Yes and Cancel buttons.

@@ -615,6 +615,27 @@ func (f *Core) DeleteMessage(_ context.Context, q string, seq uint64) error {
 	return nil
 }
 
+// MoveMessage moves queue q's waiting message of id seq to the end of
+// queue target (made when it does not exist).
+func (f *Core) MoveMessage(_ context.Context, q string, seq uint64, target string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail["MoveMessage"]; err != nil {
+		return err
+	}
+	if seq == 0 || target == "" || target == q {
+		return fmt.Errorf("%w: id 0 or target %q", gateway.ErrInvalid, target)
+	}
+	msgs, ok := f.queues[q]
+	if !ok || seq > uint64(len(msgs)) {
+		return fmt.Errorf("queue %q message %d: %w", q, seq, gateway.ErrNotFound)
+	}
+	m := msgs[seq-1]
+	f.queues[q] = slices.Delete(msgs, int(seq-1), int(seq))
+	f.queues[target] = append(f.queues[target], m)
+	return nil
+}
+
 // fakeTimeout is the time left the fake's deliveries show (Deliveries).
 const fakeTimeout = 30 * time.Second
 
