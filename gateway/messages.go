@@ -56,6 +56,26 @@ func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bo
 	return ps, nil
 }
 
+// storedMessage opens queue's log and reads its message at seq:
+// ErrNotFound when the queue does not exist or the message is gone.
+func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *jetstream.RawStreamMsg, error) {
+	if _, err := g.queueStream(ctx, queue); err != nil {
+		return nil, nil, err
+	}
+	l, err := g.store.OpenLog(ctx, queue)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := l.Get(ctx, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return nil, nil, notWaiting(queue, seq, "gone")
+	}
+	return l, m, nil
+}
+
 // DeleteMessage removes the queue's waiting message whose id (stream
 // sequence) is seq, with its Object Store body if it has one. ErrInvalid for
 // seq 0; ErrNotFound when the queue does not exist, or seq is not one of its
@@ -70,19 +90,9 @@ func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) e
 	if seq == 0 {
 		return fmt.Errorf("%w: message id must be a positive integer", ErrInvalid)
 	}
-	if _, err := g.queueStream(ctx, queue); err != nil {
-		return err
-	}
-	l, err := g.store.OpenLog(ctx, queue)
+	l, m, err := g.storedMessage(ctx, queue, seq)
 	if err != nil {
 		return err
-	}
-	m, err := l.Get(ctx, seq)
-	if err != nil {
-		return err
-	}
-	if m == nil {
-		return notWaiting(queue, seq, "gone")
 	}
 	if p, ok := levelOf(queue, m.Subject); ok {
 		if err := removeWaiting(ctx, l, queue, m, p); err != nil {
@@ -129,19 +139,9 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 	if target == queue {
 		return fmt.Errorf("%w: the target queue is the message's own queue", ErrInvalid)
 	}
-	if _, err := g.queueStream(ctx, queue); err != nil {
-		return err
-	}
-	l, err := g.store.OpenLog(ctx, queue)
+	l, m, err := g.storedMessage(ctx, queue, seq)
 	if err != nil {
 		return err
-	}
-	m, err := l.Get(ctx, seq)
-	if err != nil {
-		return err
-	}
-	if m == nil {
-		return notWaiting(queue, seq, "gone")
 	}
 	prio := -1
 	if p, ok := levelOf(queue, m.Subject); ok {

@@ -30,15 +30,8 @@ import (
 // their message yet): a second sweep removes those once the grace has
 // passed, if this gateway still runs then.
 func (g *Gateway) Purge(ctx context.Context, queue string) error {
-	if err := validName(queue); err != nil {
+	if err := g.existing(ctx, queue); err != nil {
 		return err
-	}
-	ok, err := g.reg.Exists(ctx, queue)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
 	start := time.Now()
 	if err := g.store.PurgeWaiting(ctx, queue); err != nil {

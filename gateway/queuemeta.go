@@ -165,10 +165,7 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 
 // existing checks the name and that the queue exists (ErrNotFound).
 func (g *Gateway) existing(ctx context.Context, queue string) error {
-	if err := validName(queue); err != nil {
-		return err
-	}
-	ok, err := g.reg.Exists(ctx, queue)
+	ok, err := g.QueueExists(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -176,6 +173,16 @@ func (g *Gateway) existing(ctx context.Context, queue string) error {
 		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
 	return nil
+}
+
+// QueueExists reports whether queue exists: from the registry's mirror, or
+// when the mirror does not know it (yet) from the registry itself; no copy
+// of the queue list, so a front end may ask it for every request.
+func (g *Gateway) QueueExists(ctx context.Context, queue string) (bool, error) {
+	if err := validName(queue); err != nil {
+		return false, err
+	}
+	return g.reg.Exists(ctx, queue)
 }
 
 // readMeta reads the queue's record and its revision (0: none). What is

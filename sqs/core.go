@@ -16,8 +16,10 @@ import (
 type Core interface {
 	CreateQueue(ctx context.Context, queue string) (created bool, err error)
 	DeleteQueue(ctx context.Context, queue string) error
-	// QueueNames lists every queue, sorted.
+	// QueueNames lists every queue, sorted (ListQueues).
 	QueueNames() []string
+	// QueueExists reports whether a queue exists, without listing them all.
+	QueueExists(ctx context.Context, queue string) (bool, error)
 	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
 	QueueProps(ctx context.Context, queue string) (mapping.Effective, error)
 	UpdateProps(ctx context.Context, queue string, patch mapping.Props) error

@@ -169,7 +169,7 @@ func (s *Server) send(r *request, qs queueSettings, e sendEntry) (sendOut, error
 }
 
 func (s *Server) sendMessage(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	qs, err := s.settings(r)
@@ -219,7 +219,7 @@ type sendBatchOut struct {
 }
 
 func (s *Server) sendMessageBatch(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	if err := checkBatch(r.Entries); err != nil {
@@ -257,7 +257,7 @@ type receiveOut struct {
 }
 
 func (s *Server) receiveMessage(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	qs, err := s.settings(r)
@@ -418,8 +418,8 @@ func (s *Server) remove(r *request, h string) error {
 	}
 	err := s.core.Reply(r.ctx, r.queue, h, gateway.Ack)
 	if err != nil && isNotFound(err) {
-		if !s.exists(r.queue) {
-			return errNoQueue(r.queue)
+		if err := s.mustExist(r.ctx, r.queue); err != nil {
+			return err
 		}
 		return nil
 	}
@@ -440,7 +440,7 @@ type deleteBatchOut struct {
 }
 
 func (s *Server) deleteMessageBatch(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	if err := checkBatch(r.Entries); err != nil {
@@ -470,8 +470,8 @@ func (s *Server) visibility(r *request, h string, vt *int) error {
 	}
 	err := s.core.SetVisibility(r.ctx, r.queue, h, time.Duration(*vt)*time.Second)
 	if err != nil && isNotFound(err) {
-		if !s.exists(r.queue) {
-			return errNoQueue(r.queue)
+		if err := s.mustExist(r.ctx, r.queue); err != nil {
+			return err
 		}
 		return errNotInflight()
 	}
@@ -488,7 +488,7 @@ type changeBatchOut struct {
 }
 
 func (s *Server) changeVisibilityBatch(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	if err := checkBatch(r.Entries); err != nil {

@@ -92,17 +92,7 @@ func decodeQuery(v url.Values) (*input, *apiError) {
 		ReceiptHandle:   v.Get("ReceiptHandle"),
 	}
 	var bad *apiError
-	num := func(name string) *int {
-		s := v.Get(name)
-		if s == "" {
-			return nil
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil && bad == nil {
-			bad = errInvalid("Value %s for parameter %s is invalid. Reason: must be an integer.", s, name)
-		}
-		return &n
-	}
+	num := intParam(v, &bad)
 	in.MaxResults = num("MaxResults")
 	in.MaxNumberOfMessages = num("MaxNumberOfMessages")
 	in.WaitTimeSeconds = num("WaitTimeSeconds")
@@ -118,17 +108,7 @@ func decodeQuery(v url.Values) (*input, *apiError) {
 	for _, prefix := range []string{"SendMessageBatchRequestEntry", "DeleteMessageBatchRequestEntry", "ChangeMessageVisibilityBatchRequestEntry"} {
 		for _, ev := range indexed(v, prefix) {
 			e := batchEntry{ID: ev.Get("Id"), ReceiptHandle: ev.Get("ReceiptHandle")}
-			e.sendEntry = querySend(ev, func(name string) *int {
-				s := ev.Get(name)
-				if s == "" {
-					return nil
-				}
-				n, err := strconv.Atoi(s)
-				if err != nil && bad == nil {
-					bad = errInvalid("Value %s for parameter %s is invalid. Reason: must be an integer.", s, name)
-				}
-				return &n
-			})
+			e.sendEntry = querySend(ev, intParam(ev, &bad))
 			if s := ev.Get("VisibilityTimeout"); s != "" {
 				n, err := strconv.Atoi(s)
 				if err != nil && bad == nil {
@@ -412,4 +392,20 @@ func validAttrName(s string) bool {
 		}
 	}
 	return true
+}
+
+// intParam reads integer parameters of v: nil when absent; a value that is
+// not an integer sets *bad (the first one only).
+func intParam(v url.Values, bad **apiError) func(name string) *int {
+	return func(name string) *int {
+		s := v.Get(name)
+		if s == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil && *bad == nil {
+			*bad = errInvalid("Value %s for parameter %s is invalid. Reason: must be an integer.", s, name)
+		}
+		return &n
+	}
 }

@@ -1,12 +1,12 @@
 package sqs
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -30,15 +30,17 @@ var metaAttrs = []string{"DelaySeconds", "ReceiveMessageWaitTimeSeconds", "Maxim
 	"FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"}
 
 // exists reports whether queue exists.
-func (s *Server) exists(queue string) bool {
-	names := s.core.QueueNames()
-	i := sort.SearchStrings(names, queue)
-	return i < len(names) && names[i] == queue
+func (s *Server) exists(ctx context.Context, queue string) (bool, error) {
+	return s.core.QueueExists(ctx, queue)
 }
 
 // mustExist is the QueueDoesNotExist error when queue does not exist.
-func (s *Server) mustExist(queue string) error {
-	if !s.exists(queue) {
+func (s *Server) mustExist(ctx context.Context, queue string) error {
+	ok, err := s.exists(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return errNoQueue(queue)
 	}
 	return nil
@@ -56,7 +58,7 @@ type redrive struct {
 
 // checkAttrs validates queue attributes to set on queue: the properties
 // they change and the metadata attributes, SQS's spelling.
-func (s *Server) checkAttrs(queue string, attrs map[string]string, creating bool) (mapping.Props, map[string]string, error) {
+func (s *Server) checkAttrs(ctx context.Context, queue string, attrs map[string]string, creating bool) (mapping.Props, map[string]string, error) {
 	var p mapping.Props
 	meta := make(map[string]string)
 	fifo := isFIFOName(queue)
@@ -109,7 +111,12 @@ func (s *Server) checkAttrs(queue string, attrs map[string]string, creating bool
 				return p, nil, errAttrValue("Value %s for parameter RedrivePolicy is invalid. Reason: maxReceiveCount must be an integer from 1 to 1000.", v)
 			}
 			dlq, ok := s.nameOfARN(rp.DeadLetterTargetArn)
-			if !ok || !s.exists(dlq) {
+			if ok {
+				if ok, err = s.exists(ctx, dlq); err != nil {
+					return p, nil, err
+				}
+			}
+			if !ok {
 				return p, nil, errAttrValue("Value %s for parameter RedrivePolicy is invalid. Reason: Dead-letter target does not exist.", v)
 			}
 			if isFIFOName(dlq) != fifo {
@@ -175,7 +182,7 @@ func (s *Server) createQueue(r *request) (any, error) {
 	if !validQueueName(name) {
 		return nil, errInvalid("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (FIFO queues: ending in .fifo).")
 	}
-	patch, meta, err := s.checkAttrs(name, r.Attributes, true)
+	patch, meta, err := s.checkAttrs(r.ctx, name, r.Attributes, true)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +194,11 @@ func (s *Server) createQueue(r *request) (any, error) {
 		tags = r.Tags
 	}
 	out := queueURLOut{s.queueURL(r.scheme, r.host, name)}
-	if s.exists(name) {
+	exists, err := s.exists(r.ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
 		// SQS: an existing queue is answered as created when the request
 		// asks for the attributes it has, else QueueNameExists.
 		cur, err := s.attributes(r, name)
@@ -245,8 +256,11 @@ func (s *Server) getQueueURL(r *request) (any, error) {
 	if r.QueueName == "" {
 		return nil, errMissing("QueueName")
 	}
-	if !validQueueName(r.QueueName) || !s.exists(r.QueueName) {
+	if !validQueueName(r.QueueName) {
 		return nil, errNoQueue(r.QueueName)
+	}
+	if err := s.mustExist(r.ctx, r.QueueName); err != nil {
+		return nil, err
 	}
 	return queueURLOut{s.queueURL(r.scheme, r.host, r.QueueName)}, nil
 }
@@ -311,7 +325,7 @@ func (s *Server) deleteQueue(r *request) (any, error) {
 }
 
 func (s *Server) purgeQueue(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	if err := s.core.Purge(r.ctx, r.queue); err != nil {
@@ -416,10 +430,10 @@ func knownQueueAttr(n string) bool {
 }
 
 func (s *Server) setQueueAttributes(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
-	patch, meta, err := s.checkAttrs(r.queue, r.Attributes, false)
+	patch, meta, err := s.checkAttrs(r.ctx, r.queue, r.Attributes, false)
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +456,7 @@ func (s *Server) setQueueAttributes(r *request) (any, error) {
 }
 
 func (s *Server) listDeadLetterSourceQueues(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	arn := s.queueARN(r.queue)
@@ -466,7 +480,7 @@ func (s *Server) listDeadLetterSourceQueues(r *request) (any, error) {
 }
 
 func (s *Server) tagQueue(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	if len(r.Tags) == 0 {
@@ -481,7 +495,7 @@ func (s *Server) tagQueue(r *request) (any, error) {
 }
 
 func (s *Server) untagQueue(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	return nil, s.core.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
@@ -496,7 +510,7 @@ type tagsOut struct {
 }
 
 func (s *Server) listQueueTags(r *request) (any, error) {
-	if err := s.mustExist(r.queue); err != nil {
+	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
 	m, err := s.core.QueueMeta(r.ctx, r.queue)
