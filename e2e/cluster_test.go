@@ -375,6 +375,19 @@ func TestClusterExternal(t *testing.T) {
 			})
 		}
 	}
+	// The properties bucket may still be electing a leader after the second
+	// stop; a write meanwhile waits up to 5 s for one (gateway/props), which
+	// a slow election on a loaded machine can outlast.
+	testwait.WithinDetail(t, 20*time.Second, "properties bucket has a leader", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, "KV_LMQ_PROPS")
+		if err != nil {
+			return false, err.Error()
+		}
+		c := st.CachedInfo().Cluster
+		return c != nil && c.Leader != "", "no leader"
+	})
 	crossGatewayAPI(t, r, "ext2", 30*time.Second)
 }
 

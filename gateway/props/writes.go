@@ -3,7 +3,10 @@ package props
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -18,18 +21,62 @@ import (
 // queue's properties at the same moment.
 const maxConflicts = 10
 
+// leaderWait bounds how long a write waits for the bucket's stream to have a
+// leader again, as a push waits for its queue's (store.Publish).
+const leaderWait = 5 * time.Second
+
+// leaderless reports an answer that says the bucket's stream has no leader
+// for the moment: an election in a cluster, or this gateway's NATS node just
+// went away. A write that got it did not happen and may be sent again.
+func leaderless(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}
+
+// retryLeaderless runs write until it is done, fails otherwise than
+// leaderless, or leaderWait has passed; it keeps the last error.
+func retryLeaderless(ctx context.Context, write func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, leaderWait)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		err := write(ctx)
+		if err == nil || !leaderless(err) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (no leader within %v)", err, leaderWait)
+		case <-t.C:
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
 // Update merges patch into the queue's own properties: read, merge, and a
 // write conditional on the revision read, again on a conflict. The caller
 // has validated the name and reserved room for the queue.
 func (c *Cache) Update(ctx context.Context, queue string, patch mapping.Props) error {
 	enc := mapping.EncodeName(queue)
 	key := ownKeyPrefix + enc
+	err := retryLeaderless(ctx, func(ctx context.Context) error { return c.update(ctx, enc, key, patch) })
+	if leaderless(err) {
+		return store.Classify("write properties", err)
+	}
+	return err
+}
+
+// update is one Update: read, merge, conditional write, again on conflicts.
+func (c *Cache) update(ctx context.Context, enc, key string, patch mapping.Props) error {
 	for attempt := 0; ; attempt++ {
 		var cur mapping.Props
 		var rev uint64
 		e, err := c.kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case leaderless(err):
+			return err
 		case err != nil:
 			return store.Classify("read properties", err)
 		default:
@@ -50,6 +97,9 @@ func (c *Cache) Update(ctx context.Context, queue string, patch mapping.Props) e
 			c.setLocal(enc, next, true)
 			return nil
 		}
+		if leaderless(err) {
+			return err
+		}
 		conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 		if !conflict || attempt >= maxConflicts {
 			return store.Classify("write properties", err)
@@ -62,7 +112,7 @@ func (c *Cache) Update(ctx context.Context, queue string, patch mapping.Props) e
 func (c *Cache) Drop(ctx context.Context, queue string) error {
 	enc := mapping.EncodeName(queue)
 	done := c.f.Removing(ownKeyPrefix + enc)
-	err := c.kv.Purge(ctx, ownKeyPrefix+enc)
+	err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, ownKeyPrefix+enc) })
 	done(ctx, err == nil)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return store.Classify("delete properties", err)
@@ -75,7 +125,7 @@ func (c *Cache) Drop(ctx context.Context, queue string) error {
 func (c *Cache) SetDefaults(ctx context.Context, list mapping.DefaultList) error {
 	if len(list) == 0 {
 		done := c.f.Removing(defaultsKey)
-		err := c.kv.Purge(ctx, defaultsKey)
+		err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, defaultsKey) })
 		done(ctx, err == nil)
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return store.Classify("clear default properties", err)
@@ -83,7 +133,11 @@ func (c *Cache) SetDefaults(ctx context.Context, list mapping.DefaultList) error
 		c.setDefaultsLocal(nil)
 		return nil
 	}
-	rev, err := c.kv.Put(ctx, defaultsKey, list.JSON())
+	var rev uint64
+	err := retryLeaderless(ctx, func(ctx context.Context) (err error) {
+		rev, err = c.kv.Put(ctx, defaultsKey, list.JSON())
+		return err
+	})
 	if err != nil {
 		return store.Classify("write default properties", err)
 	}
