@@ -32,6 +32,12 @@ type bench struct {
 	natsPID  int
 
 	targets []target
+	// beanstalkd is the beanstalkd the bench started (nil when not
+	// selected or not found); its target stops it.
+	beanstalkd *beanstalkdProc
+	// pathEnv is the PATH in which beanstalkd is looked up (tests set
+	// their own).
+	pathEnv string
 
 	facts    machineFacts
 	cells    []cellResult
@@ -55,7 +61,7 @@ func newBench(cfg config, stderr io.Writer) (*bench, error) {
 		return nil, fmt.Errorf("run id: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	return &bench{cfg: cfg, log: log, epoch: time.Now(), runID: hex.EncodeToString(id[:])}, nil
+	return &bench{cfg: cfg, log: log, epoch: time.Now(), runID: hex.EncodeToString(id[:]), pathEnv: os.Getenv("PATH")}, nil
 }
 
 // run performs the whole benchmark and writes the report, also when it was
@@ -109,7 +115,7 @@ func (b *bench) openTargets(ctx context.Context) error {
 	cfg := b.cfg
 	maxConc := slices.Max(cfg.conc)
 	maxConc = max(maxConc, cfg.maxRateConc, cfg.memConc, cfg.setupConc)
-	needGW := slices.ContainsFunc(cfg.targets, func(n string) bool { return n != tNoop })
+	needGW := slices.ContainsFunc(cfg.targets, servedByGateway)
 	if cfg.spawn && needGW {
 		g, err := spawnGateway(ctx, cfg, b.log)
 		if err != nil {
@@ -123,7 +129,7 @@ func (b *bench) openTargets(ctx context.Context) error {
 		b.gwPID, b.natsPID = cfg.gatewayPID, cfg.natsPID
 	}
 	// Baselines first, so that a long run shows them before the gateway rows.
-	for _, name := range []string{tNoop, tJS, tHTTP, tRPC, tSQS} {
+	for _, name := range []string{tNoop, tNoopRPC, tJS, tBeanstalkd, tHTTP, tRPC, tSQS} {
 		if !slices.Contains(cfg.targets, name) {
 			continue
 		}
@@ -136,6 +142,26 @@ func (b *bench) openTargets(ctx context.Context) error {
 		switch name {
 		case tNoop:
 			t, err = newNoopHTTPTarget(maxConc)
+		case tNoopRPC:
+			t, err = newNoopRPCTarget(cfg.rpcDepth)
+		case tBeanstalkd:
+			bin, lerr := lookBeanstalkd(b.pathEnv)
+			if lerr != nil {
+				b.skip(name, lerr.Error())
+				continue
+			}
+			p, serr := startBeanstalkd(ctx, bin, b.largestMessage(), b.log)
+			if serr != nil {
+				if ctx.Err() != nil {
+					return serr
+				}
+				// A beanstalkd that does not run must not cost the
+				// gateway's figures (it is in the default targets).
+				b.skip(name, firstLine(serr.Error()))
+				continue
+			}
+			b.beanstalkd = p
+			t = newBeanstalkdTarget(p)
 		case tJS:
 			t, err = newJSTarget(b.natsURL, cfg.jsConns)
 		case tHTTP:
@@ -154,6 +180,27 @@ func (b *bench) openTargets(ctx context.Context) error {
 		return errors.New("no target can run (give --http/--rpc/--sqs/--nats, or spawn)")
 	}
 	return nil
+}
+
+// servedByGateway says whether target name measures the gateway or its NATS
+// (and so needs one spawned or given), as opposed to the ceilings inside the
+// bench and beanstalkd.
+func servedByGateway(name string) bool {
+	switch name {
+	case tNoop, tNoopRPC, tBeanstalkd:
+		return false
+	}
+	return true
+}
+
+// largestMessage is the largest body any selected workload pushes (for
+// beanstalkd's maximum job size).
+func (b *bench) largestMessage() int {
+	n := max(slices.Max(b.cfg.sizes), memMsgSize)
+	if b.cfg.has(wMaxRate) {
+		n = max(n, b.cfg.maxRateSize)
+	}
+	return n
 }
 
 // unreachable says why target name cannot be measured (the address of the
@@ -210,6 +257,9 @@ func (b *bench) measure(ctx context.Context) error {
 		}
 	}
 	if cfg.has(wMemory) {
+		if b.beanstalkd != nil {
+			b.notes = append(b.notes, "memory: beanstalkd not measured (the workload fills the gateway and its NATS)")
+		}
 		if err := b.memory(ctx); err != nil {
 			return err
 		}
@@ -319,7 +369,7 @@ func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size i
 	run := func(cell func(context.Context, target, *queueSet, int, int) (cellResult, error), report bool) error {
 		r, err := cell(ctx, t, qs, c, size)
 		if err == nil && report {
-			out = append(out, b.measured(r))
+			out = append(out, b.measured(t, r))
 		}
 		return err
 	}
@@ -347,9 +397,9 @@ func (b *bench) cellGroup(ctx context.Context, t target, qs *queueSet, c, size i
 	return out, nil
 }
 
-// measured completes a cell just run (server RSS now) and logs it.
-func (b *bench) measured(r cellResult) cellResult {
-	r.srvRSS = b.serverRSS()
+// measured completes a cell of t just run (server RSS now) and logs it.
+func (b *bench) measured(t target, r cellResult) cellResult {
+	r.srvRSS = b.targetRSS(t)
 	b.log.Info("cell",
 		"workload", r.workload, "target", r.target, "C", r.conc, "size", r.size, "queues", r.queues,
 		"msgs", r.msgs, "rate", fmtRate(r.rate), "p50", fmtDur(r.lat.p50), "p99", fmtDur(r.lat.p99),
@@ -399,8 +449,13 @@ func (b *bench) removeQueues(ctx context.Context, t target, qs *queueSet) {
 	}
 }
 
-// checkAlive turns a dead spawned gateway into an error.
-func (b *bench) checkAlive() error { return b.gw.alive() }
+// checkAlive turns a dead spawned gateway or beanstalkd into an error.
+func (b *bench) checkAlive() error {
+	if err := b.gw.alive(); err != nil {
+		return err
+	}
+	return b.beanstalkd.alive()
+}
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -410,8 +465,9 @@ func firstLine(s string) string {
 }
 
 // serverCPU is the CPU time so far of the processes serving target t: the
-// gateway (which embeds NATS when spawned) and a separate nats-server. Zero
-// when unknown (noop-http runs inside the bench; remote without PIDs).
+// gateway (which embeds NATS when spawned) and a separate nats-server, or
+// beanstalkd. Zero when unknown (the ceilings run inside the bench; remote
+// without PIDs).
 func (b *bench) serverCPU(t target) time.Duration {
 	if !t.stateful() {
 		return 0
@@ -423,6 +479,19 @@ func (b *bench) serverCPU(t target) time.Duration {
 		}
 	}
 	return total
+}
+
+// targetRSS is the RSS of the processes serving target t now: beanstalkd's
+// for beanstalkd, none for the ceilings inside the bench, else serverRSS.
+func (b *bench) targetRSS(t target) int64 {
+	if !t.stateful() {
+		return 0
+	}
+	if bt, ok := t.(*beanstalkdTarget); ok {
+		rss, _, _ := procRSS(bt.proc.pid())
+		return rss
+	}
+	return b.serverRSS()
 }
 
 // serverRSS is the RSS of the gateway and of a separate nats-server now.
@@ -444,6 +513,9 @@ func (b *bench) serverRSS() int64 {
 }
 
 func (b *bench) serverPIDs(t target) []int {
+	if bt, ok := t.(*beanstalkdTarget); ok {
+		return []int{bt.proc.pid()}
+	}
 	separateNATS := b.natsPID > 0 && b.natsPID != b.gwPID
 	var pids []int
 	// Raw JetStream does not pass through the gateway; when NATS runs

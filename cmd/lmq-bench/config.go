@@ -14,11 +14,13 @@ import (
 
 // Target and workload names, as given to --targets and --workloads.
 const (
-	tNoop = "noop-http"
-	tJS   = "jetstream"
-	tHTTP = "http"
-	tRPC  = "rpc"
-	tSQS  = "sqs"
+	tNoop       = "noop-http"
+	tNoopRPC    = "noop-rpc"
+	tJS         = "jetstream"
+	tBeanstalkd = "beanstalkd"
+	tHTTP       = "http"
+	tRPC        = "rpc"
+	tSQS        = "sqs"
 
 	wPush    = "push"
 	wPull    = "pull"
@@ -34,7 +36,7 @@ const (
 var knownWorkloads = append(slices.Clone(allWorkloads), wQueues, wGroups)
 
 var (
-	allTargets   = []string{tNoop, tJS, tHTTP, tRPC, tSQS}
+	allTargets   = []string{tNoop, tNoopRPC, tJS, tBeanstalkd, tHTTP, tRPC, tSQS}
 	allWorkloads = []string{wPush, wPull, wMixed, wE2E, wMaxRate, wMemory}
 )
 
@@ -111,9 +113,10 @@ type config struct {
 }
 
 const usageHead = `lmq-bench measures lmq-gateway (HTTP and MessagePack-RPC) against raw
-JetStream on the same NATS server and against a no-op HTTP handler, and prints
-markdown tables (msgs/s, latency percentiles, ratios), machine facts and the
-command line.
+JetStream on the same NATS server, against no-op HTTP and MessagePack-RPC
+servers (the protocols' ceilings) and against beanstalkd, and prints markdown
+tables (msgs/s, latency percentiles, ratios), machine facts and the command
+line.
 
 Usage:
   lmq-bench [flags]                       spawn a gateway and bench it (default)
@@ -122,19 +125,37 @@ Usage:
   lmq-bench --quick                       seconds-long smoke run of everything
 
 Targets (--targets):
-  http       the gateway's HTTP API: POST /messages/NAME; GET /messages/NAME?t=W
-             then POST /messages/NAME/ID?reply=ack
-  rpc        MessagePack-RPC push/pull/done, one TCP connection per client,
-             --rpc-depth requests in flight per connection
-  sqs        the gateway's Amazon SQS API, AWS JSON 1.0 by hand, unsigned:
-             SendMessage; ReceiveMessage (MaxNumberOfMessages 1, waits in
-             whole seconds) then DeleteMessage; queues made by CreateQueue.
-             Bodies carry their 8-byte stamp as 16 hex digits (8 bytes more).
-             Skipped when the gateway serves no SQS API
-  jetstream  raw nats.go on the gateway's NATS: WorkQueue stream + durable pull
-             consumer per queue; sync Publish; Fetch(1) + DoubleAck
-  noop-http  a no-op net/http handler inside the bench, same HTTP client code:
-             the HTTP ceiling
+  http        the gateway's HTTP API: POST /messages/NAME; GET /messages/NAME?t=W
+              then POST /messages/NAME/ID?reply=ack
+  rpc         MessagePack-RPC push/pull/done, one TCP connection per client,
+              --rpc-depth requests in flight per connection
+  sqs         the gateway's Amazon SQS API, AWS JSON 1.0 by hand, unsigned:
+              SendMessage; ReceiveMessage (MaxNumberOfMessages 1, waits in
+              whole seconds) then DeleteMessage; queues made by CreateQueue.
+              Bodies carry their 8-byte stamp as 16 hex digits (8 bytes more).
+              Skipped when the gateway serves no SQS API
+  jetstream   raw nats.go on the gateway's NATS: WorkQueue stream + durable pull
+              consumer per queue; sync Publish; Fetch(1) + DoubleAck
+  noop-http   a no-op net/http handler inside the bench, same HTTP client code:
+              the HTTP ceiling
+  noop-rpc    a no-op MessagePack-RPC server inside the bench (loopback),
+              driven by the rpc target's client code (same framing, same
+              --rpc-depth): answers push and done "ok" and every pull at once
+              with a message of the cell's size. The RPC ceiling. Like
+              noop-http it keeps no queues: one queue count, no e2e/maxrate
+  beanstalkd  beanstalkd started by the bench when found in PATH (else skipped
+              with a note): beanstalkd -l 127.0.0.1 -p PORT -b TMPDIR -z SIZE
+              (binlog on, fsync at most every 50 ms as by default; SIZE the
+              largest message, at least the default 65535), stopped and its
+              directory removed at the end. Its text protocol by hand, one
+              connection per client, one request at a time: use + put; watch
+              + reserve-with-timeout (whole seconds, rounded down; waits under
+              a second polled every 2 ms) then delete; a tube per queue. Push, pull, mixed, e2e and maxrate; not memory
+              or groups. Server CPU and RSS are beanstalkd's
+
+Push, pull and mixed tables give each row's ratio to jetstream; http and rpc
+rows also to their ceiling (vs noop-http, vs noop-rpc), to the sum of parts
+1/(1/ceiling + 1/jetstream) and to beanstalkd in the same cell.
 
 Workloads (--workloads):
   push     closed loop: each client pushes and waits for the answer
@@ -144,7 +165,8 @@ Workloads (--workloads):
            scheduled push time, and the delivered rate
   maxrate  search the highest offered rate with p99 <= --maxrate-p99
   memory   RSS of the gateway (and of NATS if separate) while --mem-msgs
-           messages of 256 B pile up in one queue, sampled as it grows
+           messages of 256 B pile up in one queue, sampled as it grows;
+           jetstream and one gateway front end (http, else rpc)
   groups   (not in the default) ordered groups: for each --groups count, a
            fresh queue, --groups-msgs pushes (message i in group i mod G),
            RSS per waiting group, then pull+ack throughput, every delivery

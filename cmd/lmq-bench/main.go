@@ -1,7 +1,8 @@
-// Command lmq-bench measures lmq-gateway against the engine underneath it and
-// against the HTTP ceiling, in one run, and prints markdown tables.
+// Command lmq-bench measures lmq-gateway against the engine underneath it,
+// against the HTTP and MessagePack-RPC ceilings and against beanstalkd, in
+// one run, and prints markdown tables.
 //
-// Five targets are driven by the same workload code:
+// Seven targets are driven by the same workload code:
 //
 //   - http: the gateway's HTTP API (POST /messages/NAME to push; GET
 //     /messages/NAME?t=... to pull, then POST /messages/NAME/ID?reply=ack).
@@ -15,6 +16,12 @@
 //     DoubleAck), so that every gateway figure has its ratio to the engine.
 //   - noop-http: a no-op net/http handler started inside the bench and driven
 //     by the HTTP client code of the http target: the HTTP ceiling.
+//   - noop-rpc: a no-op MessagePack-RPC server started inside the bench and
+//     driven by the client code of the rpc target (same framing, same
+//     pipelining): the RPC ceiling.
+//   - beanstalkd: a beanstalkd the bench starts from PATH (binlog on, in a
+//     temporary directory), spoken to in its text protocol by hand (put;
+//     reserve-with-timeout then delete); skipped when there is none.
 //
 // Workloads: push-only; pull+ack draining the queues the push left behind;
 // push and pull+ack at once; end-to-end latency at a fixed offered rate (open

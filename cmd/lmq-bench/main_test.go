@@ -81,11 +81,14 @@ func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 }
 
 // TestSmoke runs every workload briefly against every target, all started in
-// this process: the no-op HTTP handler, raw JetStream on an in-process
-// nats-server, and the gateway's HTTP and RPC front ends on that server. It
+// this process: the no-op HTTP and RPC servers, raw JetStream on an
+// in-process nats-server, and the gateway's HTTP and RPC front ends on that
+// server; and beanstalkd when it is in PATH (else its skip is checked). It
 // checks that messages were counted and the tables printed, and asserts
 // nothing about speed.
 func TestSmoke(t *testing.T) {
+	_, lookErr := lookBeanstalkd(os.Getenv("PATH"))
+	haveBS := lookErr == nil
 	s := startNATS(t)
 	httpAddr, rpcAddr := startGateway(t, s)
 	pid := strconv.Itoa(os.Getpid())
@@ -118,8 +121,13 @@ func TestSmoke(t *testing.T) {
 	}
 	report := out.String()
 
-	// push, pull, mixed for each of the four targets.
-	if want := 3 * 4; len(b.cells) != want {
+	// push, pull, mixed for each of the five targets (six with beanstalkd);
+	// e2e and maxrate on those that keep messages.
+	targets, stateful := 5, 3
+	if haveBS {
+		targets, stateful = 6, 4
+	}
+	if want := 3 * targets; len(b.cells) != want {
 		t.Errorf("got %d cells, want %d", len(b.cells), want)
 	}
 	for _, c := range b.cells {
@@ -127,16 +135,16 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("cell %s %s: %d msgs, %d errors (%s)", c.workload, c.target, c.msgs, c.errors, c.firstErr)
 		}
 	}
-	if len(b.e2es) != 3 {
-		t.Errorf("got %d e2e results, want 3 (jetstream, http, rpc)", len(b.e2es))
+	if len(b.e2es) != stateful {
+		t.Errorf("got %d e2e results, want %d (jetstream, http, rpc, beanstalkd if found)", len(b.e2es), stateful)
 	}
 	for _, r := range b.e2es {
 		if r.sent == 0 || r.lat.n == 0 || r.errors > 0 {
 			t.Errorf("e2e %s: sent %d, %d latency samples, %d errors (%s)", r.target, r.sent, r.lat.n, r.errors, r.firstErr)
 		}
 	}
-	if len(b.maxRates) != 3 {
-		t.Errorf("maxrate: %d results, want 3", len(b.maxRates))
+	if len(b.maxRates) != stateful {
+		t.Errorf("maxrate: %d results, want %d", len(b.maxRates), stateful)
 	}
 	if len(b.mems) != 2 {
 		t.Errorf("memory: %d fills, want 2 (jetstream, http)", len(b.mems))
@@ -146,12 +154,20 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("memory %s: %+v", m.target, m)
 		}
 	}
-	for _, want := range []string{
+	wants := []string{
 		"# lmq-bench run", "- machine:", "- command: `go run ./cmd/lmq-bench --http 127.0.0.1:",
 		"## Push", "## Pull + ack", "## Push and pull + ack at once", "## End-to-end latency",
 		"## Highest offered rate", "## Memory", "## Queue creation",
-		"| noop-http | 2 | 256 B |", "| jetstream | 2 | 256 B | 3 |", "| http | 2 | 256 B | 3 |", "| rpc | 2 | 256 B | 3 |",
-	} {
+		"| noop-http | 2 | 256 B | — |", "| noop-rpc | 2 | 256 B | — |",
+		"| jetstream | 2 | 256 B | 3 |", "| http | 2 | 256 B | 3 |", "| rpc | 2 | 256 B | 3 |",
+		"| vs noop-http | vs noop-rpc | vs parts | vs beanstalkd |",
+	}
+	if haveBS {
+		wants = append(wants, "| beanstalkd | 2 | 256 B | 3 |", "- beanstalkd: started by the bench", "memory: beanstalkd not measured")
+	} else {
+		wants = append(wants, "target beanstalkd skipped: beanstalkd not found in PATH")
+	}
+	for _, want := range wants {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -818,14 +818,14 @@ func (r *mqRun) active(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pr = b.measured(pr)
+	pr = b.measured(r.t, pr)
 	b.mqAdd("throughp", fmt.Sprintf("push across %s queues, C=%d, 256 B", fmtInt(int64(a)), cfg.mqClients),
 		fmtRate(pr.rate)+" msgs/s", fmt.Sprintf("p50 %s, p99 %s, %d µs CPU/msg, %d errors", fmtDur(pr.lat.p50), fmtDur(pr.lat.p99), cpuMicros(pr), pr.errors))
 	pl, err := b.pullCell(ctx, r.t, qs, cfg.mqClients, memMsgSize)
 	if err != nil {
 		return err
 	}
-	pl = b.measured(pl)
+	pl = b.measured(r.t, pl)
 	b.mqAdd("throughp", fmt.Sprintf("pull+ack across %s queues, C=%d, 256 B", fmtInt(int64(a)), cfg.mqClients),
 		fmtRate(pl.rate)+" msgs/s", fmt.Sprintf("p50 %s, p99 %s, %d µs CPU/msg, %d errors, %d missing; RSS after %s", fmtDur(pl.lat.p50), fmtDur(pl.lat.p99), cpuMicros(pl), pl.errors, pl.missing, fmtMiB(b.serverRSS())))
 	return nil

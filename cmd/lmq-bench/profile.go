@@ -15,8 +15,8 @@ import (
 // startProfile starts a CPU profile of the spawned gateway over a cell's
 // duration (--profile), fetched from its pprof listener into the profile
 // directory; the function it returns waits for the profile to be written.
-// Without --profile, or for a target the gateway does not serve (noop-http),
-// it does nothing. A failed profile is logged; the cell still counts.
+// Without --profile, or for a target the gateway does not serve (the
+// ceilings, beanstalkd), it does nothing. A failed profile is logged; the cell still counts.
 func (b *bench) startProfile(ctx context.Context, r cellResult) (wait func()) {
 	base := fmt.Sprintf("%s-%s-c%d-s%d-q%d", r.workload, r.target, r.conc, r.size, r.queues)
 	return b.profileFor(ctx, r.target, base, b.cfg.duration)
@@ -24,7 +24,7 @@ func (b *bench) startProfile(ctx context.Context, r cellResult) (wait func()) {
 
 // profileFor is startProfile for any measured span of d (e2e trials too).
 func (b *bench) profileFor(ctx context.Context, target, base string, d time.Duration) (wait func()) {
-	if b.cfg.profileDir == "" || b.gw == nil || b.gw.debugAddr == "" || target == tNoop {
+	if b.cfg.profileDir == "" || b.gw == nil || b.gw.debugAddr == "" || !servedByGateway(target) {
 		return func() {}
 	}
 	secs := max(1, int(math.Ceil(d.Seconds())))

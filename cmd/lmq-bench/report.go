@@ -113,14 +113,21 @@ func (b *bench) report() string {
 	if f.commit != "" {
 		w("- commit: %s\n", f.commit)
 	}
-	if b.gw != nil {
+	switch {
+	case b.gw != nil:
 		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, SQS %s, NATS %s; client and server share the machine\n",
 			b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.sqsAddr), redactURL(b.natsURL))
-	} else {
+	case !slices.ContainsFunc(b.cfg.targets, servedByGateway):
+		w("- deployment: no gateway (no selected target needs one)\n")
+	default:
 		w("- deployment: running; HTTP %s, RPC %s, SQS %s, NATS %s, gateway pid %d, nats pid %d\n",
 			orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.sqsAddr), orDash(redactURL(b.natsURL)), b.gwPID, b.natsPID)
 	}
-	w("- cells: %s each; rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
+	if p := b.beanstalkd; p != nil {
+		w("- beanstalkd: started by the bench, `%s` (%s, pid %d): binlog on, fsync at most every 50 ms (its default); one connection per client, one request at a time; client and server share the machine\n",
+			p.commandLine(), orDash(p.version), p.pid())
+	}
+	w("- cells: %s each; rpc and noop-rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
 		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)
 	for _, n := range b.notes {
 		w("- **%s**\n", n)
@@ -137,11 +144,13 @@ func (b *bench) report() string {
 		}
 		index[k][c.target] = c
 	}
-	noopFor := func(c cellResult) (cellResult, bool) {
-		// The ceiling ran with one queue count only; it keeps no queues.
+	// ceilingFor finds the cell of ceiling (noop-http, noop-rpc) that
+	// compares with c: a ceiling ran with one queue count only; it keeps
+	// no queues.
+	ceilingFor := func(c cellResult, ceiling string) (cellResult, bool) {
 		for k, m := range index {
 			if k.workload == c.workload && k.conc == c.conc && k.size == c.size {
-				if n, ok := m[tNoop]; ok {
+				if n, ok := m[ceiling]; ok {
 					return n, true
 				}
 			}
@@ -166,33 +175,51 @@ func (b *bench) report() string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
-		w("\"vs parts\" compares http with the sum-of-parts limit 1/(1/noop-http + 1/jetstream): the rate HTTP and JetStream would reach together on this client if the gateway added nothing.\n\n")
-		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | vs parts | notes |\n")
-		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid; beanstalkd for its rows; none for the ceilings, which run inside the bench); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
+		w("\"vs noop-http\" and \"vs noop-rpc\" compare http and rpc with their protocol's ceiling (a no-op server inside the bench driven by the same client code); \"vs parts\" compares them with the sum-of-parts limit 1/(1/ceiling + 1/jetstream): the rate the protocol and JetStream would reach together on this client if the gateway added nothing. \"vs beanstalkd\" compares http and rpc with beanstalkd (binlog on) in the same cell.\n\n")
+		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | vs noop-rpc | vs parts | vs beanstalkd | notes |\n")
+		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		sortCells(rows)
 		for _, c := range rows {
-			js := index[cellKey{c.workload, c.conc, c.size, c.queues}][tJS]
-			vsJS, vsNoop, vsParts := "—", "—", "—"
+			same := index[cellKey{c.workload, c.conc, c.size, c.queues}]
+			js := same[tJS]
+			vsJS, vsNoopHTTP, vsNoopRPC, vsParts, vsBS := "—", "—", "—", "—", "—"
 			if c.target != tJS {
 				vsJS = fmtRatio(c.rate, js.rate)
 			}
-			if c.target == tHTTP {
-				if n, ok := noopFor(c); ok {
-					vsNoop = fmtRatio(c.rate, n.rate)
+			// A gateway front end against its protocol's ceiling, alone
+			// and summed with the engine.
+			var ceiling string
+			switch c.target {
+			case tHTTP:
+				ceiling = tNoop
+			case tRPC:
+				ceiling = tNoopRPC
+			}
+			if ceiling != "" {
+				if n, ok := ceilingFor(c, ceiling); ok {
+					vs := fmtRatio(c.rate, n.rate)
+					if ceiling == tNoop {
+						vsNoopHTTP = vs
+					} else {
+						vsNoopRPC = vs
+					}
 					if n.rate > 0 && js.rate > 0 {
 						vsParts = fmtRatio(c.rate, 1/(1/n.rate+1/js.rate))
 					}
 				}
+				if bs, ok := same[tBeanstalkd]; ok {
+					vsBS = fmtRatio(c.rate, bs.rate)
+				}
 			}
 			rss := "—"
-			if c.target != tNoop && c.srvRSS > 0 {
+			if !isCeiling(c.target) && c.srvRSS > 0 {
 				rss = fmt.Sprintf("%.0f MiB", float64(c.srvRSS)/(1<<20))
 			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				c.target, c.conc, fmtSize(c.size), queuesCol(c.target, c.queues), fmtRate(c.rate),
 				fmtDur(c.lat.p50), fmtDur(c.lat.p99), fmtDur(c.lat.p999),
-				cpuPerMsg(c.srvCPU, c.msgs), rss, vsJS, vsNoop, vsParts, cellNotes(c))
+				cpuPerMsg(c.srvCPU, c.msgs), rss, vsJS, vsNoopHTTP, vsNoopRPC, vsParts, vsBS, cellNotes(c))
 		}
 		w("\n")
 	}
@@ -332,8 +359,11 @@ func fmtMiBOrDash(b int64) string {
 	return fmtMiB(b)
 }
 
+// isCeiling says whether target is a no-op server inside the bench.
+func isCeiling(target string) bool { return target == tNoop || target == tNoopRPC }
+
 func queuesCol(target string, q int) string {
-	if target == tNoop {
+	if isCeiling(target) {
 		return "—"
 	}
 	return fmtInt(int64(q))
@@ -408,19 +438,25 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "|", `\|`)
 }
 
-// targetOrder puts the baselines next to the gateway rows they compare with.
+// targetOrder puts the baselines next to the gateway rows they compare with:
+// the engine and beanstalkd first, then each protocol's ceiling before its
+// front end.
 func targetOrder(t string) int {
 	switch t {
 	case tJS:
 		return 0
-	case tNoop:
+	case tBeanstalkd:
 		return 1
-	case tHTTP:
+	case tNoop:
 		return 2
-	case tRPC:
+	case tHTTP:
 		return 3
+	case tNoopRPC:
+		return 4
+	case tRPC:
+		return 5
 	}
-	return 4
+	return 6
 }
 
 func sortCells(rows []cellResult) {

@@ -13,18 +13,35 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// rpcTarget drives the gateway's MessagePack-RPC API.
+// rpcTarget drives the MessagePack-RPC API at addr: the gateway's, or the
+// no-op server of noop-rpc (the same client code either way).
 type rpcTarget struct {
-	addr string
-	dep  int
+	label string
+	addr  string
+	dep   int
+	noop  *noopRPCServer // nil for the gateway
 }
 
-func newRPCTarget(addr string, depth int) *rpcTarget { return &rpcTarget{addr: addr, dep: depth} }
+func newRPCTarget(addr string, depth int) *rpcTarget {
+	return &rpcTarget{label: tRPC, addr: addr, dep: depth}
+}
 
-func (t *rpcTarget) name() string   { return tRPC }
+func (t *rpcTarget) name() string   { return t.label }
 func (t *rpcTarget) depth() int     { return t.dep }
-func (t *rpcTarget) stateful() bool { return true }
-func (t *rpcTarget) close() error   { return nil }
+func (t *rpcTarget) stateful() bool { return t.noop == nil }
+
+func (t *rpcTarget) setSize(n int) {
+	if t.noop != nil {
+		t.noop.pullSize.Store(int64(n))
+	}
+}
+
+func (t *rpcTarget) close() error {
+	if t.noop != nil {
+		return t.noop.close()
+	}
+	return nil
+}
 
 func (t *rpcTarget) newClient(ctx context.Context) (client, error) {
 	c, err := dialRPC(ctx, t.addr)
@@ -37,6 +54,9 @@ func (t *rpcTarget) newClient(ctx context.Context) (client, error) {
 // setup and remove open a connection per call: they run outside the measured
 // cells, and a short-lived connection keeps the target free of shared state.
 func (t *rpcTarget) setup(ctx context.Context, queue string) error {
+	if t.noop != nil {
+		return nil // the ceiling keeps no queues
+	}
 	c, err := dialRPC(ctx, t.addr)
 	if err != nil {
 		return err
@@ -46,6 +66,9 @@ func (t *rpcTarget) setup(ctx context.Context, queue string) error {
 }
 
 func (t *rpcTarget) remove(ctx context.Context, queue string) error {
+	if t.noop != nil {
+		return nil
+	}
 	c, err := dialRPC(ctx, t.addr)
 	if err != nil {
 		return err
