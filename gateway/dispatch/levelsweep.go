@@ -93,7 +93,7 @@ func (q *Queue) markStoredLevelsLocked(mask uint16) {
 	q.prio.seen = true
 	q.prio.mask |= mask
 	q.prio.fresh |= mask
-	if q.fetching {
+	if q.fetchingLocked() {
 		q.dirty = true
 		return
 	}

@@ -224,7 +224,7 @@ func (q *Queue) notifyLevel(p int) {
 	} else {
 		q.lastNotify = time.Now()
 	}
-	if q.fetching {
+	if q.fetchingLocked() {
 		q.dirty = true
 		return
 	}
