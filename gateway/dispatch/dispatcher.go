@@ -20,9 +20,6 @@ import (
 const (
 	// maxBatch bounds one pull request.
 	maxBatch = 256
-	// maxOverlap bounds the pull requests out at once for one queue
-	// (kickLocked).
-	maxOverlap = 8
 	// stuckFetch is how long a no_wait pull request may go unanswered.
 	stuckFetch = 5 * time.Second
 	// recentPush: a queue notified this recently may have a message that its
@@ -96,18 +93,16 @@ type Queue struct {
 	name, enc               string
 	stream, subject, reqSub string
 
-	mu      sync.Mutex
-	ackWait time.Duration
-	ready   bool // the consumer exists, as far as this gateway knows
-	waiters []waitEntry
-	regSeq  uint64 // sequence of the last registered waiter
-	// reqs are the pull requests out, oldest first. JetStream serves a
-	// consumer's requests in the order they came, so a pulled message
-	// (which does not name its request) belongs to the oldest one.
-	reqs       []*fetchReq
+	mu         sync.Mutex
+	ackWait    time.Duration
+	ready      bool // the consumer exists, as far as this gateway knows
+	waiters    []waitEntry
+	regSeq     uint64 // sequence of the last registered waiter
+	fetching   bool
+	cur        *fetchReq        // the outstanding pull request
 	st         jetstream.Stream // cached handle, see streamHandle
 	dirty      bool             // a notification came while fetching
-	last       time.Time        // last pull request sent
+	last       time.Time        // last pull request
 	lastNotify time.Time        // last notification of a new message
 	dead       bool
 	prio       prioState // priority levels (priority.go)
@@ -242,7 +237,6 @@ type fetchReq struct {
 	level  int // the priority level it pulls from (priority.go)
 	batch  int
 	got    int
-	sent   time.Time
 	regSeq uint64    // waiters registered up to here are covered by it
 	noWait []*waiter // no-wait waiters covered by it
 }
@@ -289,47 +283,18 @@ func (q *Queue) compactLocked() int {
 	return n
 }
 
-// fetchingLocked reports whether a pull request is out.
-func (q *Queue) fetchingLocked() bool { return len(q.reqs) > 0 }
-
-// coveredLocked is how many messages the requests out may still bring.
-func (q *Queue) coveredLocked() int {
-	n := 0
-	for _, fr := range q.reqs {
-		n += fr.batch - fr.got
-	}
-	return n
-}
-
-// kickLocked issues a pull request for the waiting clients that the requests
-// out do not cover. A request of a plain queue (no priority levels, no
-// max_inflight) goes out at once beside those already out (up to
-// maxOverlap): a client that starts waiting while one is out is not held
-// for its round trip, which in a closed loop of pull and ack is most of
-// the wait. The requests out never ask for more messages than there are
-// waiting clients, so none arrives unwanted unless a client leaves.
+// kickLocked issues a pull request for the waiting clients unless one is out.
 func (q *Queue) kickLocked() {
-	if q.dead {
-		return
-	}
-	out := len(q.reqs)
-	if out > 0 && (out >= maxOverlap || q.prio.mask != 0 || q.prio.making || q.limit > 0) {
+	if q.fetching || q.dead {
 		return
 	}
 	n := q.compactLocked()
-	want := n
-	if out > 0 {
-		want -= q.coveredLocked()
-	}
-	if want <= 0 {
+	if n == 0 {
 		return
 	}
 	eff := q.d.props.Effective(q.name)
 	if eff.Paused {
 		q.pausedLocked() // control.go
-		return
-	}
-	if out > 0 && eff.MaxInflight > 0 {
 		return
 	}
 	reqSub, level := q.reqSub, 0
@@ -341,19 +306,13 @@ func (q *Queue) kickLocked() {
 		q.prio.fresh = 0
 	}
 	d := q.d
-	now := time.Now()
-	var after uint64 // waiters up to here are covered by the requests out
-	if out > 0 {
-		after = q.reqs[out-1].regSeq
-	}
-	fr := &fetchReq{id: d.fetchSeq.Add(1), q: q, level: level, batch: min(want, maxBatch), regSeq: q.regSeq, sent: now}
+	fr := &fetchReq{id: d.fetchSeq.Add(1), q: q, level: level, batch: min(n, maxBatch), regSeq: q.regSeq}
 	for _, e := range q.waiters {
-		if e.w.noWait && e.seq > after {
+		if e.w.noWait {
 			fr.noWait = append(fr.noWait, e.w)
 		}
 	}
-	q.reqs = append(q.reqs, fr)
-	q.dirty, q.last = false, now
+	q.cur, q.fetching, q.dirty, q.last = fr, true, false, time.Now()
 	var settle time.Duration
 	if eff.MaxInflight > 0 || q.limit > 0 {
 		// While the limit is reached JetStream holds the request until an
@@ -374,20 +333,8 @@ func (q *Queue) kickLocked() {
 	if err := d.nc.PublishRequest(reqSub, d.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
 		d.log.Warn("pull request failed", "queue", q.name, "err", err)
 		d.pulls.remove(fr)
-		q.dropReqLocked(fr)
+		q.cur, q.fetching = nil, false
 	}
-}
-
-// dropReqLocked forgets fr among the requests out; false if it is not.
-func (q *Queue) dropReqLocked(fr *fetchReq) bool {
-	for i, r := range q.reqs {
-		if r == fr {
-			q.reqs = append(q.reqs[:i], q.reqs[i+1:]...)
-			q.reqs = q.reqs[:len(q.reqs):len(q.reqs)]
-			return true
-		}
-	}
-	return false
 }
 
 // fetchDone ends a pull request. empty is true when JetStream said the queue
@@ -395,10 +342,11 @@ func (q *Queue) dropReqLocked(fr *fetchReq) bool {
 func (q *Queue) fetchDone(fr *fetchReq, empty bool, retryAfter time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.dropReqLocked(fr) {
+	if q.cur != fr {
 		return
 	}
 	q.d.pulls.remove(fr)
+	q.cur, q.fetching = nil, false
 	if empty && retryAfter == 0 && q.levelEmptyLocked(fr) {
 		return // the next request goes one level down
 	}
@@ -461,7 +409,10 @@ func (q *Queue) shutdown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.dead = true
-	q.abandonFetchLocked()
+	if q.cur != nil {
+		q.d.pulls.remove(q.cur)
+	}
+	q.cur, q.fetching = nil, false
 	for _, e := range q.waiters {
 		if e.w.claimed.CompareAndSwap(false, true) {
 			e.w.ch <- nil
@@ -505,7 +456,7 @@ func (d *Dispatcher) repollLoop() {
 			q.mu.Lock()
 			if len(q.waiters) > 0 {
 				waiting++
-			} else if !q.fetchingLocked() {
+			} else if !q.fetching {
 				d.queues.idle(q)
 			}
 			q.mu.Unlock()
@@ -516,7 +467,7 @@ func (d *Dispatcher) repollLoop() {
 		now := time.Now()
 		for _, q := range states {
 			q.mu.Lock()
-			if q.fetchingLocked() && now.Sub(q.reqs[0].sent) > stuckFetch {
+			if q.fetching && now.Sub(q.last) > stuckFetch {
 				// Its answer never came (a lost status): forget it.
 				q.abandonFetchLocked()
 			}
@@ -542,13 +493,13 @@ func (d *Dispatcher) repollLoop() {
 	}
 }
 
-// abandonFetchLocked forgets the pull requests in flight, whose answers will
-// not come; the next kick sends a new one.
+// abandonFetchLocked forgets the pull request in flight, whose answer will not
+// come; the next kick sends a new one.
 func (q *Queue) abandonFetchLocked() {
-	for _, fr := range q.reqs {
-		q.d.pulls.remove(fr)
+	if q.cur != nil {
+		q.d.pulls.remove(q.cur)
 	}
-	q.reqs = nil
+	q.cur, q.fetching = nil, false
 }
 
 // OnReconnect runs when the NATS connection is back: pull requests sent
@@ -560,7 +511,9 @@ func (q *Queue) abandonFetchLocked() {
 func (d *Dispatcher) OnReconnect() {
 	for _, q := range d.queues.all() {
 		q.mu.Lock()
-		q.abandonFetchLocked()
+		if q.fetching {
+			q.abandonFetchLocked()
+		}
 		if len(q.waiters) > 0 {
 			q.kickLocked()
 		}
@@ -624,22 +577,13 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 		// JetStream's AckWait brings it back (if it was not purged).
 		return
 	}
+	q.mu.Lock()
+	fr := q.cur
+	q.mu.Unlock()
 	r, ok := d.parseRaw(q, m)
 	if !ok {
 		return
 	}
-	// Counted against its request before it is handed over, so that a kick
-	// meanwhile does not count on it still coming.
-	var full *fetchReq
-	q.mu.Lock()
-	if len(q.reqs) > 0 {
-		fr := q.reqs[0]
-		fr.got++
-		if fr.got >= fr.batch {
-			full = fr
-		}
-	}
-	q.mu.Unlock()
 	if kind == "p" {
 		if r.Level, ok = mapping.SubjectPriority(m.Subject); !ok {
 			return // not one of ours (lmq.p.<kk>.<enc>.x from a NATS program)
@@ -665,8 +609,14 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 	} else if !q.handoff(r) {
 		d.spawn(func(context.Context) { d.rules.Release(r) })
 	}
-	if full != nil {
-		q.fetchDone(full, false, 0)
+	if fr != nil {
+		q.mu.Lock()
+		fr.got++
+		full := fr.got >= fr.batch
+		q.mu.Unlock()
+		if full {
+			q.fetchDone(fr, false, 0)
+		}
 	}
 }
 

@@ -93,7 +93,7 @@ func (q *Queue) markStoredLevelsLocked(mask uint16) {
 	q.prio.seen = true
 	q.prio.mask |= mask
 	q.prio.fresh |= mask
-	if q.fetchingLocked() {
+	if q.fetching {
 		q.dirty = true
 		return
 	}

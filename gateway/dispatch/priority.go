@@ -224,7 +224,7 @@ func (q *Queue) notifyLevel(p int) {
 	} else {
 		q.lastNotify = time.Now()
 	}
-	if q.fetchingLocked() {
+	if q.fetching {
 		q.dirty = true
 		return
 	}
