@@ -35,6 +35,9 @@ type bench struct {
 	// beanstalkd is the beanstalkd the bench started (nil when not
 	// selected or not found); its target stops it.
 	beanstalkd *beanstalkdProc
+	// noop is the child process serving the ceilings (nil: none selected,
+	// or --noop-in-process); the bench stops it at the end.
+	noop *noopProc
 	// pathEnv is the PATH in which beanstalkd is looked up (tests set
 	// their own).
 	pathEnv string
@@ -75,6 +78,7 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (err error) {
 			}
 		}
 		b.gw.stop()
+		b.noop.stop()
 	}()
 
 	var runErr error
@@ -128,6 +132,13 @@ func (b *bench) openTargets(ctx context.Context) error {
 		b.httpAddr, b.rpcAddr, b.sqsAddr, b.natsURL = cfg.httpAddr, cfg.rpcAddr, cfg.sqsAddr, cfg.natsURL
 		b.gwPID, b.natsPID = cfg.gatewayPID, cfg.natsPID
 	}
+	if !cfg.noopInProcess && (slices.Contains(cfg.targets, tNoop) || slices.Contains(cfg.targets, tNoopRPC)) {
+		p, err := startNoopProc(ctx)
+		if err != nil {
+			return err
+		}
+		b.noop = p
+	}
 	// Baselines first, so that a long run shows them before the gateway rows.
 	for _, name := range []string{tNoop, tNoopRPC, tJS, tBeanstalkd, tHTTP, tRPC, tSQS} {
 		if !slices.Contains(cfg.targets, name) {
@@ -141,9 +152,17 @@ func (b *bench) openTargets(ctx context.Context) error {
 		var err error
 		switch name {
 		case tNoop:
-			t, err = newNoopHTTPTarget(maxConc)
+			if b.noop != nil {
+				t = newChildNoopHTTPTarget(b.noop, maxConc)
+			} else {
+				t, err = newNoopHTTPTarget(maxConc)
+			}
 		case tNoopRPC:
-			t, err = newNoopRPCTarget(cfg.rpcDepth)
+			if b.noop != nil {
+				t = newChildNoopRPCTarget(b.noop, cfg.rpcDepth)
+			} else {
+				t, err = newNoopRPCTarget(cfg.rpcDepth)
+			}
 		case tBeanstalkd:
 			bin, lerr := lookBeanstalkd(b.pathEnv)
 			if lerr != nil {
@@ -183,8 +202,8 @@ func (b *bench) openTargets(ctx context.Context) error {
 }
 
 // servedByGateway says whether target name measures the gateway or its NATS
-// (and so needs one spawned or given), as opposed to the ceilings inside the
-// bench and beanstalkd.
+// (and so needs one spawned or given), as opposed to the ceilings and
+// beanstalkd, which the bench starts itself.
 func servedByGateway(name string) bool {
 	switch name {
 	case tNoop, tNoopRPC, tBeanstalkd:
@@ -317,7 +336,10 @@ func (b *bench) matrixOf(ctx context.Context, ts []target, nq int) error {
 			for range cfg.repeat {
 				for i, t := range ts {
 					if s, ok := t.(sizer); ok {
-						s.setSize(size)
+						if err := s.setSize(ctx, size); err != nil {
+							b.keepMedians(runs)
+							return fmt.Errorf("%s: setting the pull size: %w", t.name(), err)
+						}
 					}
 					rs, err := b.cellGroup(ctx, t, sets[i], c, size)
 					runs[i] = append(runs[i], rs...)
@@ -449,9 +471,13 @@ func (b *bench) removeQueues(ctx context.Context, t target, qs *queueSet) {
 	}
 }
 
-// checkAlive turns a dead spawned gateway or beanstalkd into an error.
+// checkAlive turns a dead spawned gateway, beanstalkd or ceilings process
+// into an error.
 func (b *bench) checkAlive() error {
 	if err := b.gw.alive(); err != nil {
+		return err
+	}
+	if err := b.noop.alive(); err != nil {
 		return err
 	}
 	return b.beanstalkd.alive()
@@ -465,11 +491,16 @@ func firstLine(s string) string {
 }
 
 // serverCPU is the CPU time so far of the processes serving target t: the
-// gateway (which embeds NATS when spawned) and a separate nats-server, or
-// beanstalkd. Zero when unknown (the ceilings run inside the bench; remote
-// without PIDs).
+// gateway (which embeds NATS when spawned) and a separate nats-server,
+// beanstalkd, or the ceilings process. Zero when unknown (the ceilings run
+// inside the bench; remote without PIDs).
 func (b *bench) serverCPU(t target) time.Duration {
 	if !t.stateful() {
+		if pid := b.ceilingPID(t); pid > 0 {
+			if d, err := procCPU(pid); err == nil {
+				return d
+			}
+		}
 		return 0
 	}
 	var total time.Duration
@@ -482,9 +513,14 @@ func (b *bench) serverCPU(t target) time.Duration {
 }
 
 // targetRSS is the RSS of the processes serving target t now: beanstalkd's
-// for beanstalkd, none for the ceilings inside the bench, else serverRSS.
+// for beanstalkd, the ceilings process's for a ceiling (none inside the
+// bench), else serverRSS.
 func (b *bench) targetRSS(t target) int64 {
 	if !t.stateful() {
+		if pid := b.ceilingPID(t); pid > 0 {
+			rss, _, _ := procRSS(pid)
+			return rss
+		}
 		return 0
 	}
 	if bt, ok := t.(*beanstalkdTarget); ok {
@@ -492,6 +528,15 @@ func (b *bench) targetRSS(t target) int64 {
 		return rss
 	}
 	return b.serverRSS()
+}
+
+// ceilingPID is the PID of the process serving ceiling t: the ceilings
+// child, or 0 when t is no ceiling or runs inside the bench.
+func (b *bench) ceilingPID(t target) int {
+	if !isCeiling(t.name()) {
+		return 0
+	}
+	return b.noop.pid()
 }
 
 // serverRSS is the RSS of the gateway and of a separate nats-server now.

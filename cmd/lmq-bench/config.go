@@ -66,9 +66,10 @@ type config struct {
 	natsPID     int
 
 	// Target tuning.
-	rpcDepth int
-	jsConns  int
-	pullWait time.Duration
+	noopInProcess bool // the ceilings inside the bench, not in a child process
+	rpcDepth      int
+	jsConns       int
+	pullWait      time.Duration
 
 	// e2e and max-rate search.
 	e2eRates         []float64
@@ -136,13 +137,20 @@ Targets (--targets):
               Skipped when the gateway serves no SQS API
   jetstream   raw nats.go on the gateway's NATS: WorkQueue stream + durable pull
               consumer per queue; sync Publish; Fetch(1) + DoubleAck
-  noop-http   a no-op net/http handler inside the bench, same HTTP client code:
-              the HTTP ceiling
-  noop-rpc    a no-op MessagePack-RPC server inside the bench (loopback),
-              driven by the rpc target's client code (same framing, same
-              --rpc-depth): answers push and done "ok" and every pull at once
-              with a message of the cell's size. The RPC ceiling. Like
-              noop-http it keeps no queues: one queue count, no e2e/maxrate
+  noop-http   a no-op net/http handler (loopback), same HTTP client code: the
+              HTTP ceiling
+  noop-rpc    a no-op MessagePack-RPC server (loopback), driven by the rpc
+              target's client code (same framing, same --rpc-depth): answers
+              push and done "ok" and every pull at once with a message of the
+              cell's size. The RPC ceiling. Like noop-http it keeps no queues:
+              one queue count, no e2e/maxrate
+              Both ceilings run in a child process of the bench (the bench's
+              executable re-run; it ends with the bench), as the gateway and
+              beanstalkd run in their own: a request crossing to another
+              process pays wake-ups that two goroutines of one process do
+              not, so a ceiling inside the bench would be optimistic. Their
+              srv CPU and RSS are that process's. --noop-in-process runs them
+              inside the bench instead (no srv figures)
   beanstalkd  beanstalkd started by the bench when found in PATH (else skipped
               with a note): beanstalkd -l 127.0.0.1 -p PORT -b TMPDIR -z SIZE
               (binlog on, fsync at most every 50 ms as by default; SIZE the
@@ -202,6 +210,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc, --sqs or --nats is given)")
 	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
 	gwArgs := fs.String("gateway-args", "", "extra arguments for the spawned gateway, space-separated")
+	fs.BoolVar(&cfg.noopInProcess, "noop-in-process", false, "run the ceilings (noop-http, noop-rpc) inside the bench instead of in a child process (optimistic: no cross-process wake-ups)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the spawned gateway's temp dir (data, log) after the run")
 	fs.StringVar(&cfg.profileDir, "profile", "", "save a CPU profile of the spawned gateway for each measured push/pull/mixed cell and e2e/maxrate trial into `DIR`, named workload-target-cC-sSIZE-qQUEUES[-rRATE].pprof (read with go tool pprof -top FILE); the gateway is started with --debug-listen on a loopback port; needs spawn mode")
 	fs.StringVar(&cfg.httpAddr, "http", "", "HTTP address of a running gateway (host:port)")

@@ -14,11 +14,14 @@
 //   - jetstream: raw nats.go JetStream on the same NATS server (one WorkQueue
 //     stream and durable pull consumer per queue; sync Publish; Fetch(1) +
 //     DoubleAck), so that every gateway figure has its ratio to the engine.
-//   - noop-http: a no-op net/http handler started inside the bench and driven
-//     by the HTTP client code of the http target: the HTTP ceiling.
-//   - noop-rpc: a no-op MessagePack-RPC server started inside the bench and
-//     driven by the client code of the rpc target (same framing, same
-//     pipelining): the RPC ceiling.
+//   - noop-http: a no-op net/http handler driven by the HTTP client code of
+//     the http target: the HTTP ceiling.
+//   - noop-rpc: a no-op MessagePack-RPC server driven by the client code of
+//     the rpc target (same framing, same pipelining): the RPC ceiling.
+//     Both ceilings run in a child process of the bench (its own executable
+//     re-run), as the gateway runs in its own: crossing processes costs
+//     wake-up latency that goroutines of one process do not pay.
+//     --noop-in-process runs them inside the bench instead.
 //   - beanstalkd: a beanstalkd the bench starts from PATH (binlog on, in a
 //     temporary directory), spoken to in its text protocol by hand (put;
 //     reserve-with-timeout then delete); skipped when there is none.
@@ -45,6 +48,7 @@ import (
 )
 
 func main() {
+	maybeServeNoop() // the ceilings child (noop_proc.go) never returns
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

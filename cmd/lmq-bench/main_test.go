@@ -161,6 +161,7 @@ func TestSmoke(t *testing.T) {
 		"| noop-http | 2 | 256 B | — |", "| noop-rpc | 2 | 256 B | — |",
 		"| jetstream | 2 | 256 B | 3 |", "| http | 2 | 256 B | 3 |", "| rpc | 2 | 256 B | 3 |",
 		"| vs noop-http | vs noop-rpc | vs parts | vs beanstalkd |",
+		"- ceilings: noop-http 127.0.0.1:", "in a child process of the bench (pid ",
 	}
 	if haveBS {
 		wants = append(wants, "| beanstalkd | 2 | 256 B | 3 |", "- beanstalkd: started by the bench", "memory: beanstalkd not measured")

@@ -15,8 +15,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// noopRPCServer is the MessagePack-RPC ceiling: a server inside the bench,
-// on a loopback port, that answers the rpc target's requests in the shape
+// noopRPCServer is the MessagePack-RPC ceiling: a server on a loopback port
+// (in a child process of the bench by default, noop_proc.go), that answers the rpc target's requests in the shape
 // the gateway gives (its default dialect, LMQ's raw strings) without doing
 // anything: push answers "ok"; pull answers at once with a message of the
 // cell's size (one body per size, built once, under a fixed id); done and
@@ -269,4 +269,9 @@ func newNoopRPCTarget(depth int) (*rpcTarget, error) {
 		return nil, err
 	}
 	return &rpcTarget{label: tNoopRPC, addr: s.addr(), dep: depth, noop: s}, nil
+}
+
+// newChildNoopRPCTarget drives the RPC ceiling of the child process p.
+func newChildNoopRPCTarget(p *noopProc, depth int) *rpcTarget {
+	return &rpcTarget{label: tNoopRPC, addr: p.rpcAddr, dep: depth, child: p}
 }

@@ -34,7 +34,9 @@ func TestNoopRPC(t *testing.T) {
 	}
 	defer cl.close()
 	for _, size := range []int{16, 300, 70_000} {
-		nt.setSize(size)
+		if err := nt.setSize(ctx, size); err != nil {
+			t.Fatal(err)
+		}
 		var wg sync.WaitGroup
 		for range 4 { // four requests in flight on the connection
 			wg.Go(func() {

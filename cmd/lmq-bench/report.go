@@ -102,6 +102,15 @@ type cellKey struct {
 	queues   int
 }
 
+// ceilingWhere says where the ceilings ran and why it matters, for the
+// explanation of the ratio columns.
+func (b *bench) ceilingWhere() string {
+	if b.noop != nil {
+		return "in a process of its own as the gateway is, since a request crossing to another process pays wake-ups that one within the process does not; the sum of parts is therefore not flattered by an in-process ceiling"
+	}
+	return "inside the bench (--noop-in-process): client and server are goroutines of one process, which spares the cross-process wake-ups the gateway pays, so these ratios are unfair to the gateway"
+}
+
 func (b *bench) report() string {
 	var sb strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
@@ -126,6 +135,11 @@ func (b *bench) report() string {
 	if p := b.beanstalkd; p != nil {
 		w("- beanstalkd: started by the bench, `%s` (%s, pid %d): binlog on, fsync at most every 50 ms (its default); one connection per client, one request at a time; client and server share the machine\n",
 			p.commandLine(), orDash(p.version), p.pid())
+	}
+	if p := b.noop; p != nil {
+		w("- ceilings: noop-http %s and noop-rpc %s in a child process of the bench (pid %d)\n", p.httpAddr, p.rpcAddr, p.pid())
+	} else if b.cfg.noopInProcess && slices.ContainsFunc(b.cfg.targets, isCeiling) {
+		w("- ceilings: inside the bench (--noop-in-process): optimistic, no cross-process wake-ups\n")
 	}
 	w("- cells: %s each; rpc and noop-rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
 		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)
@@ -175,8 +189,8 @@ func (b *bench) report() string {
 		if len(rows) == 0 {
 			continue
 		}
-		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid; beanstalkd for its rows; none for the ceilings, which run inside the bench); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
-		w("\"vs noop-http\" and \"vs noop-rpc\" compare http and rpc with their protocol's ceiling (a no-op server inside the bench driven by the same client code); \"vs parts\" compares them with the sum-of-parts limit 1/(1/ceiling + 1/jetstream): the rate the protocol and JetStream would reach together on this client if the gateway added nothing. \"vs beanstalkd\" compares http and rpc with beanstalkd (binlog on) in the same cell.\n\n")
+		w("## %s\n\n%s. \"srv CPU\" is the CPU time per message of the serving processes (the gateway, with NATS when embedded or given by --nats-pid; beanstalkd for its rows; the ceilings' child process for theirs, none when they run inside the bench); \"srv RSS after\" is their RSS at the end of the cell.\n\n", s.title, capitalize(s.latency))
+		w("\"vs noop-http\" and \"vs noop-rpc\" compare http and rpc with their protocol's ceiling (a no-op server driven by the same client code, %s); \"vs parts\" compares them with the sum-of-parts limit 1/(1/ceiling + 1/jetstream): the rate the protocol and JetStream would reach together on this client if the gateway added nothing. \"vs beanstalkd\" compares http and rpc with beanstalkd (binlog on) in the same cell.\n\n", b.ceilingWhere())
 		w("| target | C | size | queues | msgs/s | p50 | p99 | p999 | srv CPU µs/msg | srv RSS after | vs jetstream | vs noop-http | vs noop-rpc | vs parts | vs beanstalkd | notes |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		sortCells(rows)
@@ -213,7 +227,7 @@ func (b *bench) report() string {
 				}
 			}
 			rss := "—"
-			if !isCeiling(c.target) && c.srvRSS > 0 {
+			if c.srvRSS > 0 {
 				rss = fmt.Sprintf("%.0f MiB", float64(c.srvRSS)/(1<<20))
 			}
 			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
@@ -359,7 +373,7 @@ func fmtMiBOrDash(b int64) string {
 	return fmtMiB(b)
 }
 
-// isCeiling says whether target is a no-op server inside the bench.
+// isCeiling says whether target is a no-op server (noop-http, noop-rpc).
 func isCeiling(target string) bool { return target == tNoop || target == tNoopRPC }
 
 func queuesCol(target string, q int) string {

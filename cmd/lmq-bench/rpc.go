@@ -19,7 +19,8 @@ type rpcTarget struct {
 	label string
 	addr  string
 	dep   int
-	noop  *noopRPCServer // nil for the gateway
+	noop  *noopRPCServer // the ceiling inside the bench (--noop-in-process)
+	child *noopProc      // the ceiling in its own process (not closed here)
 }
 
 func newRPCTarget(addr string, depth int) *rpcTarget {
@@ -28,12 +29,16 @@ func newRPCTarget(addr string, depth int) *rpcTarget {
 
 func (t *rpcTarget) name() string   { return t.label }
 func (t *rpcTarget) depth() int     { return t.dep }
-func (t *rpcTarget) stateful() bool { return t.noop == nil }
+func (t *rpcTarget) stateful() bool { return t.noop == nil && t.child == nil }
 
-func (t *rpcTarget) setSize(n int) {
-	if t.noop != nil {
+func (t *rpcTarget) setSize(ctx context.Context, n int) error {
+	switch {
+	case t.noop != nil:
 		t.noop.pullSize.Store(int64(n))
+	case t.child != nil:
+		return t.child.setPullSize(ctx, n)
 	}
+	return nil
 }
 
 func (t *rpcTarget) close() error {
@@ -54,7 +59,7 @@ func (t *rpcTarget) newClient(ctx context.Context) (client, error) {
 // setup and remove open a connection per call: they run outside the measured
 // cells, and a short-lived connection keeps the target free of shared state.
 func (t *rpcTarget) setup(ctx context.Context, queue string) error {
-	if t.noop != nil {
+	if !t.stateful() {
 		return nil // the ceiling keeps no queues
 	}
 	c, err := dialRPC(ctx, t.addr)
@@ -66,7 +71,7 @@ func (t *rpcTarget) setup(ctx context.Context, queue string) error {
 }
 
 func (t *rpcTarget) remove(ctx context.Context, queue string) error {
-	if t.noop != nil {
+	if !t.stateful() {
 		return nil
 	}
 	c, err := dialRPC(ctx, t.addr)

@@ -46,8 +46,10 @@ type client interface {
 }
 
 // sizer is implemented by targets that need to know the message size of the
-// coming cell (noop-http answers pulls with a body of that size).
-type sizer interface{ setSize(n int) }
+// coming cell (the ceilings answer pulls with a body of that size).
+type sizer interface {
+	setSize(ctx context.Context, n int) error
+}
 
 // errStatus is an unexpected HTTP answer.
 type errStatus struct {
@@ -66,7 +68,8 @@ type httpTarget struct {
 	label  string
 	base   string
 	hc     *http.Client
-	noop   *noopServer // nil for the gateway
+	noop   *noopServer // the ceiling inside the bench (--noop-in-process)
+	child  *noopProc   // the ceiling in its own process (not closed here)
 	closer func()
 }
 
@@ -93,12 +96,16 @@ func newGatewayHTTPTarget(addr string, maxConc int) *httpTarget {
 
 func (t *httpTarget) name() string   { return t.label }
 func (t *httpTarget) depth() int     { return 1 }
-func (t *httpTarget) stateful() bool { return t.noop == nil }
+func (t *httpTarget) stateful() bool { return t.noop == nil && t.child == nil }
 
-func (t *httpTarget) setSize(n int) {
-	if t.noop != nil {
+func (t *httpTarget) setSize(ctx context.Context, n int) error {
+	switch {
+	case t.noop != nil:
 		t.noop.pullSize.Store(int64(n))
+	case t.child != nil:
+		return t.child.setPullSize(ctx, n)
 	}
+	return nil
 }
 
 func (t *httpTarget) close() error {
@@ -132,7 +139,7 @@ func createByPull(ctx context.Context, c client, queue string) error {
 }
 
 func (t *httpTarget) remove(ctx context.Context, queue string) error {
-	if t.noop != nil {
+	if !t.stateful() {
 		return nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.base+"/queues/"+url.PathEscape(queue), nil)
@@ -274,13 +281,19 @@ type noopServer struct {
 // noopMessageID is a fixed delivery id: the ceiling does not track deliveries.
 const noopMessageID = "f0eca12e-19f2-4922-bcc9-6e42bd585937"
 
-func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
+// newNoopServer starts the no-op HTTP handler on a loopback port. pullSize
+// is the size of pull bodies (the noop-rpc server's in the child process, so
+// that the control endpoint sets both; nil: a size of its own).
+func newNoopServer(pullSize *atomic.Int64) (*noopServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("noop-http listen: %w", err)
 	}
 	n := &noopServer{ln: ln, done: make(chan error, 1)}
-	n.pullSize.Store(256)
+	if pullSize == nil {
+		pullSize = &n.pullSize
+		pullSize.Store(256)
+	}
 	mux := http.NewServeMux()
 	pushAnswer := []byte(`{"accum":"no"}`)
 	mux.HandleFunc("POST /messages/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -292,7 +305,7 @@ func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
 	// more than a real one would.
 	var bodies atomic.Pointer[[]byte]
 	mux.HandleFunc("GET /messages/{name}", func(w http.ResponseWriter, r *http.Request) {
-		size := int(n.pullSize.Load())
+		size := int(pullSize.Load())
 		bp := bodies.Load()
 		if bp == nil || len(*bp) != size {
 			b := bytes.Repeat([]byte{'x'}, size)
@@ -311,16 +324,50 @@ func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	// The bench sets the pull size of the coming cell here when the
+	// ceilings run in their own process (noop_proc.go).
+	mux.HandleFunc("POST "+noopPullSizePath, func(w http.ResponseWriter, r *http.Request) {
+		v, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || v < 0 {
+			http.Error(w, "n: want a size in bytes", http.StatusBadRequest)
+			return
+		}
+		pullSize.Store(int64(v))
+		w.WriteHeader(http.StatusNoContent)
+	})
 	n.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { n.done <- n.srv.Serve(ln) }()
+	return n, nil
+}
+
+func (n *noopServer) addr() string { return n.ln.Addr().String() }
+
+// newNoopHTTPTarget starts the HTTP ceiling inside the bench.
+func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
+	n, err := newNoopServer(nil)
+	if err != nil {
+		return nil, err
+	}
 	hc := newHTTPClient(maxConc)
 	return &httpTarget{
 		label:  tNoop,
-		base:   "http://" + ln.Addr().String(),
+		base:   "http://" + n.addr(),
 		hc:     hc,
 		noop:   n,
 		closer: hc.CloseIdleConnections,
 	}, nil
+}
+
+// newChildNoopHTTPTarget drives the HTTP ceiling of the child process p.
+func newChildNoopHTTPTarget(p *noopProc, maxConc int) *httpTarget {
+	hc := newHTTPClient(maxConc)
+	return &httpTarget{
+		label:  tNoop,
+		base:   "http://" + p.httpAddr,
+		hc:     hc,
+		child:  p,
+		closer: hc.CloseIdleConnections,
+	}
 }
 
 func (n *noopServer) close() error {
