@@ -36,8 +36,8 @@ import (
 // the next leaves the group's backlog with no head: stored, never handed
 // out. The dispatcher's group sweep (gateway/dispatch/groups.go) finds
 // such groups (two stream info requests per queue) when a queue's consumer
-// is made and, while clients wait on a queue whose shard shows group
-// backlogs, every 10 s; a head that JetStream hands out again after its
+// is made while its shard shows a backlog of the queue and, while clients
+// wait on a queue whose shard shows group backlogs, every 10 s; a head that JetStream hands out again after its
 // AckWait (its gateway stopped) is checked against the backlog first, so
 // a head whose message was already done, or that a newer copy replaced,
 // is removed instead of handed out a second time.

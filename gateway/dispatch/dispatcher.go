@@ -139,6 +139,10 @@ func (q *Queue) ensureConsumer(ctx context.Context) error {
 	if ready {
 		return nil
 	}
+	// What the shard held lately, from one look shared by every queue of
+	// the shard first used meanwhile (nil: unknown): priority levels and
+	// group backlogs (firstuse.go).
+	look := q.lookAtShard(ctx)
 	limit := q.d.props.Effective(q.name).MaxInflight
 	have, err := q.d.store.MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit})
 	if err != nil {
@@ -151,10 +155,12 @@ func (q *Queue) ensureConsumer(ctx context.Context) error {
 	q.mu.Unlock()
 	// Messages of priorities may be stored (pushed before a restart, or
 	// through another gateway): learn their levels before the first pull.
-	q.learnLevels(ctx)
+	q.learnLevels(ctx, look)
 	// And groups may have been left without a head by a gateway that
 	// stopped (groups.go).
-	q.d.spawn(func(context.Context) { q.sweepGroups(true) })
+	if look == nil || look.Groups[q.enc] {
+		q.d.spawn(func(context.Context) { q.sweepGroups(true) })
+	}
 	return nil
 }
 
