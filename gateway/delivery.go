@@ -139,6 +139,9 @@ func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, erro
 		g.spawn(func(context.Context) { g.release(r, false) })
 		return nil, err
 	}
+	if r.Group != "" {
+		q.HeadServed() // its consumer reads the heads (groups.go)
+	}
 	if r.Group != "" && g.staleHead(ctx, r) {
 		// Done or replaced meanwhile (groups.go): not a message any more.
 		g.spawn(func(context.Context) { g.dropStale(r) })

@@ -36,8 +36,8 @@ import (
 // the next leaves the group's backlog with no head: stored, never handed
 // out. The dispatcher's group sweep (gateway/dispatch/groups.go) finds
 // such groups (two stream info requests per queue) when a queue's consumer
-// is made and, while clients wait on a queue whose shard shows group
-// backlogs, every 10 s; a head that JetStream hands out again after its
+// is made while its shard shows a backlog of the queue and, while clients
+// wait on a queue whose shard shows group backlogs, every 10 s; a head that JetStream hands out again after its
 // AckWait (its gateway stopped) is checked against the backlog first, so
 // a head whose message was already done, or that a newer copy replaced,
 // is removed instead of handed out a second time.
@@ -78,10 +78,20 @@ func (g *Gateway) promoteGroup(ctx context.Context, queue, group string) error {
 // promoteAfter is promoteGroup while the head at sequence after (0: none)
 // is being ended: it is still on the head subject, and the copy is stored
 // only while it is the last message there.
+//
+// A head is stored only while the queue's consumer reads the head subjects
+// (store/consumers.go, "Group heads"): ending a head (after > 0), the
+// consumer that delivered it does; otherwise the dispatcher makes sure
+// first (at no cost while it trusts the consumer to).
 func (g *Gateway) promoteAfter(ctx context.Context, queue, group string, after uint64) error {
 	m, err := g.store.GroupOldest(ctx, queue, group)
 	if err != nil || m == nil {
 		return err
+	}
+	if after == 0 {
+		if err := g.disp.EnsureHeads(ctx, queue); err != nil {
+			return err
+		}
 	}
 	promoted, err := g.store.Promote(ctx, queue, group, m, after)
 	if err != nil {
@@ -181,6 +191,14 @@ func (g *Gateway) sweepGroups(queue string) bool {
 			g.log.Warn("looking for groups without a head failed; the next sweep looks again", "queue", queue, "err", err, "suppressed", n)
 		}
 		return any
+	}
+	if any {
+		// Heads stored by older gateways while the consumer did not read
+		// them are stored again (store.EnsureHeads).
+		if err := g.disp.EnsureHeads(ctx, queue); err != nil {
+			g.log.Warn("could not make sure the queue's consumer reads its groups' heads", "queue", queue, "err", err)
+			return any
+		}
 	}
 	for _, group := range stranded {
 		if err := g.promoteGroup(ctx, queue, group); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -190,5 +192,117 @@ func TestGroupWithoutHeadIsSwept(t *testing.T) {
 	}
 	if grp, ok := seen["stranded"]; !ok || grp != "by-hand" {
 		t.Fatalf("delivered %v; want the stranded message of group by-hand", seen)
+	}
+}
+
+// queueConsumerReadsHeads reports whether queue's own consumer reads its
+// groups' head subjects.
+func queueConsumerReadsHeads(t *testing.T, js jetstream.JetStream, queue string) bool {
+	t.Helper()
+	c, err := js.Consumer(prioCtx(t), mapping.StreamName(queue), mapping.ConsumerName(queue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.CachedInfo().Config
+	return slices.Contains(cfg.FilterSubjects, mapping.HeadWildcard(queue))
+}
+
+// A queue used without groups has a consumer reading its own subject only
+// (store/consumers.go, "Group heads"); its first grouped push, through the
+// gateway that made the consumer or through another one, gives it the head
+// subjects before the head is stored, and the group's messages come out in
+// order; the consumer never loses them again (a property change updates
+// it).
+func TestGroupsAfterPlainUse(t *testing.T) {
+	ns := testnats.Start(t)
+	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
+	js := testnats.JetStream(t, testnats.Connect(t, ns, "look"))
+	ctx := prioCtx(t)
+	for i, g := range []*Gateway{a, b} {
+		queue := fmt.Sprintf("plain-then-grouped-%d", i)
+		pushP(t, a, queue, "plain", -1)
+		d := pullP(t, a, queue)
+		if err := a.Reply(ctx, queue, d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+		if queueConsumerReadsHeads(t, js, queue) {
+			t.Fatalf("%s: the consumer of a queue without groups reads the head subjects", queue)
+		}
+		for k := range 3 {
+			if _, err := g.PushWith(ctx, queue, Message{Body: []byte(strconv.Itoa(k))}, PushOptions{Group: "g"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !queueConsumerReadsHeads(t, js, queue) {
+			t.Fatalf("%s: a grouped push left the consumer without the head subjects", queue)
+		}
+		for k := range 3 {
+			d := pullP(t, a, queue)
+			if string(d.Message.Body) != strconv.Itoa(k) || d.Group != "g" {
+				t.Fatalf("%s: pulled %q of group %q; want %d of g", queue, d.Message.Body, d.Group, k)
+			}
+			if err := a.Reply(ctx, queue, d.ID, Ack); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setProps(t, b, queue, `{"max_inflight":5}`)
+		pushP(t, b, queue, "again", -1)
+		pullP(t, a, queue)
+		if !queueConsumerReadsHeads(t, js, queue) {
+			t.Fatalf("%s: an update took the head subjects away", queue)
+		}
+	}
+}
+
+// A head stored while the queue's consumer did not read the head subjects
+// (by a gateway of an older version, here a NATS program copying it by
+// hand), which the consumer then looked past, is stored again behind it by
+// the group sweep and handed out.
+func TestHeadStoredWithoutHeadSubjects(t *testing.T) {
+	ns := testnats.Start(t)
+	g := gatewayOn(t, ns, "core")
+	js := testnats.JetStream(t, testnats.Connect(t, ns, "program"))
+	ctx := prioCtx(t)
+	const queue = "old-head"
+	pushP(t, g, queue, "plain", -1)
+	d := pullP(t, g, queue)
+	if err := g.Reply(ctx, queue, d.ID, Ack); err != nil {
+		t.Fatal(err)
+	}
+	if queueConsumerReadsHeads(t, js, queue) {
+		t.Fatal("the consumer of a queue without groups reads the head subjects")
+	}
+	backlog := nats.NewMsg(mapping.GroupSubject(queue, "old"))
+	backlog.Header.Set(mapping.HdrGroup, "old")
+	backlog.Data = []byte("grouped")
+	ack, err := js.PublishMsg(ctx, backlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := nats.NewMsg(mapping.HeadSubject(queue, "old"))
+	head.Header.Set(mapping.HdrGroup, "old")
+	head.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(ack.Sequence, 10))
+	head.Data = []byte("grouped")
+	if _, err := js.PublishMsg(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	// The consumer looks past the head (an empty pull), then a plain message.
+	if d, err := g.Pull(ctx, queue, 0); err != nil || d != nil {
+		t.Fatalf("pull: %v, %v; want nothing", d, err)
+	}
+	pushP(t, g, queue, "after", -1)
+	seen := map[string]string{}
+	for range 2 {
+		d, err := g.Pull(ctx, queue, msgWait)
+		if err != nil || d == nil {
+			t.Fatalf("pull: %v, %v (seen %v)", d, err, seen)
+		}
+		seen[string(d.Message.Body)] = d.Group
+		if err := g.Reply(ctx, queue, d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grp, ok := seen["grouped"]; !ok || grp != "old" {
+		t.Fatalf("delivered %v; want the head of group old", seen)
 	}
 }

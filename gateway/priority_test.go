@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"syscall"
@@ -319,6 +320,38 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 	d := <-done
 	if d == nil || string(d.Message.Body) != "p3-1" || d.Priority != 3 {
 		t.Fatalf("woken with %+v", d)
+	}
+}
+
+// TestPriorityNotifiedBeforeFirstUse: a gateway's first pull of a queue
+// sees a priority pushed through another gateway just before, which the
+// shard's look it shares with other queues (taken earlier) does not show:
+// the notification, come before the queue had any state here, was kept.
+func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
+	t.Parallel()
+	ns := testnats.Start(t)
+	g1, g2 := gatewayOn(t, ns, "g1"), gatewayOn(t, ns, "g2")
+	testwait.For(t, "the gateways to know each other", func() bool {
+		return g1.peers.Any() && g2.peers.Any()
+	})
+	// Two queues of one shard: g2's first use of the first one looks at
+	// the shard.
+	first, second := "nf-0", ""
+	for i := 1; second == ""; i++ {
+		if n := fmt.Sprintf("nf-%d", i); mapping.Shard(n) == mapping.Shard(first) {
+			second = n
+		}
+	}
+	pushP(t, g1, first, "x", 0)
+	if d := pullP(t, g2, first); string(d.Message.Body) != "x" {
+		t.Fatalf("pulled %q", d.Message.Body)
+	}
+	pushP(t, g1, second, "p0", 0)
+	pushP(t, g1, second, "p5", 5)
+	time.Sleep(200 * time.Millisecond) // g1's notifications reach g2 first
+	d, err := g2.Pull(prioCtx(t), second, time.Second)
+	if err != nil || d == nil || string(d.Message.Body) != "p5" {
+		t.Fatalf("first pull: %+v, %v; want p5", d, err)
 	}
 }
 

@@ -170,3 +170,56 @@ func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []st
 	}
 	return stranded, true, nil
 }
+
+// restoreHeads stores again each of queue's group heads at or below
+// sequence upTo, a copy at the tail of its head subject (expecting the
+// original there, as a release does), then removes the original: heads
+// that the queue's consumer looked past while it did not read the head
+// subjects (consumers.go, "Group heads"), and would never deliver. Those
+// were never delivered by it, and it never goes back below upTo, so none
+// of them is in flight. A head replaced meanwhile is left to its
+// replacement.
+func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) error {
+	st, err := s.QueueShard(ctx, queue)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	defer cancel()
+	heads, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.HeadWildcard(queue)))
+	if err != nil {
+		return Classify("look at group heads", err)
+	}
+	for subj, n := range heads.State.Subjects {
+		if n == 0 {
+			continue
+		}
+		rm, err := st.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return Classify("read group head", err)
+		}
+		if rm.Sequence > upTo {
+			continue
+		}
+		cp := nats.NewMsg(subj)
+		for k, v := range rm.Header {
+			if !strings.HasPrefix(k, "Nats-") {
+				cp.Header[k] = v
+			}
+		}
+		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rm.Sequence, 10))
+		cp.Data = rm.Data
+		if _, err := s.Publish(ctx, "restore group head", queue, cp); WrongLast(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := st.DeleteMsg(ctx, rm.Sequence); err != nil && !jsapi.MsgGone(err) {
+			return Classify("delete group head", err)
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -289,4 +290,25 @@ func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at sha
 		}
 	}
 	return look, at, nil
+}
+
+// LookAtShard returns a look at shard k started at oldest or later (one
+// look serves every caller meanwhile), without the stream list LookAt
+// starts with: for queues first used, whose shard exists. A burst of first
+// pulls in a shard shares one look instead of asking per queue.
+func (s *Store) LookAtShard(ctx context.Context, k int, oldest time.Time) (*ShardLook, error) {
+	// No stream state equals this one: only the look's age counts.
+	return s.scanShard(ctx, k, oldest, shardSig{first: math.MaxUint64})
+}
+
+// CachedShardLook returns the last look at shard k if it started at oldest
+// or later, without asking JetStream anything; nil if there is none.
+func (s *Store) CachedShardLook(k int, oldest time.Time) *ShardLook {
+	c := &s.scan
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sc := c.shards[k]; sc != nil && sc.look != nil && !sc.at.Before(oldest) {
+		return sc.look
+	}
+	return nil
 }

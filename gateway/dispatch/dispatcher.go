@@ -113,6 +113,10 @@ type Queue struct {
 	// when the core last looked for stranded ones (groups.go).
 	groups         bool
 	lastGroupSweep time.Time
+	// heads: its consumer reads the groups' heads, trusted until
+	// headsUntil (heads.go).
+	heads      bool
+	headsUntil time.Time
 }
 
 func newQueue(d *Dispatcher, name string) *Queue {
@@ -134,27 +138,36 @@ func newQueue(d *Dispatcher, name string) *Queue {
 // responders" to a pull request (onPullReply).
 func (q *Queue) ensureConsumer(ctx context.Context) error {
 	q.mu.Lock()
-	ready, ackWait := q.ready, q.ackWait
+	ready, ackWait, groups := q.ready, q.ackWait, q.groups
 	q.mu.Unlock()
 	if ready {
 		return nil
 	}
+	// What the shard held lately, from one look shared by every queue of
+	// the shard first used meanwhile (nil: unknown): priority levels and
+	// group backlogs (firstuse.go). A queue with groups gets a consumer
+	// reading their heads (heads.go).
+	look := q.lookAtShard(ctx)
+	backlog := look == nil || look.Groups[q.enc]
 	limit := q.d.props.Effective(q.name).MaxInflight
-	have, err := q.d.store.MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit})
+	made, err := q.d.store.MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit, Heads: groups || backlog})
 	if err != nil {
 		return err
 	}
 	q.mu.Lock()
 	q.ready = true
-	q.ackWait = max(q.ackWait, have)
+	q.ackWait = max(q.ackWait, made.AckWait)
 	q.limit = limit
+	q.noteHeadsLocked(made.Heads)
 	q.mu.Unlock()
 	// Messages of priorities may be stored (pushed before a restart, or
 	// through another gateway): learn their levels before the first pull.
-	q.learnLevels(ctx)
+	q.learnLevels(ctx, look)
 	// And groups may have been left without a head by a gateway that
 	// stopped (groups.go).
-	q.d.spawn(func(context.Context) { q.sweepGroups(true) })
+	if backlog {
+		q.d.spawn(func(context.Context) { q.sweepGroups(true) })
+	}
 	return nil
 }
 
@@ -163,6 +176,7 @@ func (q *Queue) ensureConsumer(ctx context.Context) error {
 func (q *Queue) consumerMissing() {
 	q.mu.Lock()
 	q.ready = false
+	q.noteHeadsLocked(false)
 	q.mu.Unlock()
 	q.d.spawn(func(life context.Context) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)

@@ -12,9 +12,11 @@ import (
 // the core copies a group's next message to its head subject when the
 // previous one is done, and a gateway that stops between the two leaves the
 // group's backlog stored and never handed out. The sweep runs when a
-// gateway makes a queue's consumer (after a restart, the first pull) and,
-// for queues with waiting clients whose shard shows group backlogs, at most
-// every groupSweepEvery from the level sweep (levelsweep.go).
+// gateway makes a queue's consumer (after a restart, the first pull) and
+// the shard's look names a backlog of the queue (firstuse.go) and, for
+// queues with waiting clients whose shard shows group backlogs, at most
+// every groupSweepEvery from the level sweep (levelsweep.go). It also makes
+// sure the queue's consumer reads the heads (Dispatcher.EnsureHeads).
 
 // groupSweepEvery spaces the sweeps of one queue's groups: each costs two
 // stream info requests listing the queue's groups.

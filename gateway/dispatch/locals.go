@@ -33,6 +33,11 @@ type locals struct {
 	// activeWake wakes the re-poll loop, asleep while active is empty,
 	// when the first queue becomes busy.
 	activeWake chan struct{}
+
+	// recent: priority levels lately notified for queues without state
+	// (heads.go).
+	recentMu sync.Mutex
+	recent   map[string]recentLevels
 }
 
 func newLocals(d *Dispatcher) *locals {
@@ -190,6 +195,13 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*Queue
 		l.byEnc[q.enc] = q
 	}) {
 		return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
+	}
+	// Levels notified before the state existed (heads.go); later ones
+	// reach it directly.
+	if mask := l.takeRecent(out.enc); mask != 0 {
+		out.mu.Lock()
+		out.markLevelsLocked(mask)
+		out.mu.Unlock()
 	}
 	return out, nil
 }

@@ -37,6 +37,7 @@ func (d *Dispatcher) NotifyLevel(queue string, p int) {
 		enc = q.enc
 	} else {
 		enc = mapping.EncodeName(queue)
+		d.queues.rememberLevel(enc, p)
 	}
 	d.queues.notifyAny(enc)
 	if d.peers.Any() {
@@ -61,6 +62,8 @@ func (d *Dispatcher) onNotify(m *nats.Msg) {
 	}
 	if q := d.queues.localByEnc(enc); q != nil {
 		q.notifyLevel(p)
+	} else {
+		d.queues.rememberLevel(enc, p)
 	}
 	d.queues.notifyAny(enc)
 }

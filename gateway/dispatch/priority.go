@@ -15,10 +15,10 @@ package dispatch
 // level down, down to 0. A pull thus costs one request per level it finds
 // empty on the way, and only while levels are marked. Levels are marked by
 // local pushes and releases, by notifications (their payload carries the
-// priority), and by a look at the stream's subject counts (probeLocked)
-// when a queue's consumer is made (a restart) and when a notification does
-// not say the priority (a delay coming due, an accumulation window closing);
-// behind them all, a periodic sweep of the busy queues' shards
+// priority), and by a look at the stream's subject counts when a queue's
+// consumer is made (a restart; the shard's shared look, heads.go) and when
+// a notification does not say the priority (probeLocked: a delay coming
+// due, an accumulation window closing); behind them all, a periodic sweep of the busy queues' shards
 // (levelsweep.go) finds levels that filled without any event. Within a
 // level LMQ's order holds: a release re-publishes the copy to the tail of
 // the message's own subject.
@@ -193,21 +193,33 @@ func (q *Queue) storedLevels(ctx context.Context) (uint16, error) {
 	return mask, nil
 }
 
+// markLevelsLocked marks levels found holding messages (a look's).
+func (q *Queue) markLevelsLocked(mask uint16) {
+	if mask != 0 {
+		q.prio.seen = true
+		q.prio.mask |= mask
+	}
+}
+
 // learnLevels marks the levels holding messages right after the queue's
 // consumer was made (a first pull, also after a restart), so that the first
-// pull already sees them.
-func (q *Queue) learnLevels(ctx context.Context) {
-	mask, err := q.storedLevels(ctx)
+// pull already sees them: from the shard's look (heads.go) when there is
+// one, else from a look at the queue's own priority subjects.
+func (q *Queue) learnLevels(ctx context.Context, look *store.ShardLook) {
+	var mask uint16
+	var err error
+	if look != nil {
+		mask = look.Levels[q.enc]
+	} else {
+		mask, err = q.storedLevels(ctx)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err != nil {
 		q.prio.seen = true // notifications probe; the sweep looks again
 		return
 	}
-	if mask != 0 {
-		q.prio.seen = true
-		q.prio.mask |= mask
-	}
+	q.markLevelsLocked(mask)
 }
 
 // notifyLevel wakes the queue's dispatcher for a new message of priority p.

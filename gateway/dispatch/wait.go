@@ -25,7 +25,7 @@ func (d *Dispatcher) Pull(ctx context.Context, queue string, wait time.Duration)
 	if wait == 0 && d.props.Effective(queue).Paused {
 		return nil, nil // control.go
 	}
-	if wait == 0 && !q.isReady() {
+	if wait == 0 && !q.isReady() && !q.lately() {
 		// A no-wait pull of a queue without a consumer (not used for a
 		// while): if it holds nothing, answer so without making one. LMQ
 		// clients that poll many queues with t=0 thus cost no consumers.
@@ -151,6 +151,18 @@ func (d *Dispatcher) queueEmpty(ctx context.Context, q *Queue) (bool, error) {
 		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err != nil {
 			return false, store.Classify("queue info", err)
+		}
+		var levels uint16
+		for subj, n := range info.State.Subjects {
+			if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
+				levels |= 1 << p
+			}
+		}
+		if levels != 0 {
+			// A fresh look at the levels: the first pull's (heads.go).
+			q.mu.Lock()
+			q.markLevelsLocked(levels)
+			q.mu.Unlock()
 		}
 		for _, n := range info.State.Subjects {
 			if n > 0 {
