@@ -268,10 +268,10 @@ func newNoopRPCTarget(depth int) (*rpcTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rpcTarget{label: tNoopRPC, addr: s.addr(), dep: depth, noop: s}, nil
+	return &rpcTarget{label: tNoopRPC, addr: s.addr(), dep: depth, noop: s, ceiling: ceiling{size: &s.pullSize}}, nil
 }
 
 // newChildNoopRPCTarget drives the RPC ceiling of the child process p.
 func newChildNoopRPCTarget(p *noopProc, depth int) *rpcTarget {
-	return &rpcTarget{label: tNoopRPC, addr: p.rpcAddr, dep: depth, child: p}
+	return &rpcTarget{label: tNoopRPC, addr: p.rpcAddr, dep: depth, ceiling: ceiling{child: p}}
 }

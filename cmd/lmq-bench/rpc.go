@@ -20,26 +20,15 @@ type rpcTarget struct {
 	addr  string
 	dep   int
 	noop  *noopRPCServer // the ceiling inside the bench (--noop-in-process)
-	child *noopProc      // the ceiling in its own process (not closed here)
+	ceiling
 }
 
 func newRPCTarget(addr string, depth int) *rpcTarget {
 	return &rpcTarget{label: tRPC, addr: addr, dep: depth}
 }
 
-func (t *rpcTarget) name() string   { return t.label }
-func (t *rpcTarget) depth() int     { return t.dep }
-func (t *rpcTarget) stateful() bool { return t.noop == nil && t.child == nil }
-
-func (t *rpcTarget) setSize(ctx context.Context, n int) error {
-	switch {
-	case t.noop != nil:
-		t.noop.pullSize.Store(int64(n))
-	case t.child != nil:
-		return t.child.setPullSize(ctx, n)
-	}
-	return nil
-}
+func (t *rpcTarget) name() string { return t.label }
+func (t *rpcTarget) depth() int   { return t.dep }
 
 func (t *rpcTarget) close() error {
 	if t.noop != nil {

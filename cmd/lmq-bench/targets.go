@@ -65,12 +65,33 @@ func (e *errStatus) Error() string {
 // httpTarget drives the LMQ HTTP API at base (the gateway, or the no-op
 // handler).
 type httpTarget struct {
-	label  string
-	base   string
-	hc     *http.Client
-	noop   *noopServer // the ceiling inside the bench (--noop-in-process)
-	child  *noopProc   // the ceiling in its own process (not closed here)
+	label string
+	base  string
+	hc    *http.Client
+	noop  *noopServer // the ceiling inside the bench (--noop-in-process)
+	ceiling
 	closer func()
+}
+
+// ceiling is where a no-op target's server runs, for what the bench asks of
+// it: inside the bench (size: that server's pull size) or in a child process
+// (not closed here). Zero for the gateway's targets, which keep messages.
+type ceiling struct {
+	size  *atomic.Int64
+	child *noopProc
+}
+
+func (c ceiling) stateful() bool { return c.size == nil && c.child == nil }
+
+// setSize sets the size of the bodies the ceiling's pulls answer with.
+func (c ceiling) setSize(ctx context.Context, n int) error {
+	switch {
+	case c.size != nil:
+		c.size.Store(int64(n))
+	case c.child != nil:
+		return c.child.setPullSize(ctx, n)
+	}
+	return nil
 }
 
 // newHTTPClient is the one keep-alive client shared by all bench clients of
@@ -94,19 +115,8 @@ func newGatewayHTTPTarget(addr string, maxConc int) *httpTarget {
 	return &httpTarget{label: tHTTP, base: "http://" + addr, hc: hc, closer: hc.CloseIdleConnections}
 }
 
-func (t *httpTarget) name() string   { return t.label }
-func (t *httpTarget) depth() int     { return 1 }
-func (t *httpTarget) stateful() bool { return t.noop == nil && t.child == nil }
-
-func (t *httpTarget) setSize(ctx context.Context, n int) error {
-	switch {
-	case t.noop != nil:
-		t.noop.pullSize.Store(int64(n))
-	case t.child != nil:
-		return t.child.setPullSize(ctx, n)
-	}
-	return nil
-}
+func (t *httpTarget) name() string { return t.label }
+func (t *httpTarget) depth() int   { return 1 }
 
 func (t *httpTarget) close() error {
 	t.closer()
@@ -350,11 +360,12 @@ func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
 	}
 	hc := newHTTPClient(maxConc)
 	return &httpTarget{
-		label:  tNoop,
-		base:   "http://" + n.addr(),
-		hc:     hc,
-		noop:   n,
-		closer: hc.CloseIdleConnections,
+		label:   tNoop,
+		base:    "http://" + n.addr(),
+		hc:      hc,
+		noop:    n,
+		ceiling: ceiling{size: &n.pullSize},
+		closer:  hc.CloseIdleConnections,
 	}, nil
 }
 
@@ -362,11 +373,11 @@ func newNoopHTTPTarget(maxConc int) (*httpTarget, error) {
 func newChildNoopHTTPTarget(p *noopProc, maxConc int) *httpTarget {
 	hc := newHTTPClient(maxConc)
 	return &httpTarget{
-		label:  tNoop,
-		base:   "http://" + p.httpAddr,
-		hc:     hc,
-		child:  p,
-		closer: hc.CloseIdleConnections,
+		label:   tNoop,
+		base:    "http://" + p.httpAddr,
+		hc:      hc,
+		ceiling: ceiling{child: p},
+		closer:  hc.CloseIdleConnections,
 	}
 }
 
