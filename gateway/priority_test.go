@@ -348,7 +348,9 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	}
 	pushP(t, g1, second, "p0", 0)
 	pushP(t, g1, second, "p5", 5)
-	time.Sleep(200 * time.Millisecond) // g1's notifications reach g2 first
+	testwait.For(t, "g1's notification of priority 5 at g2", func() bool {
+		return g2.disp.NotifiedBeforeUse(second)&(1<<5) != 0
+	})
 	d, err := g2.Pull(prioCtx(t), second, time.Second)
 	if err != nil || d == nil || string(d.Message.Body) != "p5" {
 		t.Fatalf("first pull: %+v, %v; want p5", d, err)

@@ -116,3 +116,13 @@ func (l *locals) takeRecent(enc string) uint16 {
 	}
 	return r.mask
 }
+
+// NotifiedBeforeUse is the mask of priority levels notified for queue while
+// it had no state here, kept for its first use (1<<p for level p); a test
+// waits on it instead of sleeping.
+func (d *Dispatcher) NotifiedBeforeUse(queue string) uint16 {
+	l := d.queues
+	l.recentMu.Lock()
+	defer l.recentMu.Unlock()
+	return l.recent[mapping.EncodeName(queue)].mask
+}
