@@ -129,3 +129,38 @@ func TestUnreadAnswersBounded(t *testing.T) {
 		t.Errorf("only %d of %d messages left: pulls kept taking messages for a client that did not read", left, n)
 	}
 }
+
+// TestRequestDeadlineArmedWhenWaiting: the request deadline is set only
+// when a request's bytes must be waited for (server.go, deadlineReader), so
+// it must still cut a request that stalls after whole ones arrived in the
+// same segment, and must not cut a connection idle between requests or a
+// request that arrives in pieces within the bound.
+func TestRequestDeadlineArmedWhenWaiting(t *testing.T) {
+	t.Parallel()
+	core := fakecore.New()
+	addr, _ := startServer(t, core, Options{RequestTimeout: 300 * time.Millisecond})
+	c := dialRPC(t, addr)
+
+	// Idle longer than the bound before the first byte: still served.
+	time.Sleep(450 * time.Millisecond)
+	c.ok("ok", "push", "q", "after idle")
+
+	// A request in two pieces, well within the bound.
+	req := encodeRequest(t, c.next, "push", "q", "in pieces")
+	c.next++
+	c.write(req[:5])
+	time.Sleep(50 * time.Millisecond)
+	c.write(req[5:])
+	if r := c.recv(); r.err != nil {
+		t.Fatalf("push in pieces: %v", r.err)
+	}
+
+	// A whole request and the start of the next in one write, then
+	// nothing: the first is answered, the connection is cut.
+	whole := encodeRequest(t, c.next, "push", "q", "whole")
+	c.write(append(whole, startOfPush...))
+	if r := c.recv(); r.err != nil {
+		t.Fatalf("whole push: %v", r.err)
+	}
+	c.closed()
+}

@@ -446,7 +446,8 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() error {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	dr := &deadlineReader{c: c}
+	br := bufio.NewReaderSize(dr, 64<<10)
 	fr := newFrameReader(br, c.s.opt.Limits)
 	for {
 		// With the server-wide budget spent, stop reading (TCP then pushes
@@ -465,7 +466,7 @@ func (c *conn) readLoop() error {
 		if err := c.s.answers.waitRoom(c.waitCtx); err != nil {
 			return nil
 		}
-		frame, err := c.readFrame(br, fr)
+		frame, err := c.readFrame(br, fr, dr)
 		if err != nil {
 			return err
 		}
@@ -542,7 +543,7 @@ func (c *conn) serveJob(j job) {
 
 // readFrame reads one request frame: it waits for the first byte as long as
 // it takes (an idle connection), then gives the rest RequestTimeout.
-func (c *conn) readFrame(br *bufio.Reader, fr *frameReader) ([]byte, error) {
+func (c *conn) readFrame(br *bufio.Reader, fr *frameReader, dr *deadlineReader) ([]byte, error) {
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}
@@ -550,14 +551,43 @@ func (c *conn) readFrame(br *bufio.Reader, fr *frameReader) ([]byte, error) {
 	defer c.done()
 	timed := c.s.opt.RequestTimeout > 0
 	if timed {
-		c.setReadDeadline(time.Now().Add(c.s.opt.RequestTimeout))
-		defer c.setReadDeadline(time.Time{})
+		dr.due = time.Now().Add(c.s.opt.RequestTimeout)
+		defer dr.disarm()
 	}
 	frame, err := fr.ReadFrame()
 	if err != nil && timed && errors.Is(err, os.ErrDeadlineExceeded) && c.waitCtx.Err() == nil {
 		return nil, fmt.Errorf("%w: %v after its first byte", errRequestTimeout, c.s.opt.RequestTimeout)
 	}
 	return frame, err
+}
+
+// deadlineReader is the connection as the reader's bufio.Reader reads it.
+// While a request is being read (due set), the first read that has to wait
+// on the socket sets the request's deadline. A request that arrived whole
+// with its first byte, the usual case, is parsed from the buffer and never
+// touches the poller's timers: setting and clearing a deadline per request
+// cost ~2.5% of a push's CPU.
+type deadlineReader struct {
+	c   *conn
+	due time.Time // zero between requests: waiting for a first byte is idle time
+	set bool      // the socket's deadline is due
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	if !r.set && !r.due.IsZero() {
+		r.c.setReadDeadline(r.due)
+		r.set = true
+	}
+	return r.c.nc.Read(p)
+}
+
+// disarm ends a request's read, clearing the socket's deadline if it was set.
+func (r *deadlineReader) disarm() {
+	r.due = time.Time{}
+	if r.set {
+		r.c.setReadDeadline(time.Time{})
+		r.set = false
+	}
 }
 
 // done ends one unit of busy (a request read or served).

@@ -49,6 +49,8 @@ var mqTarget = map[string]string{
 	"idlecpu":  "no measurable CPU",
 	"active":   "state it",
 	"throughp": "≥ today's",
+	"oneq":     "across ≥ 50% of one queue (issue 30)",
+	"peak":     "≤ 1 GB with 10,000 in use (issue 30)",
 	"raft":     "not growing with queues that merely exist",
 }
 
@@ -828,6 +830,39 @@ func (r *mqRun) active(ctx context.Context) error {
 	pl = b.measured(r.t, pl)
 	b.mqAdd("throughp", fmt.Sprintf("pull+ack across %s queues, C=%d, 256 B", fmtInt(int64(a)), cfg.mqClients),
 		fmtRate(pl.rate)+" msgs/s", fmt.Sprintf("p50 %s, p99 %s, %d µs CPU/msg, %d errors, %d missing; RSS after %s", fmtDur(pl.lat.p50), fmtDur(pl.lat.p99), cpuMicros(pl), pl.errors, pl.missing, fmtMiB(b.serverRSS())))
+	return r.oneQueueReference(ctx, names[0], pl)
+}
+
+// oneQueueReference runs the same push and pull+ack cells on one of the
+// active queues, with every other queue's consumer still there, and states
+// the pull+ack rate across all of them as a share of this one-queue rate
+// (issue 30: at least 50%), and the highest RSS of the process so far
+// (issue 30: 1 GB for 10,000 queues in use).
+func (r *mqRun) oneQueueReference(ctx context.Context, name string, across cellResult) error {
+	b, cfg := r.b, r.b.cfg
+	one := &queueSet{names: []string{name}, remaining: make([]atomic.Int64, 1), dirty: make([]atomic.Bool, 1)}
+	if _, err := b.pushCell(ctx, r.t, one, cfg.mqClients, memMsgSize); err != nil {
+		return err
+	}
+	pl, err := b.pullCell(ctx, r.t, one, cfg.mqClients, memMsgSize)
+	if err != nil {
+		return err
+	}
+	pl = b.measured(r.t, pl)
+	share := "—"
+	if pl.rate > 0 {
+		share = fmt.Sprintf("%.0f%%", 100*across.rate/pl.rate)
+	}
+	b.mqAdd("oneq", fmt.Sprintf("pull+ack on one of them, C=%d, 256 B; the rate across all as a share of it", cfg.mqClients),
+		fmtRate(pl.rate)+" msgs/s; "+share, fmt.Sprintf("p50 %s, p99 %s, %d µs CPU/msg, %d errors, %d missing", fmtDur(pl.lat.p50), fmtDur(pl.lat.p99), cpuMicros(pl), pl.errors, pl.missing))
+	if _, hwm, err := procRSS(b.gwPID); err == nil {
+		limit := os.Getenv("GOMEMLIMIT") // the spawned gateway's environment is the bench's
+		if limit == "" {
+			limit = "not set"
+		}
+		b.mqAdd("peak", fmt.Sprintf("highest RSS of the gateway process so far (VmHWM), %s queues in use", fmtInt(int64(cfg.mqActive))),
+			fmtMiB(hwm), fmt.Sprintf("RSS now %s; GOMEMLIMIT %s; the first set's consumers (made by its drain) count too until 5 minutes after their last pull", fmtMiB(b.serverRSS()), limit))
+	}
 	return nil
 }
 
