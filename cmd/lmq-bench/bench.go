@@ -133,7 +133,7 @@ func (b *bench) openTargets(ctx context.Context) error {
 		b.gwPID, b.natsPID = cfg.gatewayPID, cfg.natsPID
 	}
 	if !cfg.noopInProcess && (slices.Contains(cfg.targets, tNoop) || slices.Contains(cfg.targets, tNoopRPC)) {
-		p, err := startNoopProc(ctx)
+		p, err := startNoopProc(ctx, b.cfg.serverProcs)
 		if err != nil {
 			return err
 		}

@@ -67,6 +67,7 @@ type config struct {
 
 	// Target tuning.
 	noopInProcess bool // the ceilings inside the bench, not in a child process
+	serverProcs   int  // GOMAXPROCS of the spawned servers (0: Go's default)
 	rpcDepth      int
 	jsConns       int
 	pullWait      time.Duration
@@ -210,6 +211,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.spawn, "spawn", true, "build and start a gateway on free loopback ports with a temporary data dir (off when --http, --rpc, --sqs or --nats is given)")
 	fs.StringVar(&cfg.gatewayBin, "gateway-bin", "", "gateway binary to spawn (default: go build ./cmd/lmq-gateway once into a temp dir)")
 	gwArgs := fs.String("gateway-args", "", "extra arguments for the spawned gateway, space-separated")
+	fs.IntVar(&cfg.serverProcs, "server-procs", 0, "GOMAXPROCS of the processes the bench spawns (the gateway with its embedded NATS, and the ceilings' child process), 0: Go's default (every core). On a machine the bench's clients share, 1 spares the cores the idle threads' spinning and wake-ups (beanstalkd has one thread)")
 	fs.BoolVar(&cfg.noopInProcess, "noop-in-process", false, "run the ceilings (noop-http, noop-rpc) inside the bench instead of in a child process (optimistic: no cross-process wake-ups)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the spawned gateway's temp dir (data, log) after the run")
 	fs.StringVar(&cfg.profileDir, "profile", "", "save a CPU profile of the spawned gateway for each measured push/pull/mixed cell and e2e/maxrate trial into `DIR`, named workload-target-cC-sSIZE-qQUEUES[-rRATE].pprof (read with go tool pprof -top FILE); the gateway is started with --debug-listen on a loopback port; needs spawn mode")

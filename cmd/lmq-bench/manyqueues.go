@@ -558,21 +558,32 @@ func (r *mqRun) waitingPulls(ctx context.Context) float64 {
 // have left the gauge); false at the deadline.
 func (r *mqRun) awaitAtMost(ctx context.Context, n float64, deadline time.Time) bool {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		start := time.Now()
 		if v := r.waitingPulls(ctx); v >= 0 && v <= n {
 			return true
 		}
-		_ = sleepCtx(ctx, 20*time.Millisecond)
+		_ = sleepCtx(ctx, pollPause(time.Since(start)))
 	}
 	return false
+}
+
+// pollPause is the pause between two reads of /metrics: 20 ms, or twice
+// what the last read took. With 10,000 queues a scrape renders some 150,000
+// series (~80 MB of garbage in the gateway), and back-to-back scrapes would
+// make the bench's own polling the gateway's main load and inflate the RSS
+// it measures.
+func pollPause(took time.Duration) time.Duration {
+	return max(20*time.Millisecond, 2*took)
 }
 
 // awaitWaiting polls until at least n pulls wait; false at the deadline.
 func (r *mqRun) awaitWaiting(ctx context.Context, n int, deadline time.Time) bool {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		start := time.Now()
 		if r.waitingPulls(ctx) >= float64(n) {
 			return true
 		}
-		_ = sleepCtx(ctx, 20*time.Millisecond)
+		_ = sleepCtx(ctx, pollPause(time.Since(start)))
 	}
 	return false
 }
@@ -1032,7 +1043,7 @@ func spawnCluster(ctx context.Context, cfg config, bin string, log *slog.Logger)
 		if err != nil {
 			return nodes, err
 		}
-		g := &gatewayProc{dir: dir, bin: bin, keep: cfg.keep, natsPass: pass, log: log}
+		g := &gatewayProc{dir: dir, bin: bin, keep: cfg.keep, natsPass: pass, log: log, procs: cfg.serverProcs}
 		g.httpAddr = fmt.Sprintf("127.0.0.1:%d", ports[i][0])
 		g.rpcAddr = fmt.Sprintf("127.0.0.1:%d", ports[i][1])
 		g.natsAddr = fmt.Sprintf("127.0.0.1:%d", ports[i][2])

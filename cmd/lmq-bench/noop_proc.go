@@ -89,7 +89,8 @@ type noopProc struct {
 }
 
 // startNoopProc starts the ceilings child and waits for its addresses.
-func startNoopProc(ctx context.Context) (*noopProc, error) {
+// procs, when positive, is its GOMAXPROCS (--server-procs).
+func startNoopProc(ctx context.Context, procs int) (*noopProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("ceilings process: %w", err)
@@ -99,6 +100,7 @@ func startNoopProc(ctx context.Context) (*noopProc, error) {
 		hc:     &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second},
 		exited: make(chan struct{}),
 	}
+	p.cmd.Env = serverEnv(procs)
 	p.cmd.Stderr = &p.stderr
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("ceilings process: %w", err)

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 func TestNoopProc(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := startNoopProc(ctx)
+	p, err := startNoopProc(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,9 @@ func (b *bench) report() string {
 	} else if b.cfg.noopInProcess && slices.ContainsFunc(b.cfg.targets, isCeiling) {
 		w("- ceilings: inside the bench (--noop-in-process): optimistic, no cross-process wake-ups\n")
 	}
+	if n := b.cfg.serverProcs; n > 0 {
+		w("- servers' GOMAXPROCS: %d (--server-procs) for the gateway with its embedded NATS and the ceilings' process; the bench itself uses every core\n", n)
+	}
 	w("- cells: %s each; rpc and noop-rpc depth %d (requests in flight per connection); jetstream clients share %d NATS connection(s)\n",
 		b.cfg.duration, b.cfg.rpcDepth, b.cfg.jsConns)
 	for _, n := range b.notes {

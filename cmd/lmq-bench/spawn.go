@@ -27,6 +27,7 @@ import (
 // a temporary data dir. Its NATS client port is open too, for the jetstream
 // target.
 type gatewayProc struct {
+	procs    int // GOMAXPROCS (--server-procs); 0: Go's default
 	dir      string
 	dataDir  string
 	logPath  string
@@ -81,7 +82,7 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	g := &gatewayProc{dir: dir, keep: cfg.keep, log: log}
+	g := &gatewayProc{dir: dir, keep: cfg.keep, log: log, procs: cfg.serverProcs}
 	fail := func(err error) (*gatewayProc, error) {
 		g.stop()
 		return nil, err
@@ -204,7 +205,7 @@ func (g *gatewayProc) launch() error {
 	// Not a flag: the password stays out of ps and the log of the args.
 	// Builds from before client port authentication ignore it, and accept
 	// the URL's credentials on their open port.
-	cmd.Env = append(os.Environ(), "LMQ_NATS_LISTEN_PASSWORD="+g.natsPass)
+	cmd.Env = append(serverEnv(g.procs), "LMQ_NATS_LISTEN_PASSWORD="+g.natsPass)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	g.log.Info("starting gateway", "bin", g.bin, "args", strings.Join(g.args, " "))
@@ -361,6 +362,16 @@ func tail(path string, lines int) string {
 }
 
 // procRSS reads VmRSS and VmHWM (bytes) from /proc/PID/status.
+// serverEnv is the environment of a process the bench spawns: its own,
+// with GOMAXPROCS set when procs is positive (--server-procs).
+func serverEnv(procs int) []string {
+	env := os.Environ()
+	if procs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	return env
+}
+
 func procRSS(pid int) (rss, hwm int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
