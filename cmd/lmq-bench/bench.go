@@ -54,6 +54,8 @@ type bench struct {
 	peakRSS int64
 	// mq: rows of the queues workload.
 	mq []mqRow
+	// attrs: the profiled cells' CPU by owner and kind (--profile).
+	attrs attributions
 	// groups: results of the groups workload (medians of --repeat).
 	groups []groupsResult
 }

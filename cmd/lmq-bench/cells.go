@@ -193,7 +193,9 @@ func (b *bench) timedCell(ctx context.Context, workload string, t target, qs *qu
 	start := time.Now()
 	recs := run(ctx, &r, clients, start.Add(b.cfg.duration), &errs)
 	r.finish(recs, &errs, time.Since(start), b.serverCPU(t)-cpu0)
-	profiled()
+	if path := profiled(); path != "" {
+		b.attrs.add(ctx, fmt.Sprintf("%s %s, C=%d, %s", r.workload, r.target, r.conc, fmtSize(r.size)), path, r.msgs)
+	}
 	return r, b.cellErr(ctx)
 }
 

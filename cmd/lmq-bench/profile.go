@@ -17,19 +17,21 @@ import (
 // directory; the function it returns waits for the profile to be written.
 // Without --profile, or for a target the gateway does not serve (the
 // ceilings, beanstalkd), it does nothing. A failed profile is logged; the cell still counts.
-func (b *bench) startProfile(ctx context.Context, r cellResult) (wait func()) {
+// wait returns the profile's path ("" when none was saved).
+func (b *bench) startProfile(ctx context.Context, r cellResult) (wait func() string) {
 	base := fmt.Sprintf("%s-%s-c%d-s%d-q%d", r.workload, r.target, r.conc, r.size, r.queues)
 	return b.profileFor(ctx, r.target, base, b.cfg.duration)
 }
 
 // profileFor is startProfile for any measured span of d (e2e trials too).
-func (b *bench) profileFor(ctx context.Context, target, base string, d time.Duration) (wait func()) {
+func (b *bench) profileFor(ctx context.Context, target, base string, d time.Duration) (wait func() string) {
 	if b.cfg.profileDir == "" || b.gw == nil || b.gw.debugAddr == "" || !servedByGateway(target) {
-		return func() {}
+		return func() string { return "" }
 	}
 	secs := max(1, int(math.Ceil(d.Seconds())))
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.gw.debugAddr, secs)
 	done := make(chan struct{})
+	var saved string
 	go func() {
 		defer close(done)
 		path, err := fetchProfile(ctx, url, b.cfg.profileDir, base, time.Duration(secs)*time.Second)
@@ -37,9 +39,10 @@ func (b *bench) profileFor(ctx context.Context, target, base string, d time.Dura
 			b.log.Warn("cpu profile", "cell", base, "err", err)
 			return
 		}
+		saved = path
 		b.log.Info("cpu profile saved", "path", path)
 	}()
-	return func() { <-done }
+	return func() string { <-done; return saved }
 }
 
 // fetchProfile saves the profile at url as dir/base.pprof, or base-2.pprof

@@ -350,6 +350,7 @@ func (b *bench) report() string {
 		}
 		w("\n")
 	}
+	b.attrs.report(w)
 	return sb.String()
 }
 
