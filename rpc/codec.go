@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 
 // Dialect is the MessagePack dialect the server answers in. Both are always read.
@@ -600,24 +602,10 @@ func appendBool(b []byte, v bool) []byte {
 	return append(b, 0xc2)
 }
 
-func appendUint(b []byte, v uint64) []byte {
-	switch {
-	case v <= 0x7f:
-		return append(b, byte(v))
-	case v <= math.MaxUint8:
-		return append(b, 0xcc, byte(v))
-	case v <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
-	case v <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
-}
-
 func appendInt(b []byte, v int64) []byte {
 	switch {
 	case v >= 0:
-		return appendUint(b, uint64(v))
+		return mpack.AppendUint(b, uint64(v))
 	case v >= -32:
 		return append(b, byte(int8(v)))
 	case v >= math.MinInt8:
@@ -660,15 +648,7 @@ func appendMapHeader(b []byte, n int) []byte {
 
 // appendStrHeader writes a string header; only the current dialect uses str8.
 func appendStrHeader(b []byte, n int, d Dialect) []byte {
-	switch {
-	case n <= 31:
-		return append(b, 0xa0|byte(n))
-	case n <= math.MaxUint8 && d == DialectCurrent:
-		return append(b, 0xd9, byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	return mpack.AppendStrHeader(b, n, d == DialectCurrent)
 }
 
 // appendBinHeader writes a binary header: bin in the current dialect, raw in
@@ -714,15 +694,15 @@ func appendAny(b []byte, v any, d Dialect) ([]byte, error) {
 	case int64:
 		return appendInt(b, v), nil
 	case uint:
-		return appendUint(b, uint64(v)), nil
+		return mpack.AppendUint(b, uint64(v)), nil
 	case uint8:
-		return appendUint(b, uint64(v)), nil
+		return mpack.AppendUint(b, uint64(v)), nil
 	case uint16:
-		return appendUint(b, uint64(v)), nil
+		return mpack.AppendUint(b, uint64(v)), nil
 	case uint32:
-		return appendUint(b, uint64(v)), nil
+		return mpack.AppendUint(b, uint64(v)), nil
 	case uint64:
-		return appendUint(b, v), nil
+		return mpack.AppendUint(b, v), nil
 	case float32:
 		return appendFloat32(b, v), nil
 	case float64:

@@ -13,6 +13,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 
 func readerOf(b []byte, lim Limits) *frameReader {
@@ -317,7 +319,7 @@ func TestEncodeNumbers(t *testing.T) {
 			t.Errorf("parseHeader(appendInt(%d)) = %+v, %v", i, tok, err)
 		}
 	}
-	b := appendUint(nil, math.MaxUint64)
+	b := mpack.AppendUint(nil, math.MaxUint64)
 	if tok, _ := parseHeader(b); tok.kind != kUint || tok.u != math.MaxUint64 {
 		t.Errorf("MaxUint64: %+v", tok)
 	}

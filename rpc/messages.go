@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -90,7 +91,7 @@ func (c *conn) appendWaiting(b []byte, m gateway.Peeked, now time.Time, withBody
 		keys += 2
 	}
 	b = appendMapHeader(b, keys)
-	b = appendUint(appendStr(b, "id", dl), m.Seq)
+	b = mpack.AppendUint(appendStr(b, "id", dl), m.Seq)
 	b = appendInt(appendStr(b, "priority", dl), int64(m.Priority))
 	if m.Group != "" {
 		b = appendStr(appendStr(b, "group", dl), m.Group, dl)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -104,8 +105,8 @@ func (c *conn) handle(req request) {
 	res, err := c.call(req)
 	resp := make([]byte, 0, 16+len(res.b))
 	resp = appendArrayHeader(resp, 4)
-	resp = appendUint(resp, typeResponse)
-	resp = appendUint(resp, uint64(req.msgid))
+	resp = mpack.AppendUint(resp, typeResponse)
+	resp = mpack.AppendUint(resp, uint64(req.msgid))
 	if err != nil {
 		resp = appendStr(resp, c.errorString(req, err), c.s.opt.Dialect)
 		resp = appendNil(resp)

@@ -3,16 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 
 // noopRPCServer is the MessagePack-RPC ceiling: a server on a loopback port
@@ -192,7 +192,7 @@ func readNoopRequest(dec *msgpack.Decoder, req *noopRequest) error {
 // msgid, error, nil] for a method the ceiling does not know.
 func (s *noopRPCServer) answer(b []byte, req *noopRequest) []byte {
 	b = append(b, 0x94, 0x01)
-	b = appendNoopUint(b, uint64(req.msgid))
+	b = mpack.AppendUint(b, uint64(req.msgid))
 	switch req.method {
 	case "push", "done", "delete":
 		// A plain push answers "ok" (not an accumulating queue); done and
@@ -225,40 +225,14 @@ func (s *noopRPCServer) pullTail() []byte {
 	b = append(b, 0x02) // retries remaining, as noop-http says
 	b = appendRawStr(b, "content")
 	// Content pushed over RPC comes back as binary: raw in LMQ's dialect.
-	b = appendRawStrHeader(b, size)
+	b = mpack.AppendStrHeader(b, size, false)
 	b = append(b, bytes.Repeat([]byte{'x'}, size)...)
 	s.tail.Store(&noopPullTail{size: size, b: b})
 	return b
 }
 
-func appendNoopUint(b []byte, v uint64) []byte {
-	switch {
-	case v <= math.MaxInt8:
-		return append(b, byte(v))
-	case v <= math.MaxUint8:
-		return append(b, 0xcc, byte(v))
-	case v <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
-	case v <= math.MaxUint32:
-		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
-}
-
-// appendRawStrHeader writes a string header of LMQ's dialect (fixstr, str16,
-// str32: no str8, which old clients cannot read).
-func appendRawStrHeader(b []byte, n int) []byte {
-	switch {
-	case n <= 31:
-		return append(b, 0xa0|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
-}
-
 func appendRawStr(b []byte, s string) []byte {
-	return append(appendRawStrHeader(b, len(s)), s...)
+	return append(mpack.AppendStrHeader(b, len(s), false), s...)
 }
 
 // newNoopRPCTarget starts the ceiling and returns the rpc target's client

@@ -35,7 +35,7 @@ type locals struct {
 	activeWake chan struct{}
 
 	// recent: priority levels lately notified for queues without state
-	// (heads.go).
+	// (firstuse.go).
 	recentMu sync.Mutex
 	recent   map[string]recentLevels
 }
@@ -196,7 +196,7 @@ func (l *locals) bind(ctx context.Context, queue string, mayCreate bool) (*Queue
 	}) {
 		return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 	}
-	// Levels notified before the state existed (heads.go); later ones
+	// Levels notified before the state existed (firstuse.go); later ones
 	// reach it directly.
 	if mask := l.takeRecent(out.enc); mask != 0 {
 		out.mu.Lock()

@@ -16,7 +16,7 @@ package dispatch
 // empty on the way, and only while levels are marked. Levels are marked by
 // local pushes and releases, by notifications (their payload carries the
 // priority), and by a look at the stream's subject counts when a queue's
-// consumer is made (a restart; the shard's shared look, heads.go) and when
+// consumer is made (a restart; the shard's shared look, firstuse.go) and when
 // a notification does not say the priority (probeLocked: a delay coming
 // due, an accumulation window closing); behind them all, a periodic sweep of the busy queues' shards
 // (levelsweep.go) finds levels that filled without any event. Within a
@@ -184,13 +184,19 @@ func (q *Queue) storedLevels(ctx context.Context) (uint16, error) {
 	if err != nil {
 		return 0, store.Classify("look at priorities", err)
 	}
+	return levelsHolding(info.State.Subjects), nil
+}
+
+// levelsHolding is the mask of levels ≥ 1 that a stream info's per-subject
+// counts show holding messages.
+func levelsHolding(subjects map[string]uint64) uint16 {
 	var mask uint16
-	for subj, n := range info.State.Subjects {
+	for subj, n := range subjects {
 		if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
 			mask |= 1 << p
 		}
 	}
-	return mask, nil
+	return mask
 }
 
 // markLevelsLocked marks levels found holding messages (a look's).
@@ -203,7 +209,7 @@ func (q *Queue) markLevelsLocked(mask uint16) {
 
 // learnLevels marks the levels holding messages right after the queue's
 // consumer was made (a first pull, also after a restart), so that the first
-// pull already sees them: from the shard's look (heads.go) when there is
+// pull already sees them: from the shard's look (firstuse.go) when there is
 // one, else from a look at the queue's own priority subjects.
 func (q *Queue) learnLevels(ctx context.Context, look *store.ShardLook) {
 	var mask uint16

@@ -152,14 +152,8 @@ func (d *Dispatcher) queueEmpty(ctx context.Context, q *Queue) (bool, error) {
 		if err != nil {
 			return false, store.Classify("queue info", err)
 		}
-		var levels uint16
-		for subj, n := range info.State.Subjects {
-			if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
-				levels |= 1 << p
-			}
-		}
-		if levels != 0 {
-			// A fresh look at the levels: the first pull's (heads.go).
+		if levels := levelsHolding(info.State.Subjects); levels != 0 {
+			// A fresh look at the levels: the first pull's (firstuse.go).
 			q.mu.Lock()
 			q.markLevelsLocked(levels)
 			q.mu.Unlock()
