@@ -138,11 +138,14 @@ func TestUnreadAnswersBounded(t *testing.T) {
 func TestRequestDeadlineArmedWhenWaiting(t *testing.T) {
 	t.Parallel()
 	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{RequestTimeout: 300 * time.Millisecond})
+	// The bound leaves the pieces below ~40 times their gap, so that a
+	// loaded machine does not cut them.
+	const bound = 2 * time.Second
+	addr, _ := startServer(t, core, Options{RequestTimeout: bound})
 	c := dialRPC(t, addr)
 
 	// Idle longer than the bound before the first byte: still served.
-	time.Sleep(450 * time.Millisecond)
+	time.Sleep(bound + bound/4)
 	c.ok("ok", "push", "q", "after idle")
 
 	// A request in two pieces, well within the bound.
