@@ -229,9 +229,11 @@ func (g *Gateway) start() {
 		// A restart listens on the ports the process had (pinPorts), and
 		// the kernel may have given one of them to another test's
 		// connection meanwhile (an outgoing connection's local port comes
-		// from the same range). The client-facing APIs then move to a
-		// port of the kernel's choosing, which the Clients follow; NATS
-		// and cluster ports stay pinned (peers and routes name them).
+		// from the same range). The client-facing APIs and the embedded
+		// NATS server's client port then move to a port of the kernel's
+		// choosing, which the Clients and NATSURL follow (a NATS client
+		// of a cluster also knows the other nodes); the cluster port
+		// stays pinned (the peers' routes name it).
 		if flag := busyListener(g.lastStartOutput()); flag != "" && try < 3 {
 			g.setArg(flag, "127.0.0.1:0")
 			continue
@@ -240,14 +242,15 @@ func (g *Gateway) start() {
 	}
 }
 
-// busyListenerRE finds a client-facing listener whose port was taken.
-var busyListenerRE = regexp.MustCompile(`(--(?:http|rpc|debug|sqs)-listen) \S+: listen tcp \S+: bind: address already in use`)
+// busyListenerRE finds a client-facing listener whose port was taken: the
+// front ends' error, or the embedded server's check (embedded/startcheck.go).
+var busyListenerRE = regexp.MustCompile(`(--(?:http|rpc|debug|sqs)-listen) \S+: listen tcp \S+: bind: address already in use|(--nats-listen) \S+: address already in use`)
 
 // busyListener is the flag of the client-facing listener whose address was
 // in use, from a failed start's output; "" when that was not why.
 func busyListener(out string) string {
 	if m := busyListenerRE.FindStringSubmatch(out); m != nil {
-		return m[1]
+		return m[1] + m[2]
 	}
 	return ""
 }
@@ -727,6 +730,12 @@ func TestHarnessRestartOnTakenPort(t *testing.T) {
 	if got := busyListener("lmq-gateway: --rpc-listen 127.0.0.1:45977: listen tcp 127.0.0.1:45977: bind: address already in use"); got != "--rpc-listen" {
 		t.Fatalf("busyListener = %q", got)
 	}
+	if got := busyListener("lmq-gateway: embedded: --nats-listen 127.0.0.1:32857: address already in use (another nats-server or gateway may be running; ...)"); got != "--nats-listen" {
+		t.Fatalf("busyListener = %q, want --nats-listen", got)
+	}
+	if got := busyListener("lmq-gateway: embedded: --cluster-listen 127.0.0.1:41605: address already in use (...)"); got != "" {
+		t.Fatalf("busyListener = %q: the cluster port stays pinned", got)
+	}
 	gw, c := StartClient(t)
 	c.Push("taken", []byte("x"), "text/plain")
 	old := gw.Bound.HTTP
@@ -741,4 +750,19 @@ func TestHarnessRestartOnTakenPort(t *testing.T) {
 		t.Fatalf("restarted on the taken port %s", old)
 	}
 	c.MustPull("taken", "5", "x")
+
+	// The same for the embedded server's NATS client port.
+	c.Push("taken-nats", []byte("y"), "text/plain")
+	oldNATS := gw.Bound.NATS
+	gw.Kill()
+	ln2, err := net.Listen("tcp", oldNATS)
+	if err != nil {
+		t.Skipf("the old NATS port was taken by someone else already: %v", err)
+	}
+	defer ln2.Close()
+	gw.Restart()
+	if gw.Bound.NATS == oldNATS || !strings.Contains(gw.NATSURL, gw.Bound.NATS) {
+		t.Fatalf("restarted on NATS %s (taken: %s), NATSURL %s", gw.Bound.NATS, oldNATS, gw.NATSURL)
+	}
+	c.MustPull("taken-nats", "5", "y")
 }
