@@ -397,6 +397,10 @@ func awaitJetStreamCluster(t testing.TB, urls string, n int) {
 			}
 		}
 		if err != nil {
+			// Start the next try from a fresh placement: a probe stream
+			// made while the nodes were still meeting can stay without a
+			// leader ("no response from stream") long after they met.
+			_ = js.DeleteStream(ctx, name)
 			return false, err.Error()
 		}
 		return js.DeleteStream(ctx, name) == nil, "delete the probe stream"
