@@ -40,3 +40,21 @@ func (s *Server) httpWhere() string {
 	}
 	return s.hl.Addr().String()
 }
+
+// logHTTPExposure says as loudly as logRPCExposure when the HTTP API (and
+// its console), listening on addr beyond loopback, takes requests from
+// anyone who reaches it: LMQ's default (all interfaces, no authentication)
+// is kept for compatibility, but an operator must not learn it from an
+// INFO line.
+func (s *Server) logHTTPExposure(addr net.Addr) {
+	if s.cfg.Auth.Enabled() {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		s.log.Info("HTTP API has no authentication; only this machine can reach it (loopback)", "http", addr.String())
+		return
+	}
+	s.log.Warn("HTTP API IS OPEN: it has no authentication, and anyone who reaches this address can push, pull, purge and delete every queue, and use the console"+
+		" (bind it to loopback with --http-listen 127.0.0.1:9980, or require credentials with --auth-token, --auth-basic or --tokens)",
+		"http", addr.String())
+}

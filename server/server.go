@@ -349,6 +349,7 @@ func (s *Server) listen() error {
 		return err
 	}
 	if hl != nil {
+		s.logHTTPExposure(hl.Addr())
 		s.hl = &stopListener{Listener: connlimit.Listen(hl, cfg.MaxHTTPConns)}
 	}
 	// Deliveries pulled with X-Lmq-Release-On-Disconnect are released when

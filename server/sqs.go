@@ -66,7 +66,8 @@ func (s *Server) logSQSExposure(addr net.Addr) {
 		s.log.Info("SQS API accepts any credentials (no authentication); it listens on loopback only", "sqs", addr.String())
 		return
 	}
-	s.log.Warn("SQS API IS OPEN: it accepts any credentials, and anyone who reaches this address can send, receive and delete on every queue",
+	s.log.Warn("SQS API IS OPEN: it accepts any credentials, and anyone who reaches this address can send, receive, purge and delete every queue"+
+		" (bind it to loopback with --sqs-listen 127.0.0.1:9324, or require AWS signatures with --auth-token, --auth-basic or --tokens)",
 		"sqs", addr.String())
 }
 
