@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -347,13 +347,7 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 // copyOwnHeaders copies the message's headers except JetStream's own
 // (Nats-*): a copy must not inherit a batch id, a message id (it would be
 // dropped as a duplicate), a TTL or schedule markers of the original.
-func copyOwnHeaders(dst, src *nats.Msg) {
-	for k, v := range src.Header {
-		if !strings.HasPrefix(k, "Nats-") {
-			dst.Header[k] = v
-		}
-	}
-}
+func copyOwnHeaders(dst, src *nats.Msg) { jsapi.CopyOwnHeaders(dst.Header, src.Header) }
 
 // body returns the stored body of r, reading it from the stream when the
 // delivery let go of it.
@@ -412,10 +406,7 @@ func (g *Gateway) drop(r *dispatch.Raw) {
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
 // stream, and waits for JetStream's answer.
 func (g *Gateway) ackRemove(ctx context.Context, r *dispatch.Raw) error {
-	if _, err := g.nc.RequestWithContext(ctx, r.Msg.Reply, []byte("+ACK")); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
+	return g.store.Ack(ctx, r.Msg)
 }
 
 // Reply applies a client's ack, nack or ext to the delivery id of queue.
@@ -466,8 +457,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		// gets an answer within replyTimeout even when the NATS node under
 		// this gateway died with the request in flight. (A request with a
 		// timeout rather than a context: no context and timer made per ack.)
-		if _, err := g.nc.Request(d.raw.Msg.Reply, []byte("+ACK"), replyTimeout); err != nil {
-			err = fmt.Errorf("ack: %w", err)
+		if err := g.store.AckWithin(d.raw.Msg, replyTimeout); err != nil {
 			d.mu.Lock()
 			d.state = active
 			expired := !time.Now().Before(d.deadline)
@@ -509,7 +499,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.timer.Reset(timeout)
 		d.mu.Unlock()
 		// Restart JetStream's backstop clock as well.
-		if err := g.nc.Publish(d.raw.Msg.Reply, []byte("+WPI")); err != nil {
+		if err := g.store.Progress(d.raw.Msg); err != nil {
 			return jsErr("ext", err)
 		}
 	default:

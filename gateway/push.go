@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -198,8 +199,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// and removes the schedule. Sub-second targets need RFC 3339 with
 		// nanoseconds (nats.go's helper truncates to seconds).
 		due := now.Add(opts.Delay)
-		m.Header.Set("Nats-Schedule", "@at "+due.UTC().Format(time.RFC3339Nano))
-		m.Header.Set("Nats-Schedule-Target", mapping.PrioritySubject(queue, prio))
+		jsapi.SetScheduleAt(m, due, mapping.PrioritySubject(queue, prio))
 	}
 	seq, err := g.store.Publish(ctx, "store message", q.Name(), m)
 	if err == nil && !mayCreate {
@@ -257,10 +257,7 @@ func (g *Gateway) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint
 // setNatsTTL lets JetStream itself remove the message once it expires; its
 // TTL has whole seconds and a minimum of one, so the gateway also checks the
 // exact expiry (Lmq-Expires) before delivering.
-func setNatsTTL(m *nats.Msg, ttl time.Duration) {
-	secs := int64((ttl + time.Second - 1) / time.Second)
-	m.Header.Set("Nats-TTL", strconv.FormatInt(max(secs, 1), 10)+"s")
-}
+func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m, ttl) }
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -41,7 +41,7 @@ func (g *Gateway) redriveTarget(queue string) string {
 // new queue stamps anew (retry, expiry, the push time set from the
 // original's, and a large body's reference: the body is stored anew).
 func redriven(h string) bool {
-	if strings.HasPrefix(h, "Nats-") {
+	if jsapi.ServerHeader(h) {
 		return false
 	}
 	switch h {

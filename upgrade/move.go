@@ -251,12 +251,12 @@ func (mv *move) translate(rm *jetstream.RawStreamMsg) (m *nats.Msg, drop bool) {
 	m.Data = rm.Data
 	schedule := strings.HasPrefix(rm.Subject, mapping.SubjectPrefix+".s.")
 	for k, v := range rm.Header {
-		if !strings.HasPrefix(k, "Nats-") || (schedule && strings.HasPrefix(k, "Nats-Schedule")) {
+		if !jsapi.ServerHeader(k) || (schedule && jsapi.ScheduleHeader(k)) {
 			m.Header[k] = v
 		}
 	}
 	if schedule {
-		m.Header.Set("Nats-Schedule-Target", mapping.QueueSubject(mv.queue))
+		jsapi.SetScheduleTarget(m, mapping.QueueSubject(mv.queue))
 	}
 	if target == mapping.QueueSubject(mv.queue) {
 		if ns := expiresAt(rm.Header); ns != 0 {
@@ -292,9 +292,5 @@ func expiresAt(h nats.Header) int64 {
 	return n
 }
 
-// setNatsTTL sets the copy's Nats-TTL to ttl in whole seconds, rounded up
-// and at least 1 s, as a push does.
-func setNatsTTL(m *nats.Msg, ttl time.Duration) {
-	secs := int64((ttl + time.Second - 1) / time.Second)
-	m.Header.Set("Nats-TTL", strconv.FormatInt(max(secs, 1), 10)+"s")
-}
+// setNatsTTL sets the copy's TTL as a push does (jsapi.SetTTL).
+func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m, ttl) }

@@ -14,7 +14,8 @@ import (
 // TestOneSpeller: no non-test Go file outside this package spells a
 // JetStream subject or API name in a string literal; they come from here (or
 // from nats.go's own APIs), so that domains, API prefixes and layouts are
-// handled in one place.
+// handled in one place. Acknowledgement bodies and Nats- headers may also be
+// spelled in store, embedded and natsconn (issue 39).
 func TestOneSpeller(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -25,6 +26,11 @@ func TestOneSpeller(t *testing.T) {
 		t.Fatal(err)
 	}
 	wire := []string{"$JS.", "$KV.", "$O.", "STREAM.", "CONSUMER.", "KV_", "OBJ_"}
+	// JetStream's acknowledgement bodies and its headers: spelled here, or
+	// in the packages that are JetStream's seam (store) or run the server
+	// (embedded) or the connection (natsconn).
+	vocab := []string{"+ACK", "+WPI", "+NAK", "+TERM", "Nats-"}
+	seam := map[string]bool{"store": true, "embedded": true, "natsconn": true}
 	fset := token.NewFileSet()
 	checked := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -45,6 +51,8 @@ func TestOneSpeller(t *testing.T) {
 			return err
 		}
 		checked++
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		inSeam := seam[filepath.ToSlash(rel)]
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
@@ -57,6 +65,11 @@ func TestOneSpeller(t *testing.T) {
 			for _, w := range wire {
 				if strings.HasPrefix(s, w) || strings.Contains(s, "."+w) {
 					t.Errorf("%s: %s spells JetStream's wire (%q): use package jsapi", fset.Position(lit.Pos()), lit.Value, w)
+				}
+			}
+			for _, w := range vocab {
+				if !inSeam && strings.HasPrefix(s, w) {
+					t.Errorf("%s: %s spells JetStream's acknowledgements or headers (%q) outside store: use package jsapi or store", fset.Position(lit.Pos()), lit.Value, w)
 				}
 			}
 			return true
