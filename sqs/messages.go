@@ -105,6 +105,15 @@ func (s *Server) send(r *request, qs queueSettings, e sendEntry) (sendOut, error
 		}
 		delay = *e.DelaySeconds
 	}
+	// SQS's character set for both ids, on either queue type (a standard
+	// queue takes a MessageGroupId too, and ignores it here), checked
+	// before anything is stored.
+	if e.MessageGroupID != "" && !validMessageID(e.MessageGroupID) {
+		return sendOut{}, errMessageID("MessageGroupId", e.MessageGroupID)
+	}
+	if e.MessageDeduplicationID != "" && !validMessageID(e.MessageDeduplicationID) {
+		return sendOut{}, errMessageID("MessageDeduplicationId", e.MessageDeduplicationID)
+	}
 	dedup := e.MessageDeduplicationID
 	if fifo {
 		if e.MessageGroupID == "" {
@@ -116,12 +125,6 @@ func (s *Server) send(r *request, qs queueSettings, e sendEntry) (sendOut, error
 			}
 			sum := sha256.Sum256([]byte(body))
 			dedup = hex.EncodeToString(sum[:])
-		}
-		if len(dedup) > 128 {
-			return sendOut{}, errInvalid("MessageDeduplicationId can be up to 128 characters long.")
-		}
-		if len(e.MessageGroupID) > 128 {
-			return sendOut{}, errInvalid("MessageGroupId can be up to 128 characters long.")
 		}
 		opts.Group = e.MessageGroupID
 		// The core's idempotency window is per queue: a per-group scope is
@@ -177,6 +180,17 @@ func (s *Server) sendMessage(r *request) (any, error) {
 		return nil, err
 	}
 	return s.send(r, qs, r.sendEntry)
+}
+
+// errMessageID refuses a MessageGroupId or MessageDeduplicationId outside
+// SQS's character set or length, quoting it (it may hold any byte; a long
+// one is cut).
+func errMessageID(param, v string) *apiError {
+	if len(v) > 130 {
+		v = v[:128] + "…"
+	}
+	return errInvalid("Value %q for parameter %s is invalid. Reason: %s can only include alphanumeric and punctuation characters. 1 to 128 in length.",
+		v, param, param)
 }
 
 // batchError is a failed entry of a batch.

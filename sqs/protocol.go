@@ -360,10 +360,8 @@ func (a *msgAttr) check(name string) *apiError {
 		if a.StringValue == "" {
 			return errInvalid("The message attribute '%s' with type '%s' must use field 'String'.", name, base)
 		}
-		if base == "Number" {
-			if _, err := strconv.ParseFloat(a.StringValue, 64); err != nil {
-				return errInvalid("Can't cast the value of message (user) attribute '%s' to a number.", name)
-			}
+		if base == "Number" && !validNumber(a.StringValue) {
+			return errInvalid("Can't cast the value of message (user) attribute '%s' to a number.", name)
 		}
 	case "Binary":
 		b, err := base64.StdEncoding.DecodeString(a.BinaryValue)
@@ -375,6 +373,111 @@ func (a *msgAttr) check(name string) *apiError {
 		return errInvalid("The type of message (user) attribute '%s' is invalid. You must use only the following supported type prefixes: Binary, Number, String.", name)
 	}
 	return nil
+}
+
+// SQS's Number attributes: decimal numbers of up to 38 significant digits
+// whose magnitude is from 10^-128 to 10^126 (or zero).
+const (
+	maxNumberDigits = 38
+	minNumberExp    = -128
+	maxNumberExp    = 126
+)
+
+// validNumber reports whether s is a Number attribute's value SQS accepts:
+// an optional sign, digits with an optional fraction (".5" and "5." too),
+// an optional exponent (e or E, optional sign, digits); at most
+// maxNumberDigits significant digits (leading and trailing zeros do not
+// count), a magnitude from 10^minNumberExp to 10^maxNumberExp, or zero.
+// strconv.ParseFloat would take NaN, Inf, hexadecimal ("0x1p-2") and
+// underscores, which SQS refuses, and round away digits SQS keeps.
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	// The mantissa's digits, the point aside: first and last index the
+	// first and last non-zero ones among them, lead is the first's value.
+	first, last, digits, intDigits := -1, -1, 0, -1
+	var lead byte
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' && intDigits < 0 {
+			intDigits = digits
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		if c != '0' {
+			if first < 0 {
+				first, lead = digits, c
+			}
+			last = digits
+		}
+		digits++
+	}
+	if digits == 0 {
+		return false
+	}
+	if intDigits < 0 {
+		intDigits = digits
+	}
+	// The exponent, clamped: beyond the clamp the value is out of range
+	// anyway (a request holds at most a few MiB of digits).
+	const clamp = 1 << 40
+	exp := int64(0)
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		neg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			neg = s[i] == '-'
+			i++
+		}
+		start := i
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if exp < clamp {
+				exp = exp*10 + int64(s[i]-'0')
+			}
+		}
+		if i == start {
+			return false
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if i != len(s) {
+		return false
+	}
+	if first < 0 {
+		return true // zero, whatever its exponent
+	}
+	if last-first+1 > maxNumberDigits {
+		return false
+	}
+	// The value is d.ddd… × 10^mag, d the first non-zero digit.
+	mag := int64(intDigits-1-first) + exp
+	if mag == maxNumberExp {
+		return first == last && lead == '1' // 10^126 itself
+	}
+	return minNumberExp <= mag && mag < maxNumberExp
+}
+
+// validMessageID reports whether s is a MessageDeduplicationId or
+// MessageGroupId SQS accepts: 1 to 128 alphanumeric or punctuation
+// characters (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~), i.e. printable ASCII
+// without the space. Anything else (a space, a byte such as 0xFF that the
+// query protocol carries as it is) is refused before anything is stored.
+func validMessageID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '!' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // validAttrName reports whether s is a valid message attribute name (or

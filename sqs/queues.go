@@ -58,7 +58,7 @@ type redrive struct {
 
 // checkAttrs validates queue attributes to set on queue: the properties
 // they change and the metadata attributes, SQS's spelling.
-func (s *Server) checkAttrs(ctx context.Context, queue string, attrs map[string]string, creating bool) (mapping.Props, map[string]string, error) {
+func (s *Server) checkAttrs(r *request, queue string, attrs map[string]string, creating bool) (mapping.Props, map[string]string, error) {
 	var p mapping.Props
 	meta := make(map[string]string)
 	fifo := isFIFOName(queue)
@@ -112,7 +112,17 @@ func (s *Server) checkAttrs(ctx context.Context, queue string, attrs map[string]
 			}
 			dlq, ok := s.nameOfARN(rp.DeadLetterTargetArn)
 			if ok {
-				if ok, err = s.exists(ctx, dlq); err != nil {
+				// The token's scope before the target's existence: a
+				// target outside it is refused the same whether it
+				// exists or not, so that the answer tells nothing of
+				// other namespaces' queues. The core would push into it
+				// (as PATCH /properties refuses a dead_letter_queue
+				// outside the token's queues).
+				if !r.inScope(dlq) {
+					t := r.prin.Token()
+					return p, nil, errorf(http.StatusForbidden, "AccessDenied", "token %q may not use queue %q as a dead-letter queue", t.Name(), dlq)
+				}
+				if ok, err = s.exists(r.ctx, dlq); err != nil {
 					return p, nil, err
 				}
 			}
@@ -182,11 +192,8 @@ func (s *Server) createQueue(r *request) (any, error) {
 	if !validQueueName(name) {
 		return nil, errInvalid("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (FIFO queues: ending in .fifo).")
 	}
-	patch, meta, err := s.checkAttrs(r.ctx, name, r.Attributes, true)
+	patch, meta, err := s.checkAttrs(r, name, r.Attributes, true)
 	if err != nil {
-		return nil, err
-	}
-	if err := redriveAllowed(r, patch); err != nil {
 		return nil, err
 	}
 	tags := r.CreateTags
@@ -299,7 +306,7 @@ func (s *Server) listQueues(r *request) (any, error) {
 		if !validQueueName(name) || !strings.HasPrefix(name, r.QueueNamePrefix) || (after != "" && name <= after) {
 			continue
 		}
-		if r.prin != nil && r.prin.Token() != nil && !r.prin.Token().InScope(name) {
+		if !r.inScope(name) {
 			continue
 		}
 		if len(out.QueueUrls) == limit {
@@ -433,11 +440,8 @@ func (s *Server) setQueueAttributes(r *request) (any, error) {
 	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
-	patch, meta, err := s.checkAttrs(r.ctx, r.queue, r.Attributes, false)
+	patch, meta, err := s.checkAttrs(r, r.queue, r.Attributes, false)
 	if err != nil {
-		return nil, err
-	}
-	if err := redriveAllowed(r, patch); err != nil {
 		return nil, err
 	}
 	if !patch.IsZero() {
@@ -462,7 +466,9 @@ func (s *Server) listDeadLetterSourceQueues(r *request) (any, error) {
 	arn := s.queueARN(r.queue)
 	out := deadSourcesOut{QueueUrls: []string{}}
 	for _, name := range s.core.QueueNames() {
-		if !validQueueName(name) {
+		// Only the token's queues: a source outside them is another
+		// namespace's, whose name the token must not learn.
+		if !validQueueName(name) || !r.inScope(name) {
 			continue
 		}
 		m, err := s.core.QueueMeta(r.ctx, name)
@@ -520,15 +526,14 @@ func (s *Server) listQueueTags(r *request) (any, error) {
 	return tagsOut{Tags: m.Tags}, nil
 }
 
-// redriveAllowed refuses a RedrivePolicy whose target queue is outside the
-// request's token's queues: the core would push into it (as PATCH
-// /properties refuses a dead_letter_queue outside them).
-func redriveAllowed(r *request, patch mapping.Props) error {
-	if patch.DeadLetterQueue == nil || *patch.DeadLetterQueue == "" || r.prin == nil || r.prin.Token() == nil {
-		return nil
+// inScope reports whether the request may see or name queue: always
+// without authentication and for the operator, else when queue is in the
+// token's queues. Every look-up of a second queue (a redrive target, a
+// dead-letter source, a listing) asks it before the queue's existence, so
+// that no answer tells a token about queues outside its scope.
+func (r *request) inScope(queue string) bool {
+	if r.prin == nil || r.prin.Token() == nil {
+		return true
 	}
-	if t := r.prin.Token(); !t.InScope(*patch.DeadLetterQueue) {
-		return errorf(http.StatusForbidden, "AccessDenied", "token %q may not use queue %q as a dead-letter queue", t.Name(), *patch.DeadLetterQueue)
-	}
-	return nil
+	return r.prin.Token().InScope(queue)
 }
