@@ -138,7 +138,7 @@ type Config struct {
 	SQSMaxRequestBytes int64
 	// SQSAuthenticate checks a request's AWS signature (sqs.Options); nil:
 	// any credentials are accepted.
-	SQSAuthenticate func(r *http.Request, body []byte) (*auth.Principal, error)
+	SQSAuthenticate func(r *http.Request, body []byte) (*auth.SigV4Result, error)
 
 	// NATSURL lists the servers of an existing NATS deployment, reached with
 	// the settings of NATS; "" starts the embedded server of Embedded instead

@@ -10,9 +10,16 @@
 // Requests are bounded like the other front ends': the body's size
 // (Options.MaxRequestBytes), the time to read it and to write the answer,
 // and long polls to SQS's 20 seconds; the server bounds connections.
+//
+// What a request may do is decided by what it carries that a third party
+// cannot make up: with authentication (Options.Authenticate) only the
+// parameters its signature covers act, so a body the signature leaves out
+// (a presigned URL, UNSIGNED-PAYLOAD) may carry none, and a parameter in
+// both the URL and the body must have one value.
 package sqs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +28,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,9 +57,10 @@ type Options struct {
 	// answer (the long poll's wait does not count).
 	ReadTimeout, WriteTimeout time.Duration
 	// Authenticate, when set, tells who a request is from its signature
-	// (SigV4) and its body; an *AuthError says why not. nil: any
-	// credentials are accepted and every request has every right.
-	Authenticate func(r *http.Request, body []byte) (*auth.Principal, error)
+	// (SigV4) and its body, and whether the signature covers the body; an
+	// *AuthError says why not. nil, or a nil result: any credentials are
+	// accepted and every request has every right.
+	Authenticate func(r *http.Request, body []byte) (*auth.SigV4Result, error)
 	Logger       *slog.Logger
 }
 
@@ -169,8 +178,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		req.scheme = "https"
 	}
+	// unsignedBody: a signature was checked and does not cover the body.
+	unsignedBody := false
 	if s.opts.Authenticate != nil {
-		p, err := s.opts.Authenticate(r, body)
+		res, err := s.opts.Authenticate(r, body)
 		if err != nil {
 			var ae *AuthError
 			if errors.As(err, &ae) {
@@ -184,7 +195,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		req.prin = p
+		if res != nil {
+			req.prin, unsignedBody = res.Principal, res.UnsignedPayload
+		}
 	}
 	req.sender = senderOf(r, s.opts.Account)
 
@@ -196,18 +209,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.action = name
+		if unsignedBody && !emptyJSON(body) {
+			fail(errUnsignedBody())
+			return
+		}
 		req.input, ae = decodeJSON(body)
 	} else {
 		var v url.Values
-		v, err = url.ParseQuery(string(body))
-		if err != nil {
-			fail(errorf(400, "MalformedQueryString", "%v", err))
+		if v, ae = queryParams(r.URL.Query(), body, unsignedBody); ae != nil {
+			fail(ae)
 			return
-		}
-		for k, vs := range r.URL.Query() {
-			if _, ok := v[k]; !ok {
-				v[k] = vs
-			}
 		}
 		req.action = v.Get("Action")
 		if req.action == "" {
@@ -249,6 +260,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := writeAnswer(w, jsonProto, req.action, id, out); err != nil {
 		s.log.Debug("sqs answer not written", "action", req.action, "err", err)
 	}
+}
+
+// queryParams are the parameters of a query-protocol request: its URL's and
+// its form body's. Body parameters the signature does not cover
+// (unsignedBody) are refused, never merged: a presigned URL would otherwise
+// let whoever holds it do anything its signer may. A parameter given in
+// both with different values is refused rather than one silently chosen.
+func queryParams(u url.Values, body []byte, unsignedBody bool) (url.Values, *apiError) {
+	v, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errorf(400, "MalformedQueryString", "%v", err)
+	}
+	if unsignedBody && len(v) > 0 {
+		return nil, errUnsignedBody()
+	}
+	for k, vs := range u {
+		bv, ok := v[k]
+		if !ok {
+			v[k] = vs
+		} else if !slices.Equal(bv, vs) {
+			return nil, errorf(400, "InvalidParameterCombination", "The parameter %s is given in both the URL and the body, with different values; give it once.", k)
+		}
+	}
+	return v, nil
+}
+
+// emptyJSON reports whether a JSON body carries no parameter: nothing, or
+// an empty object.
+func emptyJSON(body []byte) bool {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return true
+	}
+	if b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	return len(bytes.TrimSpace(b[1:len(b)-1])) == 0
+}
+
+func errUnsignedBody() *apiError {
+	return errorf(http.StatusForbidden, "AccessDenied", "The request's body carries parameters its signature does not cover (a presigned URL, or X-Amz-Content-Sha256: UNSIGNED-PAYLOAD); put every parameter in the signed URL, or sign the body.")
 }
 
 // authorize checks the request's token, like the HTTP routes do: the
