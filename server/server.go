@@ -93,7 +93,8 @@ type Config struct {
 	// AllowedOrigins are the browser origins ("https://console.example")
 	// whose state-changing requests are served although they come from a
 	// page of another origin than the gateway's; every other such request is
-	// refused (httpapi.NewCrossOriginProtection).
+	// refused (httpapi.NewCrossOriginProtection), on the HTTP and the SQS
+	// ports (sqs.Options.CrossOrigin).
 	AllowedOrigins []string
 
 	// RPCListen is the MessagePack-RPC address; "" turns RPC off.

@@ -43,6 +43,7 @@ func (s *Server) listenSQS() error {
 		ReadTimeout:     cfg.Timeouts.BodyIdle,
 		WriteTimeout:    cfg.Timeouts.Write,
 		Authenticate:    cfg.SQSAuthenticate,
+		CrossOrigin:     s.cop,
 		Logger:          s.log,
 	})
 	s.sqs = &http.Server{

@@ -15,7 +15,11 @@
 // cannot make up: with authentication (Options.Authenticate) only the
 // parameters its signature covers act, so a body the signature leaves out
 // (a presigned URL, UNSIGNED-PAYLOAD) may carry none, and a parameter in
-// both the URL and the body must have one value.
+// both the URL and the body must have one value; and an action that changes
+// state is refused to a request a browser made for a page of another
+// origin, or on its own (an image, a link), judged by the action rather
+// than the method, since the query protocol works over GET (crossorigin.go
+// has the rule).
 package sqs
 
 import (
@@ -61,7 +65,12 @@ type Options struct {
 	// *AuthError says why not. nil, or a nil result: any credentials are
 	// accepted and every request has every right.
 	Authenticate func(r *http.Request, body []byte) (*auth.SigV4Result, error)
-	Logger       *slog.Logger
+	// CrossOrigin is the HTTP port's protection against requests from
+	// browser pages of other origins (its trusted origins, the gateway's
+	// --allowed-origins, apply here too); nil: none trusted. See
+	// crossorigin.go for the rule on this port.
+	CrossOrigin *http.CrossOriginProtection
+	Logger      *slog.Logger
 }
 
 // Server serves SQS's API on a Core. It is an http.Handler.
@@ -92,6 +101,9 @@ func New(core Core, opts Options) *Server {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CrossOrigin == nil {
+		opts.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	return &Server{core: core, opts: opts, log: opts.Logger, now: time.Now}
 }
@@ -239,6 +251,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		fail(errUnsupported(req.action))
 		return
+	}
+	if act.changesState() {
+		if ae := s.browserCheck(r); ae != nil {
+			// The answer depends on request headers a cache may not key on.
+			w.Header().Set("Cache-Control", "no-store")
+			s.log.Debug("sqs request from a browser refused", "action", req.action, "remote", req.remote, "reason", ae.Message)
+			fail(ae)
+			return
+		}
 	}
 	if act.onQueue {
 		if req.queue, ae = s.nameOfURL(req.QueueURL); ae != nil {
