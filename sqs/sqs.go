@@ -19,7 +19,8 @@
 // state is refused to a request a browser made for a page of another
 // origin, or on its own (an image, a link), judged by the action rather
 // than the method, since the query protocol works over GET (crossorigin.go
-// has the rule).
+// has the rule). A client that went away before its answer is no failure:
+// logged at debug level, recorded as 499, never 500.
 package sqs
 
 import (
@@ -273,6 +274,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := act.h(s, req)
 	if err != nil {
+		if r.Context().Err() != nil {
+			// The client went away (a long poll it aborted): not a failure
+			// of the server, and nobody reads the answer. Recorded as the
+			// HTTP API records it (499, debug).
+			s.log.Debug("sqs client went away", "action", req.action, "queue", req.queue, "err", err)
+			w.WriteHeader(StatusClientClosed)
+			return
+		}
 		fail(apiErrorOf(err))
 		return
 	}
@@ -282,6 +291,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("sqs answer not written", "action", req.action, "err", err)
 	}
 }
+
+// StatusClientClosed is the status recorded for a request whose client went
+// away before its answer (nginx's 499, as the HTTP API's): no client sees it.
+const StatusClientClosed = 499
 
 // queryParams are the parameters of a query-protocol request: its URL's and
 // its form body's. Body parameters the signature does not cover
