@@ -129,12 +129,24 @@ type sigV4Request struct {
 	expires   time.Duration
 }
 
+// SigV4Result is what a valid signature says about its request.
+type SigV4Result struct {
+	// Principal is who signed it.
+	Principal *Principal
+	// UnsignedPayload: the signature does not cover the request's body
+	// (X-Amz-Content-Sha256: UNSIGNED-PAYLOAD, or a presigned URL signed
+	// with UNSIGNED-PAYLOAD). Whoever holds the signature may send it with
+	// any body, so nothing in the body may be taken as signed.
+	UnsignedPayload bool
+}
+
 // AuthenticateSigV4 checks r's AWS Signature Version 4 and returns who
-// signed it. body is r's body, already read (and bounded) by the caller;
-// now is the time to check the request's date against. It returns nil, nil
-// when authentication is off (a zero Guard, or neither tokens nor an
-// operator credential): the SQS API then accepts any credentials, signed or
-// not. Otherwise a refusal is a *SigV4Error whose Code is SQS's.
+// signed it and what the signature covers. body is r's body, already read
+// (and bounded) by the caller; now is the time to check the request's date
+// against. It returns nil, nil when authentication is off (a zero Guard, or
+// neither tokens nor an operator credential): the SQS API then accepts any
+// credentials, signed or not. Otherwise a refusal is a *SigV4Error whose
+// Code is SQS's.
 //
 // Credentials, as AWS access key id / secret access key:
 //   - a token "<id>.<secret>": the token's id (16 hex digits) / the
@@ -151,12 +163,21 @@ type sigV4Request struct {
 // SignedHeaders=..., Signature=...) with X-Amz-Date (or Date), or the
 // presigned query form (X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date,
 // X-Amz-Expires, X-Amz-SignedHeaders, X-Amz-Signature). Any region; the
-// service must be "sqs"; the date within 15 minutes of now (and a presigned
-// request not past its X-Amz-Expires). The payload hash is X-Amz-Content-Sha256
-// when the request has it (UNSIGNED-PAYLOAD leaves the body unsigned, as AWS
-// allows; a hex hash must be the body's), else the SHA-256 of body. A
-// session token (X-Amz-Security-Token) is refused: the gateway issues none.
-func (g *Guard) AuthenticateSigV4(r *http.Request, body []byte, now time.Time) (*Principal, error) {
+// service must be "sqs"; the date within 15 minutes of now, or for a
+// presigned request, at most 15 minutes ahead and not past its
+// X-Amz-Expires.
+//
+// The payload hash (the canonical request's last line) is the request's
+// X-Amz-Content-Sha256 header when it has one (UNSIGNED-PAYLOAD leaves the
+// body unsigned; a hex hash must be the body's), else the SHA-256 of body.
+// A presigned request without that header may also be signed over
+// UNSIGNED-PAYLOAD: AWS's services other than S3 take the body's hash here
+// (what botocore's and the Go SDK's presigners sign for SQS, the hash of
+// the empty body), but S3-style presigners sign every URL with
+// UNSIGNED-PAYLOAD, and accepting it costs nothing, since the result then
+// says the body is unsigned. A session token (X-Amz-Security-Token) is
+// refused: the gateway issues none.
+func (g *Guard) AuthenticateSigV4(r *http.Request, body []byte, now time.Time) (*SigV4Result, error) {
 	if g == nil || !g.Enabled() {
 		return nil, nil
 	}
@@ -171,16 +192,22 @@ func (g *Guard) AuthenticateSigV4(r *http.Request, body []byte, now time.Time) (
 	if len(cands) == 0 {
 		return nil, sigV4Err(SigV4UnknownKey, "The security token included in the request is invalid.")
 	}
-	payload, perr := payloadHash(r, body)
+	payloads, perr := payloadHashes(r, body, s.presigned)
 	if perr != nil {
 		return nil, perr
 	}
-	sts := stringToSign(s, canonicalRequest(r, s, payload))
-	for _, c := range cands {
-		mac := hmac.New(sha256.New, signingKey(c.secret, s.day, s.region, s.service))
-		mac.Write([]byte(sts))
-		if hmac.Equal(mac.Sum(nil), s.signature) {
-			return c.who, nil
+	keys := make([][]byte, len(cands))
+	for i, c := range cands {
+		keys[i] = signingKey(c.secret, s.day, s.region, s.service)
+	}
+	for _, p := range payloads {
+		sts := stringToSign(s, canonicalRequest(r, s, p.hash))
+		for i, c := range cands {
+			mac := hmac.New(sha256.New, keys[i])
+			mac.Write([]byte(sts))
+			if hmac.Equal(mac.Sum(nil), s.signature) {
+				return &SigV4Result{Principal: c.who, UnsignedPayload: !p.signed}, nil
+			}
 		}
 	}
 	return nil, sigV4Err(SigV4Mismatch, "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
@@ -221,10 +248,13 @@ func parseSigV4(r *http.Request, now time.Time) (*sigV4Request, *SigV4Error) {
 	if !slices.Contains(s.signedHeaders, "host") {
 		return nil, sigV4Err(SigV4Incomplete, "'Host' must be a 'SignedHeader' in the AWS Authorization.")
 	}
-	// SQS's wording, which clients and people recognize from AWS.
+	// SQS's wording, which clients and people recognize from AWS. A
+	// presigned URL is valid until its X-Amz-Expires (up to 7 days: that is
+	// what it is for), a header signature for 15 minutes; neither may be
+	// dated more than 15 minutes ahead.
 	now = now.UTC()
 	stamp := func(t time.Time) string { return t.UTC().Format(sigV4TimeFormat) }
-	if s.date.Before(now.Add(-sigV4Skew)) {
+	if !s.presigned && s.date.Before(now.Add(-sigV4Skew)) {
 		return nil, sigV4Err(SigV4Mismatch, "Signature expired: %s is now earlier than %s (%s - 15 min.)", s.stamp, stamp(now.Add(-sigV4Skew)), stamp(now))
 	}
 	if s.date.After(now.Add(sigV4Skew)) {
@@ -376,25 +406,35 @@ func (s *sigV4Request) setSignature(v string) *SigV4Error {
 	return nil
 }
 
-// payloadHash is the last line of the canonical request.
-func payloadHash(r *http.Request, body []byte) (string, *SigV4Error) {
+// payloadLine is a last line of the canonical request a signature may be
+// over, and whether it covers the body.
+type payloadLine struct {
+	hash   string
+	signed bool
+}
+
+// payloadHashes are the last lines of the canonical request r's signature
+// may be over (see AuthenticateSigV4), the body's hash first.
+func payloadHashes(r *http.Request, body []byte, presigned bool) ([]payloadLine, *SigV4Error) {
 	sum := sha256.Sum256(body)
 	computed := hex.EncodeToString(sum[:])
 	v := r.Header.Get("X-Amz-Content-Sha256")
 	switch {
+	case v == "" && presigned:
+		return []payloadLine{{computed, true}, {unsignedPayload, false}}, nil
 	case v == "":
-		return computed, nil
+		return []payloadLine{{computed, true}}, nil
 	case v == unsignedPayload:
-		return v, nil
+		return []payloadLine{{v, false}}, nil
 	case len(v) == 2*sha256.Size:
 		// The header is signed, the body is not: a body that is not the one
 		// the header names would otherwise pass.
 		if !hmac.Equal([]byte(strings.ToLower(v)), []byte(computed)) {
-			return "", sigV4Err(SigV4Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed.")
+			return nil, sigV4Err(SigV4Mismatch, "The provided 'x-amz-content-sha256' header does not match what was computed.")
 		}
-		return v, nil
+		return []payloadLine{{v, true}}, nil
 	}
-	return "", sigV4Err(SigV4Incomplete, "Unsupported x-amz-content-sha256 %q: a hex SHA-256 or UNSIGNED-PAYLOAD.", v)
+	return nil, sigV4Err(SigV4Incomplete, "Unsupported x-amz-content-sha256 %q: a hex SHA-256 or UNSIGNED-PAYLOAD.", v)
 }
 
 // canonicalRequest is AWS's canonical form of r: method, URI, query,

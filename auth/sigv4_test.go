@@ -27,6 +27,7 @@ type sigV4Answer struct {
 	Who      string // the principal's namespace; "" when refused
 	Operator bool
 	Nil      bool // nil, nil: authentication is off
+	Unsigned bool // the signature does not cover the body
 	Code     string
 	Message  string
 	Status   int
@@ -43,17 +44,18 @@ func sigV4Server(t *testing.T, g *auth.Guard) *httptest.Server {
 			return
 		}
 		var a sigV4Answer
-		p, err := g.AuthenticateSigV4(r, body, time.Now())
+		res, err := g.AuthenticateSigV4(r, body, time.Now())
 		var se *auth.SigV4Error
 		switch {
 		case errors.As(err, &se):
 			a.Code, a.Message, a.Status = se.Code, se.Message, se.Status()
 		case err != nil:
 			a.Code = "unexpected error type: " + err.Error()
-		case p == nil:
+		case res == nil:
 			a.Nil = true
 		default:
-			a.Who, a.Operator = p.Namespace(), p.Token() == nil
+			p := res.Principal
+			a.Who, a.Operator, a.Unsigned = p.Namespace(), p.Token() == nil, res.UnsignedPayload
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(a)
@@ -206,9 +208,12 @@ func TestSigV4(t *testing.T) {
 
 	// The token's rights and scope come with it.
 	req := signed(keyID, secret, "sqs", "us-east-1", now, nil)
-	p, err := g.AuthenticateSigV4(signedServerSide(t, req), []byte(body), now)
-	if err != nil || p.Token() == nil || !p.Token().Allows(route.RightPush, "orders.a") || p.Token().Allows(route.RightPull, "orders.a") || p.Token().InScope("other") {
-		t.Errorf("principal %+v, %v: want the token's push on orders.*", p, err)
+	res, err := g.AuthenticateSigV4(signedServerSide(t, req), []byte(body), now)
+	if err != nil || res == nil {
+		t.Fatalf("a token's signature: %+v, %v", res, err)
+	}
+	if p := res.Principal; p.Token() == nil || !p.Token().Allows(route.RightPush, "orders.a") || p.Token().Allows(route.RightPull, "orders.a") || p.Token().InScope("other") {
+		t.Errorf("principal %+v: want the token's push on orders.*", p)
 	}
 
 	// A revoked token signs nothing.
@@ -269,13 +274,13 @@ func TestSigV4QueryProtocolAndPayload(t *testing.T) {
 	unsigned := sqsRequest(t, srv, body)
 	unsigned.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
 	signSDK(t, unsigned, "UNSIGNED-PAYLOAD", "lmq", "op", "sqs", "us-east-1", now)
-	if a := send(t, srv, unsigned); !a.Operator {
+	if a := send(t, srv, unsigned); !a.Operator || !a.Unsigned {
 		t.Errorf("UNSIGNED-PAYLOAD: %+v", a)
 	}
 	hashed := sqsRequest(t, srv, body)
 	hashed.Header.Set("X-Amz-Content-Sha256", hashHex([]byte(body)))
 	signSDK(t, hashed, hashHex([]byte(body)), "lmq", "op", "sqs", "us-east-1", now)
-	if a := send(t, srv, hashed); !a.Operator {
+	if a := send(t, srv, hashed); !a.Operator || a.Unsigned {
 		t.Errorf("X-Amz-Content-Sha256: %+v", a)
 	}
 	lying := sqsRequest(t, srv, `{"QueueName":"r"}`)
@@ -314,7 +319,7 @@ func TestSigV4Presigned(t *testing.T) {
 		}
 		return out
 	}
-	if a := send(t, srv, presign(300, now)); !a.Operator {
+	if a := send(t, srv, presign(300, now)); !a.Operator || a.Unsigned {
 		t.Errorf("presigned: %+v", a)
 	}
 	if a := send(t, srv, presign(60, now.Add(-2*time.Minute))); a.Code != auth.SigV4Mismatch || !strings.Contains(a.Message, "expired") {

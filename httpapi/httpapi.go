@@ -503,6 +503,13 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// retries a push with the same Idempotency-Key to be safe.
 		a.log.Warn("request outcome unknown", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusGatewayTimeout, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Not the client's context (that case is above): the gateway is
+		// stopping, or a bound of its own ran out. Not a failure a retry
+		// would meet again.
+		a.log.Debug("request cut short", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	default:
 		a.log.Error("request failed", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())

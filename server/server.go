@@ -93,7 +93,8 @@ type Config struct {
 	// AllowedOrigins are the browser origins ("https://console.example")
 	// whose state-changing requests are served although they come from a
 	// page of another origin than the gateway's; every other such request is
-	// refused (httpapi.NewCrossOriginProtection).
+	// refused (httpapi.NewCrossOriginProtection), on the HTTP and the SQS
+	// ports (sqs.Options.CrossOrigin).
 	AllowedOrigins []string
 
 	// RPCListen is the MessagePack-RPC address; "" turns RPC off.
@@ -138,7 +139,7 @@ type Config struct {
 	SQSMaxRequestBytes int64
 	// SQSAuthenticate checks a request's AWS signature (sqs.Options); nil:
 	// any credentials are accepted.
-	SQSAuthenticate func(r *http.Request, body []byte) (*auth.Principal, error)
+	SQSAuthenticate func(r *http.Request, body []byte) (*auth.SigV4Result, error)
 
 	// NATSURL lists the servers of an existing NATS deployment, reached with
 	// the settings of NATS; "" starts the embedded server of Embedded instead

@@ -43,6 +43,7 @@ func (s *Server) listenSQS() error {
 		ReadTimeout:     cfg.Timeouts.BodyIdle,
 		WriteTimeout:    cfg.Timeouts.Write,
 		Authenticate:    cfg.SQSAuthenticate,
+		CrossOrigin:     s.cop,
 		Logger:          s.log,
 	})
 	s.sqs = &http.Server{
@@ -73,14 +74,14 @@ func (s *Server) logSQSExposure(addr net.Addr) {
 
 // sigV4For is the SQS front end's check of AWS signatures by guard: its
 // refusals in SQS's terms.
-func sigV4For(guard *auth.Guard) func(r *http.Request, body []byte) (*auth.Principal, error) {
-	return func(r *http.Request, body []byte) (*auth.Principal, error) {
-		p, err := guard.AuthenticateSigV4(r, body, time.Now())
+func sigV4For(guard *auth.Guard) func(r *http.Request, body []byte) (*auth.SigV4Result, error) {
+	return func(r *http.Request, body []byte) (*auth.SigV4Result, error) {
+		res, err := guard.AuthenticateSigV4(r, body, time.Now())
 		var se *auth.SigV4Error
 		if errors.As(err, &se) {
 			return nil, &sqs.AuthError{Code: se.Code, Message: se.Message, Status: se.Status()}
 		}
-		return p, err
+		return res, err
 	}
 }
 

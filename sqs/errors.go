@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -103,6 +104,11 @@ func apiErrorOf(err error) *apiError {
 		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "%v", err)
 	case errors.Is(err, gateway.ErrUnknown):
 		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "the outcome is unknown (it may have taken effect): %v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Not the client's context (ServeHTTP answers nobody when the
+		// client went away): the gateway is stopping, or a bound of its own
+		// ran out. Nothing failed that a retry would not get past.
+		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "the request was cut short: %v", err)
 	}
 	return errorf(http.StatusInternalServerError, "InternalFailure", "%v", err)
 }

@@ -10,9 +10,21 @@
 // Requests are bounded like the other front ends': the body's size
 // (Options.MaxRequestBytes), the time to read it and to write the answer,
 // and long polls to SQS's 20 seconds; the server bounds connections.
+//
+// What a request may do is decided by what it carries that a third party
+// cannot make up: with authentication (Options.Authenticate) only the
+// parameters its signature covers act, so a body the signature leaves out
+// (a presigned URL, UNSIGNED-PAYLOAD) may carry none, and a parameter in
+// both the URL and the body must have one value; and an action that changes
+// state is refused to a request a browser made for a page of another
+// origin, or on its own (an image, a link), judged by the action rather
+// than the method, since the query protocol works over GET (crossorigin.go
+// has the rule). A client that went away before its answer is no failure:
+// logged at debug level, recorded as 499, never 500.
 package sqs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +33,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,10 +62,16 @@ type Options struct {
 	// answer (the long poll's wait does not count).
 	ReadTimeout, WriteTimeout time.Duration
 	// Authenticate, when set, tells who a request is from its signature
-	// (SigV4) and its body; an *AuthError says why not. nil: any
-	// credentials are accepted and every request has every right.
-	Authenticate func(r *http.Request, body []byte) (*auth.Principal, error)
-	Logger       *slog.Logger
+	// (SigV4) and its body, and whether the signature covers the body; an
+	// *AuthError says why not. nil, or a nil result: any credentials are
+	// accepted and every request has every right.
+	Authenticate func(r *http.Request, body []byte) (*auth.SigV4Result, error)
+	// CrossOrigin is the HTTP port's protection against requests from
+	// browser pages of other origins (its trusted origins, the gateway's
+	// --allowed-origins, apply here too); nil: none trusted. See
+	// crossorigin.go for the rule on this port.
+	CrossOrigin *http.CrossOriginProtection
+	Logger      *slog.Logger
 }
 
 // Server serves SQS's API on a Core. It is an http.Handler.
@@ -83,6 +102,9 @@ func New(core Core, opts Options) *Server {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CrossOrigin == nil {
+		opts.CrossOrigin = http.NewCrossOriginProtection()
 	}
 	return &Server{core: core, opts: opts, log: opts.Logger, now: time.Now}
 }
@@ -169,8 +191,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		req.scheme = "https"
 	}
+	// unsignedBody: a signature was checked and does not cover the body.
+	unsignedBody := false
 	if s.opts.Authenticate != nil {
-		p, err := s.opts.Authenticate(r, body)
+		res, err := s.opts.Authenticate(r, body)
 		if err != nil {
 			var ae *AuthError
 			if errors.As(err, &ae) {
@@ -184,7 +208,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		req.prin = p
+		if res != nil {
+			req.prin, unsignedBody = res.Principal, res.UnsignedPayload
+		}
 	}
 	req.sender = senderOf(r, s.opts.Account)
 
@@ -196,18 +222,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.action = name
+		if unsignedBody && !emptyJSON(body) {
+			fail(errUnsignedBody())
+			return
+		}
 		req.input, ae = decodeJSON(body)
 	} else {
 		var v url.Values
-		v, err = url.ParseQuery(string(body))
-		if err != nil {
-			fail(errorf(400, "MalformedQueryString", "%v", err))
+		if v, ae = queryParams(r.URL.Query(), body, unsignedBody); ae != nil {
+			fail(ae)
 			return
-		}
-		for k, vs := range r.URL.Query() {
-			if _, ok := v[k]; !ok {
-				v[k] = vs
-			}
 		}
 		req.action = v.Get("Action")
 		if req.action == "" {
@@ -229,6 +253,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(errUnsupported(req.action))
 		return
 	}
+	if act.changesState() {
+		if ae := s.browserCheck(r); ae != nil {
+			// The answer depends on request headers a cache may not key on.
+			w.Header().Set("Cache-Control", "no-store")
+			s.log.Debug("sqs request from a browser refused", "action", req.action, "remote", req.remote, "reason", ae.Message)
+			fail(ae)
+			return
+		}
+	}
 	if act.onQueue {
 		if req.queue, ae = s.nameOfURL(req.QueueURL); ae != nil {
 			fail(ae)
@@ -241,6 +274,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := act.h(s, req)
 	if err != nil {
+		if r.Context().Err() != nil {
+			// The client went away (a long poll it aborted): not a failure
+			// of the server, and nobody reads the answer. Recorded as the
+			// HTTP API records it (499, debug).
+			s.log.Debug("sqs client went away", "action", req.action, "queue", req.queue, "err", err)
+			w.WriteHeader(StatusClientClosed)
+			return
+		}
 		fail(apiErrorOf(err))
 		return
 	}
@@ -249,6 +290,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := writeAnswer(w, jsonProto, req.action, id, out); err != nil {
 		s.log.Debug("sqs answer not written", "action", req.action, "err", err)
 	}
+}
+
+// StatusClientClosed is the status recorded for a request whose client went
+// away before its answer (nginx's 499, as the HTTP API's): no client sees it.
+const StatusClientClosed = 499
+
+// queryParams are the parameters of a query-protocol request: its URL's and
+// its form body's. Body parameters the signature does not cover
+// (unsignedBody) are refused, never merged: a presigned URL would otherwise
+// let whoever holds it do anything its signer may. A parameter given in
+// both with different values is refused rather than one silently chosen.
+func queryParams(u url.Values, body []byte, unsignedBody bool) (url.Values, *apiError) {
+	v, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errorf(400, "MalformedQueryString", "%v", err)
+	}
+	if unsignedBody && len(v) > 0 {
+		return nil, errUnsignedBody()
+	}
+	for k, vs := range u {
+		bv, ok := v[k]
+		if !ok {
+			v[k] = vs
+		} else if !slices.Equal(bv, vs) {
+			return nil, errorf(400, "InvalidParameterCombination", "The parameter %s is given in both the URL and the body, with different values; give it once.", k)
+		}
+	}
+	return v, nil
+}
+
+// emptyJSON reports whether a JSON body carries no parameter: nothing, or
+// an empty object.
+func emptyJSON(body []byte) bool {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return true
+	}
+	if b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	return len(bytes.TrimSpace(b[1:len(b)-1])) == 0
+}
+
+func errUnsignedBody() *apiError {
+	return errorf(http.StatusForbidden, "AccessDenied", "The request's body carries parameters its signature does not cover (a presigned URL, or X-Amz-Content-Sha256: UNSIGNED-PAYLOAD); put every parameter in the signed URL, or sign the body.")
 }
 
 // authorize checks the request's token, like the HTTP routes do: the
