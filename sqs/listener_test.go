@@ -59,7 +59,7 @@ func startListener(t *testing.T, withAuth bool) *listener {
 		l.tokens = ts
 		guard := auth.NewGuard(auth.Credential{BearerToken: operatorSecret}, ts)
 		// As the server wires it (server/sqs.go): refusals in SQS's terms.
-		opts.Authenticate = func(r *http.Request, body []byte) (*auth.Principal, error) {
+		opts.Authenticate = func(r *http.Request, body []byte) (*auth.SigV4Result, error) {
 			p, err := guard.AuthenticateSigV4(r, body, time.Now())
 			var se *auth.SigV4Error
 			if errors.As(err, &se) {
