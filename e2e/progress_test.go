@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -82,5 +83,41 @@ func progressUntil(stall time.Duration, progress func() int64, done func() (bool
 			return fmt.Errorf("%w for %v (count stuck at %d; last seen: %s)", errStalled, stall, last, detail)
 		}
 		<-tick.C
+	}
+}
+
+// TestStallDetectors: the detectors end a wait when the count stops, not
+// while it moves, whatever the time the whole takes.
+func TestStallDetectors(t *testing.T) {
+	t.Parallel()
+	const stall = 300 * time.Millisecond
+	var n atomic.Int64
+	moving := func() int64 { return n.Add(1) } // moves at every look
+	stuck := func() int64 { return 7 }
+
+	// Moving for several stalls' time: not stalled; done ends it.
+	start := time.Now()
+	if err := progressUntil(stall, moving, func() (bool, string) { return time.Since(start) > 3*stall, "" }); err != nil {
+		t.Fatalf("a moving count: %v", err)
+	}
+	if err := progressUntil(stall, stuck, func() (bool, string) { return false, "never" }); !errors.Is(err, errStalled) {
+		t.Fatalf("a stuck count: %v, want errStalled", err)
+	}
+
+	ctx, cancel := untilStalled(context.Background(), stall, "test count", stuck)
+	defer cancel()
+	<-ctx.Done()
+	if err := context.Cause(ctx); !errors.Is(err, errStalled) {
+		t.Fatalf("untilStalled on a stuck count: %v, want errStalled", err)
+	}
+	ctx2, cancel2 := untilStalled(context.Background(), stall, "test count", moving)
+	select {
+	case <-ctx2.Done():
+		t.Fatalf("untilStalled ended on a moving count: %v", context.Cause(ctx2))
+	case <-time.After(3 * stall): // negative: nothing must happen meanwhile
+	}
+	cancel2()
+	if err := context.Cause(ctx2); errors.Is(err, errStalled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }
