@@ -549,13 +549,15 @@ type MixedLoad struct {
 // Bounds of the load's requests (issue 20). The gateway answers a push, an
 // ack, a nack or an ext within 5 s (gateway storeTimeout and replyTimeout),
 // a reply relayed to another gateway within 1 s more; 4 s of slack for a
-// loaded machine. A pull answers within its wait (t) plus the same. The
-// client's own timeout is larger, so that a hung request shows up as a
-// bound exceeded (with its duration) rather than as a client timeout alone.
+// loaded machine. A pull answers within its wait (t) plus the same. A
+// request over its bound is a figure (logged with its duration), not a
+// failure: elections and a loaded machine make requests slow. The client's
+// own timeout is a safety net many times larger: a request it cuts was not
+// slow but hung (LoadLedger.Hung), which fails the test.
 const (
 	requestBound  = 10 * time.Second
 	pullWait      = time.Second // the consumers' ?t=1
-	clientTimeout = 20 * time.Second
+	clientTimeout = time.Minute
 )
 
 // LoadLedger is the accounting of a load: what was pushed, delivered, acked.
@@ -581,6 +583,10 @@ type LoadLedger struct {
 	longest   map[string]timedRequest
 	overBound int
 	overFirst []timedRequest // the first few over their bound
+	// hung are the requests the client cut after clientTimeout without an
+	// answer (the first few).
+	hung      int
+	hungFirst []timedRequest
 	// okAt[kind][target]: when the requests of a kind (push answered 200,
 	// pull answered with a message, ack answered 204) sent to a target
 	// (its index in LoadConfig.Targets) succeeded.
@@ -618,6 +624,33 @@ func (l *LoadLedger) timed(kind, target string, bound, took time.Duration, statu
 			l.overFirst = append(l.overFirst, r)
 		}
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		l.hung++
+		if len(l.hungFirst) < 10 {
+			l.hungFirst = append(l.hungFirst, r)
+		}
+	}
+}
+
+// Hung returns how many requests got no answer before the client's own
+// timeout (clientTimeout), and the first few of them.
+func (l *LoadLedger) Hung() (int, []timedRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hung, slices.Clone(l.hungFirst)
+}
+
+// progress is a count that grows whenever the load achieves something (a
+// push answered 200, a delivery, an ack answered 204): for the stall
+// detectors of the load's phases.
+func (l *LoadLedger) progress() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := int64(len(l.pushed) + l.deliveries)
+	for _, ts := range l.okAt["ack"] {
+		n += int64(len(ts))
+	}
+	return n
 }
 
 // OverBound returns how many requests took longer than their bound, and the
@@ -697,15 +730,16 @@ type LoadTotals struct {
 	PullFailed                                     int
 	Push504, Reply504                              int // answered "outcome unknown"
 	OverBound                                      int // requests that took longer than their bound
+	Hung                                           int // requests without an answer within clientTimeout
 }
 
 func (t LoadTotals) String() string {
 	return fmt.Sprintf("pushed=%d acked=%d lost=%d duplicates=%d | push errors=%d push unsure=%d (504: %d) pull errors=%d | "+
 		"deliveries=%d (messages %d, redeliveries %d) nacks=%d exts=%d | replies 404=%d errors=%d ack unsure=%d (504s: %d) | "+
-		"extras=%d stored-but-refused=%d over-bound=%d",
+		"extras=%d stored-but-refused=%d over-bound=%d hung=%d",
 		t.Pushed, t.Acked, t.Lost, t.Duplicates, t.PushFailed, t.PushUnsure, t.Push504, t.PullFailed,
 		t.Deliveries, t.Delivered, t.Redeliveries, t.Nacks, t.Exts, t.ReplyLost, t.ReplyFailed, t.AckUnsure, t.Reply504,
-		t.Extras, t.StoredRefused, t.OverBound)
+		t.Extras, t.StoredRefused, t.OverBound, t.Hung)
 }
 
 // Totals sums the ledger up. Lost counts messages whose push was answered
@@ -720,7 +754,7 @@ func (l *LoadLedger) Totals() LoadTotals {
 		Pushed: len(l.pushed), PushFailed: l.pushFailed, PushUnsure: l.pushUnsure, PullFailed: l.pullFailed,
 		Deliveries: l.deliveries, Duplicates: l.duplicates, Nacks: l.nacks, Exts: l.exts,
 		ReplyLost: l.replyLost, ReplyFailed: l.replyFailed, AckUnsure: l.replyUnsure,
-		Push504: l.push504, Reply504: l.reply504, OverBound: l.overBound,
+		Push504: l.push504, Reply504: l.reply504, OverBound: l.overBound, Hung: l.hung,
 	}
 	for body, m := range l.msgs {
 		if m.deliveries > 0 {
@@ -862,13 +896,17 @@ func (l *MixedLoad) Stop() {
 }
 
 // Drain stops pushing and lets the consumers run until every message pushed
-// with 200 is acked and empty reports the queue empty, or until d passes;
-// it reports whether it got there.
-func (l *MixedLoad) Drain(d time.Duration, empty func() bool) bool {
+// with 200 is acked and empty reports the queue empty. It gives up, with an
+// error wrapping errStalled, only when no delivery and no ack succeeded for
+// stall.
+func (l *MixedLoad) Drain(stall time.Duration, empty func() bool) error {
 	l.StopPushing()
-	ok := testwait.Until(d, func() bool { return l.led.settled() && empty() })
+	err := progressUntil(stall, l.led.progress, func() (bool, string) {
+		settled := l.led.settled()
+		return settled && empty(), fmt.Sprintf("every message pushed with 200 acked: %v", settled)
+	})
 	l.Stop()
-	return ok
+	return err
 }
 
 // pick returns the index of the next target to use from *rr, skipping

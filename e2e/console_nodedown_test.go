@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"testing"
-	"time"
 )
 
 // TestConsoleClusterNodeDown: in a 3-node embedded cluster, the cluster page
@@ -13,7 +12,7 @@ func TestConsoleClusterNodeDown(t *testing.T) {
 	heavy(t, "a cluster and a browser")
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
-	roundTrip(t, newRR(t, nodes...), "nodedown/console", "x", 30*time.Second)
+	roundTrip(t, newRR(t, nodes...), "nodedown/console", "x", clusterSettle)
 	// A queue kept on all three nodes: its stream turns degraded.
 	nodes[0].Client(t).Push("nodedown/orders", []byte("x"), "text/plain")
 	b := newBrowser(t, nodes[0].HTTP)

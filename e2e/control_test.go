@@ -87,14 +87,32 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	}
 }
 
-// max_inflight=2: five clients pulling through two gateways never hold
-// more than two deliveries of the queue at once; every message is
-// delivered.
+// max_inflight=2: with two deliveries held, through either gateway, a pull
+// finds nothing though messages wait, until one is acked; five clients
+// pulling through two gateways never hold more than two deliveries of the
+// queue at once; every message is delivered.
 func TestMaxInflightTwoGateways(t *testing.T) {
 	t.Parallel()
 	url := StartNATS(t)
 	gws := []*Gateway{StartWithNATS(t, url), StartWithNATS(t, url)}
-	c0 := gws[0].Client(t)
+	c0, c1 := gws[0].Client(t), gws[1].Client(t)
+
+	// The limit by hand (how long the clients below hold a delivery is the
+	// network's and the scheduler's doing, so how close they come to it is
+	// luck).
+	const q1 = "ctl-limit-1"
+	c0.PatchProps(q1, `{"max_inflight":2,"timeout":60}`)
+	for i := range 4 {
+		c0.Push(q1, []byte(strconv.Itoa(i)), "text/plain")
+	}
+	d0, d1 := c0.MustPull(q1, msgWait, "0"), c1.MustPull(q1, msgWait, "1")
+	c0.PullEmpty(q1, "0")
+	c1.PullEmpty(q1, "0")
+	c1.ExpectReply(http.StatusNoContent, q1, d0.ID(), "ack")
+	d2 := c1.MustPull(q1, msgWait, "2") // a slot is free again
+	c0.ExpectReply(http.StatusNoContent, q1, d1.ID(), "ack")
+	c0.ExpectReply(http.StatusNoContent, q1, d2.ID(), "ack")
+
 	const q, n = "ctl-limit", 40
 	c0.PatchProps(q, `{"max_inflight":2,"timeout":30}`)
 	for i := range n {
@@ -109,13 +127,21 @@ func TestMaxInflightTwoGateways(t *testing.T) {
 		wg.Go(func() {
 			for acked.Load() < n && ctx.Err() == nil {
 				r, err := c.Send(ctx, http.MethodGet, "/messages/"+Q(q)+"?t=1", nil)
-				if err != nil || r.Status != http.StatusOK {
-					continue
+				switch {
+				case err != nil:
+					if ctx.Err() == nil {
+						t.Errorf("pull: %v", err)
+					}
+					return
+				case r.Status == http.StatusNoContent:
+					continue // nothing for this one: the other clients hold the two
+				case r.Status != http.StatusOK:
+					t.Errorf("pull: %v, want 200 or 204", r)
+					return
 				}
 				h := holding.Add(1)
 				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
 				}
-				time.Sleep(10 * time.Millisecond) // clients overlap
 				holding.Add(-1)
 				a, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q)+"/"+r.ID()+"?reply=ack", nil)
 				if err != nil || a.Status != http.StatusNoContent {
@@ -151,10 +177,19 @@ type groupLedger struct {
 	maybe   map[string]int // group → message whose ack was cut (-1: none)
 	busy    int            // most groups held at one moment
 	errs    []string
+	// up is closed while the gateway runs; a fresh one is made before the
+	// kill and closed once the gateway is back, so that a worker whose
+	// request failed waits for that instead of retrying blind.
+	up chan struct{}
+	// unavailable counts pulls answered 503 (the gateway recovering after
+	// its restart: a client retries).
+	unavailable int
 }
 
 func newGroupLedger(groups []string) *groupLedger {
-	l := &groupLedger{holding: map[string]int{}, acked: map[string]int{}, maybe: map[string]int{}}
+	up := make(chan struct{})
+	close(up)
+	l := &groupLedger{holding: map[string]int{}, acked: map[string]int{}, maybe: map[string]int{}, up: up}
 	for _, g := range groups {
 		l.holding[g], l.acked[g], l.maybe[g] = -1, -1, -1
 	}
@@ -230,6 +265,35 @@ func (l *groupLedger) ackAnswered(g string, k int, status int) {
 	}
 }
 
+// down is called before the gateway is killed: workers whose requests
+// fail from now on wait for back.
+func (l *groupLedger) down() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.up = make(chan struct{})
+}
+
+// back is called once the gateway runs again.
+func (l *groupLedger) back() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.up)
+}
+
+// running is closed while the gateway runs (see up).
+func (l *groupLedger) running() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.up
+}
+
+// problem records something the clients must not see.
+func (l *groupLedger) problem(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, fmt.Sprintf(format, args...))
+}
+
 // kill voids every delivery held: the process that handed them out is gone.
 func (l *groupLedger) kill() {
 	l.mu.Lock()
@@ -256,9 +320,9 @@ func (l *groupLedger) done(last int) bool {
 // Three groups of twenty messages, eight clients acking, nacking and
 // letting deliveries time out at random, and a kill -9 of the gateway in
 // the middle: within each group the deliveries are strictly in push order
-// and never two at once, the groups progress in parallel, an ungrouped
-// message is not held up, and after the restart every message is
-// delivered (nothing lost, the order kept). Deliveries carry x-lmq-group.
+// and never two at once, an ungrouped message is not held up, and after
+// the restart every message is delivered (nothing lost, the order kept).
+// Deliveries carry x-lmq-group.
 func TestGroupsInOrderAcrossAKill(t *testing.T) {
 	heavy(t, "a kill of the gateway")
 	t.Parallel()
@@ -284,9 +348,11 @@ func TestGroupsInOrderAcrossAKill(t *testing.T) {
 		wg.Go(func() { groupWorker(ctx, wc, q, led, rng, &plain, &acks) })
 	}
 	testwait.Within(t, 3*time.Minute, "a third of the messages acked", func() bool { return acks.Load() >= per })
+	led.down()
 	gw.Kill()
 	led.kill()
 	gw.Restart()
+	led.back()
 	testwait.WithinDetail(t, 3*time.Minute, "every group's messages acked", func() (bool, string) {
 		led.mu.Lock()
 		detail := fmt.Sprintf("acked %v, cut %v, errors %d", led.acked, led.maybe, len(led.errs))
@@ -298,10 +364,10 @@ func TestGroupsInOrderAcrossAKill(t *testing.T) {
 	for _, e := range led.errs {
 		t.Error(e)
 	}
-	t.Logf("%d acks answered 204; at most %d groups held at once", acks.Load(), led.busy)
-	if led.busy < 2 {
-		t.Errorf("at most %d groups were held at once: the groups did not progress in parallel", led.busy)
-	}
+	// How many groups the clients happened to hold at once is the
+	// network's and the scheduler's doing: a figure. That the groups do
+	// progress in parallel, TestGroupsOverRPCAndRules shows by hand.
+	t.Logf("%d acks answered 204; at most %d groups held at once; %d pulls answered 503 (recovering)", acks.Load(), led.busy, led.unavailable)
 	c.PullEmpty(q, "0")
 }
 
@@ -312,17 +378,29 @@ func groupWorker(ctx context.Context, c *Client, q string, led *groupLedger, rng
 		epoch := led.now()
 		r, err := c.Send(ctx, http.MethodGet, "/messages/"+Q(q)+"?t=1", nil)
 		if err != nil {
-			time.Sleep(50 * time.Millisecond) // the gateway is down: try again
+			// The gateway is down: try again once it runs.
+			select {
+			case <-ctx.Done():
+			case <-led.running():
+			}
 			continue
 		}
-		if r.Status != http.StatusOK {
+		switch r.Status {
+		case http.StatusOK:
+		case http.StatusNoContent:
+			continue
+		case http.StatusServiceUnavailable:
+			led.mu.Lock()
+			led.unavailable++
+			led.mu.Unlock()
+			continue
+		default:
+			led.problem("pull: %v, want 200, 204 or 503", r)
 			continue
 		}
 		g, ks, _ := strings.Cut(string(r.Body), ":")
 		if r.Header.Get("x-lmq-group") != g && g != "plain" {
-			led.mu.Lock()
-			led.errs = append(led.errs, fmt.Sprintf("delivery of %q has x-lmq-group %q", r.Body, r.Header.Get("x-lmq-group")))
-			led.mu.Unlock()
+			led.problem("delivery of %q has x-lmq-group %q", r.Body, r.Header.Get("x-lmq-group"))
 		}
 		reply := func(kind string) (int, error) {
 			a, err := c.Send(ctx, http.MethodPost, "/messages/"+Q(q)+"/"+r.ID()+"?reply="+kind, nil)
@@ -341,7 +419,6 @@ func groupWorker(ctx context.Context, c *Client, q string, led *groupLedger, rng
 		if !led.got(epoch, g, k) {
 			continue
 		}
-		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
 		switch x := rng.IntN(10); {
 		case x == 0:
 			led.drop(g, k)

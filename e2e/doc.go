@@ -20,6 +20,15 @@
 // that started it fails. Set LMQ_E2E_BINARY to test a prebuilt binary instead
 // of building ./cmd/lmq-gateway.
 //
+// The console's browser tests drive a headless Chromium (found in PATH, or
+// LMQ_CHROMIUM). Without one they skip, unless LMQ_REQUIRE_CHROMIUM=1 (which
+// .ci/run sets): then they fail, so that a CI whose Chromium install failed
+// does not pass them silently.
+//
+// Loads and recoveries are asserted by what was delivered, never by how
+// fast: their waits fail only when nothing progressed for a generous while
+// (progress_test.go), and durations are logged as figures.
+//
 // Tests in this package are I/O-bound (they mostly wait for timers inside the
 // gateway), so TestMain raises -test.parallel to 8 unless it was given.
 package e2e

@@ -639,6 +639,31 @@ func awaitWaitingPulls(t testing.TB, c *Client, n int) {
 	awaitMetric(t, c, "lmq_long_polls_waiting", "pulls waiting", func(v float64) bool { return v >= float64(n) })
 }
 
+// awaitPullsOn waits until exactly n pulls wait on queue q in the gateway
+// (GET /ui/api/clients, the console's list): unlike lmq_long_polls_waiting
+// it counts one queue's, so that tests sharing a gateway may wait for none.
+func awaitPullsOn(t testing.TB, c *Client, q string, n int) {
+	t.Helper()
+	testwait.WithinDetail(t, startTimeout, fmt.Sprintf("%d pulls waiting on %s", n, q), func() (bool, string) {
+		r := c.Do(http.MethodGet, "/ui/api/clients", nil)
+		var list struct {
+			Pulls []struct {
+				Waits string `json:"waits"`
+			} `json:"pulls"`
+		}
+		if r.Status != http.StatusOK || json.Unmarshal(r.Body, &list) != nil {
+			return false, r.String()
+		}
+		on := 0
+		for _, p := range list.Pulls {
+			if p.Waits == q {
+				on++
+			}
+		}
+		return on == n, fmt.Sprintf("%d waiting on %s", on, q)
+	})
+}
+
 // awaitNoneInFlight waits until the gateway holds no unanswered delivery
 // (the test's deliveries have timed out).
 func awaitNoneInFlight(t testing.TB, c *Client) {
@@ -655,11 +680,6 @@ func heavy(t testing.TB, what string) {
 		t.Skip(what + ": heavy; runs in go test ./...")
 	}
 }
-
-// letArrive gives what the test just wrote to or did on a loopback
-// connection (a request's headers, a FIN) time d to reach the gateway:
-// nothing on the test's side of the socket shows when it has.
-func letArrive(d time.Duration) { time.Sleep(d) }
 
 // tailBuffer is a concurrency-safe writer keeping the last max bytes, so a
 // chatty gateway cannot exhaust the test's memory.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -300,7 +301,8 @@ func TestMultiFairness(t *testing.T) {
 
 // TestMultiExactlyOnce: 20 concurrent pull-any clients over 10 queues of 500
 // messages each, pushed while they pull; with every delivery acked, each
-// message arrives exactly once.
+// message arrives exactly once. The run takes what the machine makes it
+// take: it is cut only when nothing was pushed or received for loadStall.
 func TestMultiExactlyOnce(t *testing.T) {
 	t.Parallel()
 	const nQueues, perQueue, clients = 10, 500, 20
@@ -314,15 +316,18 @@ func TestMultiExactlyOnce(t *testing.T) {
 	}
 	pathAny := "/messages?qre=" + url.QueryEscape("^once/") + "&t=1"
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	var (
 		mu       sync.Mutex
 		seen     = make(map[string]int, total)
 		problems []string
 		received atomic.Int64
+		pushed   atomic.Int64
 		allIn    = make(chan struct{})
 	)
+	ctx, cancel := untilStalled(context.Background(), loadStall, "messages pushed and received", func() int64 {
+		return pushed.Load() + received.Load()
+	})
+	defer cancel()
 	problem := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -374,7 +379,11 @@ func TestMultiExactlyOnce(t *testing.T) {
 	// One pusher per queue, while the clients pull.
 	pushErr := concurrently(total, nQueues, func(ctx context.Context, i int) error {
 		q := queues[i%nQueues]
-		return c.TryPush(ctx, q, []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
+		err := c.TryPush(ctx, q, []byte(fmt.Sprintf("%s:%d", q, i/nQueues)))
+		if err == nil {
+			pushed.Add(1)
+		}
+		return err
 	})
 	if pushErr != nil {
 		cancel()
@@ -387,6 +396,9 @@ func TestMultiExactlyOnce(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d messages pushed and pulled by %d pull-any clients in %v", total, clients, time.Since(start))
+	if err := context.Cause(ctx); errors.Is(err, errStalled) {
+		t.Errorf("the run stopped: %v", err)
+	}
 
 	for _, p := range problems {
 		t.Error(p)
@@ -462,14 +474,16 @@ func TestMultiRPC(t *testing.T) {
 		for i := range nQueues {
 			c.MustEmpty("pull", fmt.Sprintf("ronce/%d", i), 0)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		var (
 			mu       sync.Mutex
 			seen     = map[string]int{}
 			problems []string
 			received atomic.Int64
 		)
+		// Cut only when nothing was received for loadStall: the pushes are
+		// sent at once, the pulls' pace is the machine's.
+		ctx, cancel := untilStalled(context.Background(), loadStall, "messages received", received.Load)
+		defer cancel()
 		var wg sync.WaitGroup
 		for range consumers {
 			rc := dialRPC(t, gw.RPCAddr)
@@ -515,6 +529,9 @@ func TestMultiRPC(t *testing.T) {
 			}
 		})
 		wg.Wait()
+		if err := context.Cause(ctx); errors.Is(err, errStalled) {
+			t.Errorf("the consumers stopped: %v", err)
+		}
 		for _, p := range problems {
 			t.Error(p)
 		}

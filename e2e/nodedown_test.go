@@ -181,7 +181,7 @@ func TestClusterNodeDownShown(t *testing.T) {
 	t.Parallel()
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3")
 	// Streams on every node, so that their leaders have a say too.
-	roundTrip(t, newRR(t, nodes...), "nodedown/q", "x", 30*time.Second)
+	roundTrip(t, newRR(t, nodes...), "nodedown/q", "x", clusterSettle)
 	awaitNodes(t, "every node up", nodes, nil, time.Now())
 
 	// kill -9: the node's connections close with it.

@@ -251,16 +251,17 @@ func testNackGoesBehindWaiting(t *testing.T, c *Client) {
 }
 
 // testOrderTimedOutLater is LMQ's own example (a message that timed out at
-// t+0.9s is served after one that became available at t+0.7s), with times
-// doubled for margin. JetStream alone would redeliver the timed-out one first.
+// t+0.9s is served after one that became available at t+0.7s): a message
+// that was waiting when another timed out is served first. JetStream alone
+// would redeliver the timed-out one first. Both are pushed before the pull,
+// so that fresh surely became available before the timeout, however slow
+// the machine.
 func testOrderTimedOutLater(t *testing.T, c *Client) {
 	const q = "sem-order-later"
-	_, start := pushPull(c, q, `{"timeout":3}`, "timed-out")
-	sleepUntil(start.Add(1500 * time.Millisecond))
+	c.PatchProps(q, `{"timeout":3}`)
+	c.Push(q, []byte("timed-out"), "")
 	c.Push(q, []byte("fresh"), "")
-	if time.Since(start) > 2900*time.Millisecond {
-		t.Skipf("push answered %v after the pull: not surely before the timeout (3s)", time.Since(start))
-	}
+	c.MustPull(q, msgWait, "timed-out") // the older: fresh waits
 	// Served after the timeout, fresh still comes first.
 	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.MustPull(q, msgWait, "fresh")
@@ -273,8 +274,8 @@ func testOrderTimedOutLater(t *testing.T, c *Client) {
 // fresh push is served before it.
 func testOrderTimedOutEarlier(t *testing.T, c *Client) {
 	const q = "sem-order-earlier"
-	_, start := pushPull(c, q, `{"timeout":0.3}`, "timed-out")
-	sleepUntil(start.Add(300 * time.Millisecond)) // (the timeout cannot end sooner)
+	pushPull(c, q, `{"timeout":0.3}`, "timed-out")
+	// The timeout ends it: nothing else does.
 	testwait.For(t, "queueDetail(t, c, q).InFlight == 0", func() bool { return queueDetail(t, c, q).InFlight == 0 })
 	c.Push(q, []byte("fresh"), "")
 	c.MustPull(q, msgWait, "timed-out")
@@ -326,7 +327,7 @@ func testLongPollWakesOnPush(t *testing.T, c *Client) {
 func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 	const q = "sem-disconnect"
 	c.PullEmpty(q, "0")
-	for round, pause := range []time.Duration{200 * time.Millisecond, 0} {
+	for round, settle := range []bool{true, false} {
 		conns := make([]net.Conn, 3)
 		for i := range conns {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(c.url(), "http://"))
@@ -350,7 +351,11 @@ func testDisconnectWhileWaiting(t *testing.T, c *Client) {
 				t.Fatal(err)
 			}
 		}
-		letArrive(pause) // round 0 gives the FINs time to arrive; round 1 races them on purpose
+		if settle {
+			// Round 0: the gateway has seen the clients go (their pulls no
+			// longer wait). Round 1 races the FINs on purpose.
+			awaitPullsOn(t, c, q, 0)
+		}
 		body := fmt.Sprintf("after-disconnect-%d", round)
 		c.Push(q, []byte(body), "")
 		// Stuck with a vanished client, it would come back only after

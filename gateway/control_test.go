@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,12 +68,37 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	}
 }
 
-// max_inflight=2: five clients over two gateways never hold more than two
-// deliveries at once, and every message is handed out.
+// max_inflight=2: with two deliveries held, through either gateway, a pull
+// finds nothing though messages wait, until one is acked; five clients
+// over two gateways never hold more than two deliveries at once, and every
+// message is handed out.
 func TestMaxInflightAcrossGateways(t *testing.T) {
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)
+
+	// The limit by hand (the clients below hold each delivery only as long
+	// as the scheduler lets them, so how close they come to it is luck).
+	setProps(t, a, "lim1", `{"max_inflight":2,"timeout":60}`)
+	for range 4 {
+		pushP(t, a, "lim1", "m", -1)
+	}
+	d1, d2 := pullP(t, a, "lim1"), pullP(t, b, "lim1")
+	for _, g := range []*Gateway{a, b} {
+		if d, err := g.Pull(ctx, "lim1", 0); d != nil || err != nil {
+			t.Fatalf("a third delivery with max_inflight 2: %v (%v)", d, err)
+		}
+	}
+	if err := a.Reply(ctx, "lim1", d1.ID, Ack); err != nil {
+		t.Fatal(err)
+	}
+	d3 := pullP(t, b, "lim1") // a slot is free again
+	for _, d := range []*Delivery{d2, d3} {
+		if err := b.Reply(ctx, "lim1", d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	setProps(t, a, "lim", `{"max_inflight":2}`)
 	const n = 30
 	for i := 0; i < n; i++ {
@@ -102,7 +128,11 @@ func TestMaxInflightAcrossGateways(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(5 * time.Millisecond) // hold it a moment: clients overlap
+				// Held a few turns of the scheduler, so that the other
+				// clients pull meanwhile.
+				for range 4 {
+					runtime.Gosched()
+				}
 				inflight.Add(-1)
 				if err := g.Reply(context.Background(), "lim", d.ID, Ack); err != nil {
 					t.Error(err)

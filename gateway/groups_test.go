@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,8 +77,45 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)
-	setProps(t, a, "gq", `{"timeout":0.5,"retry":100}`)
 	groups := []string{"red", "green", "blue"}
+
+	// In parallel and one at a time, by hand first: with two messages in
+	// each group and an ungrouped one, four pulls through both gateways
+	// hold the three heads and the ungrouped message at once, and a fifth
+	// finds nothing. (How many groups the random clients below happen to
+	// hold at once is the scheduler's doing: logged, not asserted.)
+	setProps(t, a, "gpar", `{"timeout":60}`)
+	for k := range 2 {
+		for _, grp := range groups {
+			if _, err := a.PushWith(ctx, "gpar", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pushP(t, a, "gpar", "plain", -1)
+	gws := []*Gateway{a, b}
+	held := map[string]*Delivery{}
+	for i := range len(groups) + 1 {
+		d := pullP(t, gws[i%2], "gpar")
+		held[string(d.Message.Body)] = d
+	}
+	for _, want := range []string{"red:0", "green:0", "blue:0", "plain"} {
+		if held[want] == nil {
+			t.Fatalf("four pulls held %v; want each group's head and the ungrouped message", slices.Sorted(maps.Keys(held)))
+		}
+	}
+	for _, g := range gws {
+		if d, err := g.Pull(ctx, "gpar", 0); d != nil || err != nil {
+			t.Fatalf("a pull while every group's head is held got %v (%v)", d, err)
+		}
+	}
+	for _, d := range held {
+		if err := a.Reply(ctx, "gpar", d.ID, Ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	setProps(t, a, "gq", `{"timeout":0.5,"retry":100}`)
 	const per = 20
 	for k := 0; k < per; k++ {
 		for _, grp := range groups {
@@ -128,7 +167,11 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 					t.Errorf("delivery of %q says group %q", d.Message.Body, d.Group)
 				}
 				log.got(grp, k)
-				time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+				// Held a random while: a few turns of the scheduler, so that
+				// other clients take other groups' heads meanwhile.
+				for range rng.IntN(8) {
+					runtime.Gosched()
+				}
 				switch x := rng.IntN(10); {
 				case x == 0: // nack
 					log.let(grp, k, false)
@@ -156,9 +199,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 	for _, e := range log.errs {
 		t.Error(e)
 	}
-	if log.parallel < 2 {
-		t.Errorf("at most %d groups were held at once; want them in parallel", log.parallel)
-	}
+	t.Logf("at most %d groups held at once by the random clients", log.parallel)
 	_ = context.Background
 }
 

@@ -320,9 +320,9 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 				t.Fatal("the first run was not interrupted")
 			}
 			if late {
-				// The source's delivery times out: a timer of the source's
-				// JetStream consumer, with nothing to observe from here.
-				time.Sleep(1500 * time.Millisecond)
+				// The source's delivery times out (1 s): its gateway, in
+				// this process, then holds none.
+				testwait.For(t, "the source's delivery timed out", func() bool { return src.core.InFlight() == 0 })
 			}
 			opts.beforeAck = nil
 			rep, err := Migrate(ctx, opts, &out)

@@ -3,7 +3,6 @@ package peer
 import (
 	"net"
 	"testing"
-	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
@@ -22,8 +21,8 @@ func TestClosed(t *testing.T) {
 	if _, err := client.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	// Let the byte arrive: seeing it would take the peek under test.
-	time.Sleep(20 * time.Millisecond)
+	// The byte arrived (the test's own peek sees it, and leaves it there).
+	testwait.For(t, "the byte to arrive", func() bool { return unread(t, server) })
 	if Closed(server) {
 		t.Fatal("connection with unread data reported closed")
 	}
