@@ -75,16 +75,16 @@ func TestSQSCrossSiteRequests(t *testing.T) {
 	gw, c := startSQS(t, "--allowed-origins", "HTTPS://Console.Example:443/")
 	ctx := t.Context()
 	addr := gw.Bound.SQS
-	qurl := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jobs")})).QueueUrl)
+	qurl := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jobs")}))(t).QueueUrl)
 	const held = 3
 	for i := range held {
-		_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &qurl, MessageBody: aws.String("m" + strconv.Itoa(i))}))
+		_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &qurl, MessageBody: aws.String("m" + strconv.Itoa(i))}))(t)
 	}
 	// counts is what the queue holds: waiting and in flight.
 	counts := func() (waiting, inFlight string) {
 		t.Helper()
 		a := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &qurl,
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}}))
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}}))(t)
 		return a.Attributes["ApproximateNumberOfMessages"], a.Attributes["ApproximateNumberOfMessagesNotVisible"]
 	}
 	hc := &http.Client{Transport: &http.Transport{Proxy: nil}}
@@ -144,7 +144,7 @@ func TestSQSCrossSiteRequests(t *testing.T) {
 	if _, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("planted")}); apiCode(err) != "AWS.SimpleQueueService.NonExistentQueue" {
 		t.Errorf("a refused cross-site CreateQueue made the queue: %v", err)
 	}
-	if a := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &qurl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameDelaySeconds}})); a.Attributes["DelaySeconds"] != "0" {
+	if a := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &qurl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameDelaySeconds}}))(t); a.Attributes["DelaySeconds"] != "0" {
 		t.Errorf("a refused SetQueueAttributes changed DelaySeconds to %s", a.Attributes["DelaySeconds"])
 	}
 
@@ -173,5 +173,5 @@ func TestSQSCrossSiteRequests(t *testing.T) {
 	if st, body := sqsBrowserSend(t, hc, addr, sqsBrowserRequest{name: "curl PurgeQueue", method: http.MethodGet, params: action("PurgeQueue")}); st != http.StatusOK {
 		t.Fatalf("curl PurgeQueue: %d %s", st, body)
 	}
-	_ = must(c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &qurl}))
+	_ = must(c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: &qurl}))(t)
 }

@@ -133,13 +133,13 @@ func presignGateway(t *testing.T) (string, *sqs.Client) {
 func presignQueue(t *testing.T, c *sqs.Client, name string, n int) (string, func() string) {
 	t.Helper()
 	ctx := t.Context()
-	q := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})).QueueUrl)
+	q := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)}))(t).QueueUrl)
 	for range n {
-		_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q, MessageBody: aws.String("held")}))
+		_ = must(c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &q, MessageBody: aws.String("held")}))(t)
 	}
 	return q, func() string {
 		a := must(c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &q,
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}}))
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}}))(t)
 		return a.Attributes["ApproximateNumberOfMessages"]
 	}
 }
