@@ -108,8 +108,9 @@ type Options struct {
 	// beside the pending ones: 16 at once at first with the default.
 	MaxAnswerBytes int
 	// MaxTotalAnswerBytes bounds the answer bytes waiting to be written
-	// across all connections (0: no bound); at the bound no connection reads
-	// a new request until answers are written or their connections closed.
+	// across all connections (default 256 MiB; negative: no bound); at the
+	// bound no connection reads a new request until answers are written or
+	// their connections closed.
 	MaxTotalAnswerBytes int
 }
 
@@ -176,8 +177,13 @@ func New(core Core, opt Options) *Server {
 	if opt.RequestTimeout == 0 {
 		opt.RequestTimeout = DefaultRequestTimeout
 	}
+	// For the answer bounds 0 is the default and a negative value none
+	// (the command line's 0 "no limit" arrives as -1).
 	if opt.MaxAnswerBytes == 0 {
 		opt.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if opt.MaxTotalAnswerBytes == 0 {
+		opt.MaxTotalAnswerBytes = DefaultMaxTotalAnswers
 	}
 	drainCtx, drain := context.WithCancel(context.Background())
 	s := &Server{
@@ -194,6 +200,10 @@ func New(core Core, opt Options) *Server {
 	s.gone = sync.NewCond(&s.mu)
 	return s
 }
+
+// Options returns the options in effect: those given to New with its
+// defaults filled in (a negative bound: none).
+func (s *Server) Options() Options { return s.opt }
 
 // Serve accepts connections on l until Shutdown (then it returns
 // ErrServerClosed) or until ctx ends (then it closes l and the connections it
