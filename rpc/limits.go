@@ -5,17 +5,31 @@ import (
 	"sync"
 )
 
-// sharedBytes is the server-wide budget of request bytes held at once, across
-// all connections (Options.MaxTotalInFlightBytes). Connections read a new
-// request only while the budget has room; a request read is charged in full
-// (it is in memory already) and released when it has been answered. So the
-// bytes held exceed the budget by at most one request per connection that
-// was reading when the budget ran out. A nil *sharedBytes is no limit.
+// sharedBytes is a server-wide budget of bytes held at once, across all
+// connections: the request bytes (Options.MaxTotalInFlightBytes), or the
+// answer bytes not yet written (Options.MaxTotalAnswerBytes).
+//
+// Connections read a new request only while the budget has room; a request
+// read, or an answer handed to an outbox, is charged in full (it is in
+// memory already) and released when it has been answered, or written. So
+// the bytes held exceed the budget by at most one request per connection
+// that was reading when the budget ran out.
+//
+// Answers that may be large and are not pulls (the listings:
+// get_default_props, messages) are also counted before they are built: the
+// handler sets their estimated size aside (reserve) and builds the answer
+// only once it fits beside the bytes held and set aside, so that many
+// connections building listings at once cannot pass the budget together.
+// A nil *sharedBytes is no limit.
 type sharedBytes struct {
-	mu    sync.Mutex
-	limit int
-	used  int
-	wake  chan struct{} // closed and replaced on every release
+	mu       sync.Mutex
+	limit    int
+	used     int
+	reserved int           // set aside for answers being built (reserve)
+	wake     chan struct{} // closed and replaced on every release
+	// peak is the most bytes held and set aside at once: what the bound
+	// held to (the tests check it).
+	peak int
 }
 
 func newSharedBytes(limit int) *sharedBytes {
@@ -25,14 +39,64 @@ func newSharedBytes(limit int) *sharedBytes {
 	return &sharedBytes{limit: limit, wake: make(chan struct{})}
 }
 
-// waitRoom blocks until the bytes held are below the limit, or ctx ends.
+// waitRoom blocks until the bytes held and set aside are below the limit,
+// or ctx ends.
 func (b *sharedBytes) waitRoom(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	return waitUntil(ctx, &b.mu, func() (bool, <-chan struct{}) {
-		return b.used < b.limit, b.wake
-	})
+	return waitUntil(ctx, &b.mu, b.roomLocked)
+}
+
+// room reports whether the bytes held and set aside are below the limit;
+// when they are not, the channel closed on the next release.
+func (b *sharedBytes) room() (bool, <-chan struct{}) {
+	if b == nil {
+		return true, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.roomLocked()
+}
+
+func (b *sharedBytes) roomLocked() (bool, <-chan struct{}) {
+	if b.used+b.reserved < b.limit {
+		return true, nil
+	}
+	return false, b.wake
+}
+
+// tryReserve sets n bytes aside for an answer about to be built, if they
+// fit beside the bytes held and set aside, or if nothing is set aside and
+// the bytes held are below the limit (one answer larger than the room left
+// still gets built, alone). When it does not, it returns the channel
+// closed on the next release.
+func (b *sharedBytes) tryReserve(n int) (bool, <-chan struct{}) {
+	if b == nil {
+		return true, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+b.reserved+n <= b.limit || (b.reserved == 0 && b.used < b.limit) {
+		b.reserved += n
+		b.peak = max(b.peak, b.used+b.reserved)
+		return true, nil
+	}
+	return false, b.wake
+}
+
+// exchange gives back n bytes set aside by tryReserve and charges the
+// answer built in their place, of charged bytes (0: none).
+func (b *sharedBytes) exchange(n, charged int) {
+	if b == nil || n == 0 && charged == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.reserved -= n
+	b.used += charged
+	b.peak = max(b.peak, b.used+b.reserved)
+	b.wakeLocked()
+	b.mu.Unlock()
 }
 
 // waitUntil is a condition wait that ctx can end. It calls ready with mu
@@ -62,6 +126,7 @@ func (b *sharedBytes) charge(n int) {
 	}
 	b.mu.Lock()
 	b.used += n
+	b.peak = max(b.peak, b.used+b.reserved)
 	b.mu.Unlock()
 }
 
@@ -71,17 +136,32 @@ func (b *sharedBytes) release(n int) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	b.wakeLocked()
 	b.mu.Unlock()
 }
 
-// held is the number of bytes charged and not released.
-func (b *sharedBytes) held() int {
+func (b *sharedBytes) wakeLocked() {
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
+
+// held is the number of bytes charged and not released, and of those set
+// aside and not given back.
+func (b *sharedBytes) held() (used, reserved int) {
+	if b == nil {
+		return 0, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.reserved
+}
+
+// highest is the most bytes held and set aside at once so far.
+func (b *sharedBytes) highest() int {
 	if b == nil {
 		return 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used
+	return b.peak
 }

@@ -56,6 +56,15 @@ func (c *conn) messages(p [][]byte) (result, error) {
 			withBody = b
 		}
 	}
+	// A listing: its answer, up to n message heads and bodies of 64 KiB, is
+	// counted before it is built (outbox.reserve).
+	est := &c.s.messagesEst
+	if withBody {
+		est = &c.s.messagesBodyEst
+	}
+	if err := c.out.reserve(c.ctx, est.get()); err != nil {
+		return result{}, err
+	}
 	ps, err := c.s.core.Messages(c.ctx, name, n, withBody)
 	if err != nil {
 		return result{}, err
@@ -65,6 +74,7 @@ func (c *conn) messages(p [][]byte) (result, error) {
 	for _, m := range ps {
 		b = c.appendWaiting(b, m, now, withBody)
 	}
+	est.observe(len(b))
 	return result{b: b}, nil
 }
 

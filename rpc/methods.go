@@ -100,6 +100,18 @@ type result struct {
 	admitted bool
 }
 
+// isListing reports whether method is a listing: its answer may be large,
+// and is built as soon as it is served (no wait, unlike a pull's). Those
+// are served one at a time per connection, counted before they are built
+// (outbox.startListing, reserve).
+func isListing(method string) bool {
+	switch method {
+	case "get_default_props", "messages":
+		return true
+	}
+	return false
+}
+
 // handle runs one request and queues its answer.
 func (c *conn) handle(req request) {
 	res, err := c.call(req)
@@ -115,9 +127,12 @@ func (c *conn) handle(req request) {
 		resp = append(resp, res.b...)
 	}
 	if res.delivery == nil {
-		if res.admitted {
+		switch {
+		case res.admitted:
 			c.out.sendAdmitted(resp, false)
-		} else {
+		case isListing(req.method):
+			c.out.sendListing(resp)
+		default:
 			c.send(resp, false)
 		}
 		return
@@ -168,7 +183,7 @@ func (c *conn) errorString(req request, err error) string {
 		// stored, an ack may be applied; retrying a push may duplicate it.
 		c.log.Warn("rpc outcome unknown", "method", req.method, "err", err)
 		return "unknown: " + err.Error()
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAnswerDropped):
 		return "unavailable: request cancelled"
 	}
 	c.log.Error("rpc request failed", "method", req.method, "err", err)
@@ -613,6 +628,11 @@ func (c *conn) setDefaultProps(p [][]byte) (result, error) {
 }
 
 func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
+	// A listing: its answer, as large as the default list, is counted
+	// before it is built (outbox.reserve).
+	if err := c.out.reserve(c.ctx, c.s.defaultsEst.get()); err != nil {
+		return result{}, err
+	}
 	list, err := c.s.core.DefaultProps(c.ctx)
 	if err != nil {
 		return result{}, err
@@ -622,6 +642,7 @@ func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("encode default list: %w", err)
 	}
+	c.s.defaultsEst.observe(len(b))
 	return result{b: b}, nil
 }
 

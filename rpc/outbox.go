@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -14,6 +16,10 @@ import (
 // (TCP then pushes back on it) instead of growing this buffer.
 const maxQueuedAnswers = 64 << 10
 
+// errAnswerDropped: a write to the connection failed, so an answer would not
+// be written (the connection is being closed).
+var errAnswerDropped = errors.New("connection failed, answer dropped")
+
 // outbox writes a connection's answers. There is no writer goroutine: the
 // handler that finds no write in progress writes its answer itself, and then
 // whatever other handlers queued meanwhile, in one write per batch. With one
@@ -25,8 +31,19 @@ const maxQueuedAnswers = 64 << 10
 // (pending: the batch being written and those queued behind it), here and
 // in the server-wide total (Options.MaxAnswerBytes, MaxTotalAnswerBytes): a
 // client that does not read its answers makes them pile up, and the reader
-// stops taking its requests, and pulls stop taking messages for it, while
-// its pending answers are over the bound (awaitRoom).
+// stops taking its requests while its pending answers are over the bound
+// (awaitRoom). Most answers are small, or no larger than their request
+// (whose bytes the in-flight budgets bound until it is answered); those
+// that may be large are admitted before they are built, so that the
+// requests read before the bound was reached cannot pile up answers beyond
+// it:
+//   - pulls take a message only while their answers fit (admit);
+//   - listings (get_default_props, messages: answers of any size that do
+//     not wait for anything) are served one at a time per connection, the
+//     reader taking none while one is being served (startListing) or the
+//     pending answers are at the bound, and each sets its answer's
+//     estimated size aside in the server-wide total before building it
+//     (reserve).
 type outbox struct {
 	nc      net.Conn
 	timeout time.Duration // bounds each write (Options.WriteTimeout)
@@ -47,12 +64,21 @@ type outbox struct {
 	err      error
 	failedAt uint64
 	pending  int           // answer bytes handed over and not yet written or dropped
-	room     chan struct{} // closed and replaced when pending or admitted drops
+	room     chan struct{} // closed and replaced when pending, admitted, listing or reserved drops
 	// admitted counts the pulls allowed to take a message whose answer is
 	// not handed over yet; est is the answer size each is counted at
 	// (admit).
 	admitted int
 	est      int
+	// listing is set while a listing of this connection is being served,
+	// from the reader's startListing until its answer is handed over;
+	// reserved is the size its answer is counted at meanwhile (reserve),
+	// also in total.
+	listing  bool
+	reserved int
+	// peak is the most answer bytes pending and set aside at once: what
+	// the bound held to (the tests check it).
+	peak int
 }
 
 // Answer size estimates of admit: the first, and the least it falls to.
@@ -60,6 +86,40 @@ const (
 	initialAnswerEstimate = 256 << 10
 	minAnswerEstimate     = 1 << 10
 )
+
+// nextEstimate is an answer size estimate after an answer of size bytes:
+// it rises to a larger answer at once and falls slowly.
+func nextEstimate(est, size int) int {
+	return max(size, est-est/8, minAnswerEstimate)
+}
+
+// estimate is the size answers of one kind are counted at before they are
+// built (the listings' reserve): nextEstimate of the answers so far. It is
+// shared by the connections: a listing answers much the same to every
+// client (the default list is the server's).
+type estimate struct {
+	mu sync.Mutex
+	n  int // 0: initialAnswerEstimate
+}
+
+func (e *estimate) get() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == 0 {
+		return initialAnswerEstimate
+	}
+	return e.n
+}
+
+// observe takes an answer of size bytes into account.
+func (e *estimate) observe(size int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == 0 {
+		e.n = initialAnswerEstimate
+	}
+	e.n = nextEstimate(e.n, size)
+}
 
 func newOutbox(nc net.Conn, timeout time.Duration, onFail func(error)) *outbox {
 	o := &outbox{nc: nc, timeout: timeout, onFail: onFail, room: make(chan struct{}), est: initialAnswerEstimate}
@@ -89,21 +149,51 @@ func (o *outbox) wakeLocked() {
 	o.room = make(chan struct{})
 }
 
+// waitFor calls ready with o.mu held until it reports true. Until then it
+// waits, o.mu unlocked, until one of the channels ready returned (this
+// outbox's, the server-wide total's; nil: none) is closed, or ctx ends.
+func (o *outbox) waitFor(ctx context.Context, ready func() (ok bool, mine, total <-chan struct{})) error {
+	for {
+		o.mu.Lock()
+		ok, mine, total := ready()
+		o.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-mine:
+		case <-total:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // admit waits until a pull may take a message for this connection, or ctx
 // ends: while the answers pending plus those of the pulls already admitted
-// (each counted at the size of the recent answers) would pass the bound.
+// (each counted at the size of the recent answers) and of a listing being
+// built would pass the bound, or the server-wide answers are at theirs.
 // Checking the pending answers alone would not do: a client that pipelines
 // a thousand pulls has them all start before the first answer is pending.
 // One pull is always admitted while the pending answers are below the
 // bound, whatever its answer's size. The answer then goes out with
 // sendAdmitted (or the pull ends with unadmit).
+//
+// A pull sets nothing aside in the server-wide total: it may wait long for
+// a message, and thousands of consumers waiting in long polls must not
+// hold the total's room.
 func (o *outbox) admit(ctx context.Context) error {
-	return waitUntil(ctx, &o.mu, func() (bool, <-chan struct{}) {
-		if o.mayAdmitLocked() {
-			o.admitted++
-			return true, nil
+	return o.waitFor(ctx, func() (bool, <-chan struct{}, <-chan struct{}) {
+		if !o.mayAdmitLocked() {
+			return false, o.room, nil
 		}
-		return false, o.room
+		if o.err == nil {
+			if ok, wake := o.total.room(); !ok {
+				return false, o.room, wake
+			}
+		}
+		o.admitted++
+		return true, nil, nil
 	})
 }
 
@@ -114,7 +204,7 @@ func (o *outbox) mayAdmitLocked() bool {
 	case o.admitted == 0:
 		return o.pending < o.limit
 	}
-	return o.pending+(o.admitted+1)*o.est <= o.limit
+	return o.pending+o.reserved+(o.admitted+1)*o.est <= o.limit
 }
 
 // unadmitLocked ends an admitted pull whose answer is size bytes (0: it
@@ -123,7 +213,7 @@ func (o *outbox) mayAdmitLocked() bool {
 func (o *outbox) unadmitLocked(size int) {
 	o.admitted--
 	if size > 0 {
-		o.est = max(size, o.est-o.est/8, minAnswerEstimate)
+		o.est = nextEstimate(o.est, size)
 	}
 	o.wakeLocked()
 }
@@ -137,7 +227,69 @@ func (o *outbox) unadmit() {
 
 // sendAdmitted is send for the answer of an admitted pull: it is counted as
 // pending in the same step as the pull stops counting as admitted.
-func (o *outbox) sendAdmitted(b []byte, wait bool) error { return o.sendAs(b, wait, true) }
+func (o *outbox) sendAdmitted(b []byte, wait bool) error { return o.sendAs(b, wait, answerPull) }
+
+// startListing waits, in the reader, until no listing of this connection is
+// being served (or ctx ends), and marks the one read as being served; its
+// answer goes out with sendListing, which clears the mark. So a client that
+// pipelines listings has one built at a time, and the others wait unread
+// in its socket rather than in goroutines.
+func (o *outbox) startListing(ctx context.Context) error {
+	return o.waitFor(ctx, func() (bool, <-chan struct{}, <-chan struct{}) {
+		if o.listing {
+			return false, o.room, nil
+		}
+		o.listing = true
+		return true, nil, nil
+	})
+}
+
+// reserve waits, in the handler of the listing being served, until its
+// answer, counted at n bytes, fits in the server-wide total (tryReserve),
+// or ctx ends; it then sets n aside there, and in this connection's count
+// for admit, until the answer is handed over (sendListing). After a failed
+// write it returns errAnswerDropped at once: there is nothing to build.
+func (o *outbox) reserve(ctx context.Context, n int) error {
+	var failed error
+	err := o.waitFor(ctx, func() (bool, <-chan struct{}, <-chan struct{}) {
+		if o.err != nil {
+			failed = fmt.Errorf("%w: %w", errAnswerDropped, o.err)
+			return true, nil, nil
+		}
+		ok, wake := o.total.tryReserve(n)
+		if !ok {
+			return false, o.room, wake
+		}
+		o.reserved += n
+		o.peak = max(o.peak, o.pending+o.reserved)
+		return true, nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	return failed
+}
+
+// endListing ends the listing being served without an answer (the reader
+// gave it up).
+func (o *outbox) endListing() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.endListingLocked(0)
+}
+
+// endListingLocked ends the listing being served, whose answer of charged
+// bytes (0: none) takes the place of what it set aside in the total.
+func (o *outbox) endListingLocked(charged int) {
+	o.total.exchange(o.reserved, charged)
+	o.reserved, o.listing = 0, false
+	o.wakeLocked()
+}
+
+// sendListing is send for the answer of the listing being served (which
+// may have reserved nothing, e.g. when its arguments were refused): it is
+// counted as pending in the same step as what it set aside is given back.
+func (o *outbox) sendListing(b []byte) error { return o.sendAs(b, false, answerListing) }
 
 func (o *outbox) fullLocked() bool { return o.limit > 0 && o.pending >= o.limit && o.err == nil }
 
@@ -177,23 +329,44 @@ func (o *outbox) awaitRoom(ctx context.Context, patience time.Duration) error {
 	}
 }
 
+// answerKind is what an answer handed to sendAs was admitted as.
+type answerKind uint8
+
+const (
+	answerPlain   answerKind = iota // not admitted: small, or as large as its request
+	answerPull                      // an admitted pull's (admit)
+	answerListing                   // the listing being served's (startListing, reserve)
+)
+
 // send writes b, or queues it behind the write in progress. With wait, or
 // when much is queued already, it returns only once b was written (or could
 // not be), and then with the outcome; otherwise nil.
-func (o *outbox) send(b []byte, wait bool) error { return o.sendAs(b, wait, false) }
+func (o *outbox) send(b []byte, wait bool) error { return o.sendAs(b, wait, answerPlain) }
 
-func (o *outbox) sendAs(b []byte, wait, admitted bool) error {
+func (o *outbox) sendAs(b []byte, wait bool, kind answerKind) error {
 	o.mu.Lock()
-	if admitted {
-		o.unadmitLocked(len(b))
+	// Charged in the same step as its admission ends: the counts never
+	// dip in between (nor count it twice).
+	charged := 0
+	if o.err == nil {
+		charged = len(b)
+		o.pending += charged
 	}
+	switch kind {
+	case answerPull:
+		o.total.charge(charged)
+		o.unadmitLocked(len(b))
+	case answerListing:
+		o.endListingLocked(charged)
+	default:
+		o.total.charge(charged)
+	}
+	o.peak = max(o.peak, o.pending+o.reserved)
 	if o.err != nil {
 		err := o.err
 		o.mu.Unlock()
 		return err
 	}
-	o.pending += len(b)
-	o.total.charge(len(b))
 	if o.busy {
 		o.queued = append(o.queued, b...)
 		batch := o.started + 1

@@ -106,10 +106,14 @@ type Options struct {
 	// Pulls take messages only while their answers, counted at the size of
 	// the connection's recent answers (256 KiB until there are some), fit
 	// beside the pending ones: 16 at once at first with the default.
+	// Listings (get_default_props, messages) are served one at a time per
+	// connection, each counted at the size of the recent ones before its
+	// answer is built, here and in MaxTotalAnswerBytes.
 	MaxAnswerBytes int
 	// MaxTotalAnswerBytes bounds the answer bytes waiting to be written
-	// across all connections (0: no bound); at the bound no connection reads
-	// a new request until answers are written or their connections closed.
+	// across all connections (default 256 MiB; negative: no bound); at the
+	// bound no connection reads a new request until answers are written or
+	// their connections closed, and pulls take no message.
 	MaxTotalAnswerBytes int
 }
 
@@ -147,6 +151,10 @@ type Server struct {
 	// answers the server-wide count of answer bytes not yet written.
 	total   *sharedBytes
 	answers *sharedBytes
+	// The sizes the listings' answers are counted at before they are
+	// built (outbox.reserve): get_default_props, messages without and
+	// with bodies.
+	defaultsEst, messagesEst, messagesBodyEst estimate
 
 	mu        sync.Mutex
 	closed    bool
@@ -176,8 +184,13 @@ func New(core Core, opt Options) *Server {
 	if opt.RequestTimeout == 0 {
 		opt.RequestTimeout = DefaultRequestTimeout
 	}
+	// For the answer bounds 0 is the default and a negative value none
+	// (the command line's 0 "no limit" arrives as -1).
 	if opt.MaxAnswerBytes == 0 {
 		opt.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if opt.MaxTotalAnswerBytes == 0 {
+		opt.MaxTotalAnswerBytes = DefaultMaxTotalAnswers
 	}
 	drainCtx, drain := context.WithCancel(context.Background())
 	s := &Server{
@@ -194,6 +207,10 @@ func New(core Core, opt Options) *Server {
 	s.gone = sync.NewCond(&s.mu)
 	return s
 }
+
+// Options returns the options in effect: those given to New with its
+// defaults filled in (a negative bound: none).
+func (s *Server) Options() Options { return s.opt }
 
 // Serve accepts connections on l until Shutdown (then it returns
 // ErrServerClosed) or until ctx ends (then it closes l and the connections it
@@ -490,6 +507,25 @@ func (c *conn) readLoop() error {
 		if err := c.budget.acquire(c.waitCtx, cost); err != nil {
 			c.s.total.release(held)
 			return nil
+		}
+		if isListing(req.method) {
+			// One listing at a time, and only while the answers pending
+			// are below the bound (those served since the check above
+			// count too): the next waits here, unread (outbox).
+			err := c.out.startListing(c.waitCtx)
+			if err == nil {
+				if err = c.out.awaitRoom(c.waitCtx, c.s.opt.WriteTimeout); err != nil {
+					c.out.endListing()
+				}
+			}
+			if err != nil {
+				c.budget.release(cost)
+				c.s.total.release(held)
+				if errors.Is(err, errSlowReader) {
+					return fmt.Errorf("%w: %d bytes of answers waiting for %v", errSlowReader, c.s.opt.MaxAnswerBytes, c.s.opt.WriteTimeout)
+				}
+				return nil
+			}
 		}
 		c.handlers.Add(1)
 		c.busy.Add(1)

@@ -65,11 +65,11 @@ func addLimitFlags(fs *flag.FlagSet, l *limits) {
 		"time to write each batch of MessagePack-RPC answers to a client not reading them, and the longest its unwritten answers may stay at --rpc-max-answer-bytes; "+
 			"then the connection is closed and the messages it was not given go back to their queues")
 	fs.IntVar(&l.rpcMaxAnswerBytes, "rpc-max-answer-bytes", rpc.DefaultMaxAnswerBytes,
-		"MessagePack-RPC answer bytes of one connection waiting to be written (a client that does not read them); at the limit its requests are not read "+
-			"and its pulls take no message (one larger answer is still written alone) (0: no limit)")
+		"MessagePack-RPC answer bytes of one connection waiting to be written (a client that does not read them), counting those being built; at the limit its requests are not read "+
+			"and its pulls take no message (one larger answer is still written alone); get_default_props and messages are served one at a time per connection (0: no limit)")
 	fs.IntVar(&l.rpcMaxAnswersTotal, "rpc-max-answer-bytes-total", rpc.DefaultMaxTotalAnswers,
-		"MessagePack-RPC answer bytes waiting to be written across all connections; at the limit no connection reads a new request until answers are written "+
-			"or their connections closed (0: no limit)")
+		"MessagePack-RPC answer bytes waiting to be written or being built across all connections; at the limit no connection reads a new request, "+
+			"no pull takes a message and no get_default_props or messages answer is built until answers are written or their connections closed (0: no limit)")
 	fs.IntVar(&l.rpcMaxInflightBytes, "rpc-max-inflight-bytes", 256<<20,
 		"MessagePack-RPC request bytes held at once across all connections (each connection alone: 2 × --rpc-max-frame); when reached, no connection reads "+
 			"a new request until answered ones free theirs, which may exceed it by the request each connection was reading (0: no limit)")

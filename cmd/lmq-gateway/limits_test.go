@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/lmq-gateway/lmq-gateway/rpc"
 )
 
 func TestLimitFlagsRejected(t *testing.T) {
@@ -84,6 +86,27 @@ func TestMaxQueuesLayers(t *testing.T) {
 			}
 			if sc := mustServerConfig(t, c); sc.MaxQueues != tc.want {
 				t.Errorf("server MaxQueues %d, want %d", sc.MaxQueues, tc.want)
+			}
+		})
+	}
+}
+
+// TestRPCAnswerFlagsToServer: the RPC answer flags' 0 is "no limit", which
+// server.Config spells negative (its 0 is the default: issue 40, item 12).
+func TestRPCAnswerFlagsToServer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args           []string
+		perConn, total int
+	}{
+		"defaults": {nil, rpc.DefaultMaxAnswerBytes, rpc.DefaultMaxTotalAnswers},
+		"set":      {[]string{"--rpc-max-answer-bytes", "1000", "--rpc-max-answer-bytes-total", "5000"}, 1000, 5000},
+		"off":      {[]string{"--rpc-max-answer-bytes", "0", "--rpc-max-answer-bytes-total", "0"}, -1, -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sc := mustServerConfig(t, mustParse(t, tc.args, nil))
+			if sc.RPCMaxAnswerBytes != tc.perConn || sc.RPCMaxTotalAnswerBytes != tc.total {
+				t.Errorf("server.Config RPC answer bounds %d per connection, %d in total; want %d, %d",
+					sc.RPCMaxAnswerBytes, sc.RPCMaxTotalAnswerBytes, tc.perConn, tc.total)
 			}
 		})
 	}

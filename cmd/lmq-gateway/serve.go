@@ -123,7 +123,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		RPCRequestTimeout:      noLimitIfZero(c.limits.rpcRequestTimeout),
 		RPCWriteTimeout:        c.limits.rpcWriteTimeout,
 		RPCMaxAnswerBytes:      noLimitIfZero(c.limits.rpcMaxAnswerBytes),
-		RPCMaxTotalAnswerBytes: c.limits.rpcMaxAnswersTotal,
+		RPCMaxTotalAnswerBytes: noLimitIfZero(c.limits.rpcMaxAnswersTotal),
 
 		NATSURL:       c.natsURL,
 		NATSWait:      c.natsWait,
