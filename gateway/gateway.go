@@ -103,7 +103,8 @@
 // reads the body back from the stream by sequence.
 //
 // Built from: package store (queue data in JetStream: its streams,
-// consumers, pull wire and reads, as above), gateway/registry (which queues
+// consumers, pull wire and reads, as above; and every KV bucket, store.KV),
+// gateway/registry (which queues
 // exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/dispatch
 // (the pull engine: per-queue dispatch state, pull requests, waiting
 // clients, priority levels, notifications), gateway/props (the
@@ -233,7 +234,7 @@ type Gateway struct {
 	followers []*kvfollow.Follower
 	// metaKV is the queue metadata bucket once opened (queuemeta.go).
 	metaMu   sync.Mutex
-	metaKV   jetstream.KeyValue
+	metaKV   *store.KV
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
 	// bg counts the core's long-lived goroutines (peers; the dispatcher
@@ -354,7 +355,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
 	if g.reg, err = registry.Open(ctx, g.work.Context(), registry.Config{
-		JS:        g.js,
 		Store:     g.store,
 		Replicas:  cfg.Replicas,
 		MaxQueues: cfg.MaxQueues,
