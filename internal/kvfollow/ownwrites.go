@@ -15,7 +15,7 @@ import (
 // follower remembers this gateway's writes it has not echoed yet and skips
 // the older entries of their keys:
 //   - a put at revision R: entries of the key older than R are skipped;
-//   - a delete or purge (whose revision KeyValue does not return): marked
+//   - a delete or purge (whose revision store.KV does not return): marked
 //     before it is written, then every put of the key is skipped until a
 //     delete or purge of it arrives, which is ours or a later one (the
 //     bucket delivers in order). A delete that fails drops the mark and
