@@ -129,7 +129,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
@@ -197,7 +196,6 @@ type Config struct {
 // Gateway is the core. Create it with New; it is safe for concurrent use.
 type Gateway struct {
 	nc  *nats.Conn
-	js  jetstream.JetStream
 	cfg Config
 	log *slog.Logger
 	obs Observer
@@ -279,7 +277,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		nc:      nc,
-		js:      js,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		obs:     cfg.Observer,
