@@ -12,11 +12,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -56,12 +56,9 @@ type Config struct {
 type Accumulator struct {
 	core *gateway.Gateway
 	nc   *nats.Conn
-	// apiPrefix is the JetStream API prefix of the handle (domain or
-	// explicit prefix), for the leader reads nats.go has no call for.
-	apiPrefix string
-	kv        jetstream.KeyValue
-	log       *slog.Logger
-	id        string
+	kv   *store.KV
+	log  *slog.Logger
+	id   string
 
 	lease time.Duration
 	grace time.Duration
@@ -104,29 +101,28 @@ func New(ctx context.Context, nc *nats.Conn, core *gateway.Gateway, cfg Config) 
 	if err != nil {
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := store.OpenKV(ctx, js, store.KVConfig{
 		Bucket:      mapping.AccumBucket,
 		Description: "lmq-gateway accumulation: open windows and close jobs",
-		History:     1,
 		Replicas:    cfg.Replicas,
 		// Needed for the TTL of the markers left by removed keys: every
 		// window leaves one, and they would otherwise pile up.
-		LimitMarkerTTL: markerTTL,
+		MarkerTTL: markerTTL,
+		Create:    store.KVCreateOrUpdate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("accumulation bucket: %w", err)
 	}
 	a := &Accumulator{
-		core:      core,
-		nc:        nc,
-		apiPrefix: jsapi.Prefix(js),
-		kv:        kv,
-		log:       cfg.Logger.With("component", "accumulator"),
-		id:        core.ID(),
-		lease:     defaultLease,
-		grace:     defaultGrace,
-		cache:     make(map[string]cached),
-		closing:   make(chan struct{}),
+		core:    core,
+		nc:      nc,
+		kv:      kv,
+		log:     cfg.Logger.With("component", "accumulator"),
+		id:      core.ID(),
+		lease:   defaultLease,
+		grace:   defaultGrace,
+		cache:   make(map[string]cached),
+		closing: make(chan struct{}),
 	}
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
@@ -307,12 +303,12 @@ func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	// Not KeyValue.Create: over the marker of the previous window it reads
+	// Not KV.Create: over the marker of the previous window it reads
 	// the marker's revision from any replica, which may be behind. The
 	// revision here comes from the watch or a leader read; a wrong one only
 	// fails, and the push reads again.
 	rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if errors.Is(err, store.ErrRevisionMismatch) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -372,7 +368,7 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 			uctx, cancel := context.WithTimeout(ctx, opTimeout)
 			_, err = a.kv.Update(uctx, key, b, jrev)
 			cancel()
-			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			if errors.Is(err, store.ErrRevisionMismatch) {
 				if err := pause(ctx, attempt); err != nil {
 					return false, err
 				}

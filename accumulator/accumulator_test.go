@@ -166,12 +166,9 @@ func leftovers(t *testing.T, g *gw, queue string) (parts uint64, keys []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	kl, err := g.acc.kv.ListKeys(ctx)
+	keys, err = g.acc.kv.Keys(ctx)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for k := range kl.Keys() {
-		keys = append(keys, k)
 	}
 	return info.State.Subjects[mapping.PartSubject(queue)], keys
 }

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -47,7 +46,7 @@ func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) (tim
 	// overwrite the marker of a job that already ran for this window.
 	r.rev, err = a.kv.Update(uctx, r.key, b, 0)
 	cancel()
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if errors.Is(err, store.ErrRevisionMismatch) {
 		// The window has a job already: another gateway won the election,
 		// or a runner stopped before it removed the pointer (this gateway
 		// before a restart). Check that job here and now: while this close

@@ -159,13 +159,9 @@ func TestDeleteQueueWithOpenWindow(t *testing.T) {
 	}
 	// The window (0.2s) closes, finds no stream and removes its keys.
 	testwait.ForDetail(t, "the window's keys removed", func() (bool, string) {
-		kl, err := g.acc.kv.ListKeys(ctxT(t, 5*time.Second))
+		keys, err := g.acc.kv.Keys(ctxT(t, 5*time.Second))
 		if err != nil {
 			t.Fatal(err)
-		}
-		var keys []string
-		for k := range kl.Keys() {
-			keys = append(keys, k)
 		}
 		return len(keys) == 0, fmt.Sprintf("keys %q", keys)
 	})

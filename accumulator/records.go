@@ -8,11 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -93,87 +89,24 @@ type entry struct {
 	live  bool
 }
 
-// msgGetResponse is JetStream's answer to a leader-only message get
-// (jsapi.MsgGetSubject).
-type msgGetResponse struct {
-	Message *struct {
-		Seq  uint64 `json:"seq"`
-		Hdrs []byte `json:"hdrs"`
-		Data []byte `json:"data"`
-	} `json:"message"`
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
-}
-
-// read returns the latest entry of key from the bucket stream's leader.
-// KeyValue.Get may be answered by any replica (KV buckets allow direct gets),
-// which can be behind; the membership decisions of pushes need a read that
-// sees every write acknowledged before it, so they go through the stream API,
-// which only the leader answers. While a new leader is being elected nobody
-// answers: the request is repeated with short timeouts.
+// read returns the latest entry of key from the bucket stream's leader
+// (store.KV.Latest). KV.Get may be answered by any replica, which can be
+// behind; the membership decisions of pushes need a read that sees every
+// write acknowledged before it. While a new leader is being elected, the
+// read is repeated within opTimeout.
 func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": jsapi.KVSubject(mapping.AccumBucket, key)})
-	if err != nil {
-		return entry{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	for {
-		e, retry, err := a.readOnce(ctx, key, req)
-		if !retry || ctx.Err() != nil {
-			return e, err
-		}
-		select {
-		case <-ctx.Done():
-			return e, err
-		case <-time.After(readRetryPause):
-		}
+	e, err := a.kv.Latest(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrKeyNotFound):
+		return entry{}, nil
+	case err != nil:
+		return entry{}, err
+	case e.Op != store.KVPut:
+		return entry{rev: e.Revision}, nil
 	}
-}
-
-const (
-	// readAttempt bounds one leader read; an election takes about 2 s.
-	readAttempt    = 2 * time.Second
-	readRetryPause = 100 * time.Millisecond
-)
-
-// readOnce is one attempt of read; retry says whether another may succeed.
-func (a *Accumulator) readOnce(ctx context.Context, key string, req []byte) (e entry, retry bool, err error) {
-	actx, cancel := context.WithTimeout(ctx, readAttempt)
-	defer cancel()
-	msg, err := a.nc.RequestWithContext(actx, jsapi.MsgGetSubject(a.apiPrefix, jsapi.KVStream(mapping.AccumBucket)), req)
-	if err != nil {
-		retry = errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-		return entry{}, retry, fmt.Errorf("read %s: %w", key, err)
-	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return entry{}, false, fmt.Errorf("read %s: %w", key, err)
-	}
-	if resp.Error != nil {
-		if resp.Error.ErrCode == jsapi.ErrCodeNoMessage {
-			return entry{}, false, nil
-		}
-		// 503: no leader (yet), JetStream not ready.
-		return entry{}, resp.Error.Code == 503, fmt.Errorf("read %s: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
-	}
-	if resp.Message == nil {
-		return entry{}, false, fmt.Errorf("read %s: empty answer", key)
-	}
-	e = entry{value: resp.Message.Data, rev: resp.Message.Seq, live: true}
-	if len(resp.Message.Hdrs) > 0 {
-		hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
-		if err != nil {
-			return entry{}, false, fmt.Errorf("read %s: %w", key, err)
-		}
-		if hdr.Get("KV-Operation") != "" || hdr.Get(jetstream.MarkerReasonHeader) != "" {
-			e.live, e.value = false, nil
-		}
-	}
-	return e, false, nil
+	return entry{value: e.Value, rev: e.Revision, live: true}, nil
 }
 
 // readJob reads a job; ok is false when it does not exist (finished).
@@ -235,7 +168,7 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 			}
 			return nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if !errors.Is(err, store.ErrRevisionMismatch) {
 			return fmt.Errorf("update close job: %w", err)
 		}
 		gone, err := a.reread(ctx, r, owner, attempt)
@@ -253,8 +186,8 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 func (a *Accumulator) remove(ctx context.Context, key string, rev uint64) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	err := a.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(markerTTL))
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	err := a.kv.Purge(ctx, key, store.LastRevision(rev), store.MarkerTTL(markerTTL))
+	if errors.Is(err, store.ErrRevisionMismatch) {
 		return false, nil
 	}
 	if err != nil {

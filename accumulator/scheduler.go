@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -35,7 +35,7 @@ const (
 // queues cost no goroutine or timer at all.
 type scheduler struct {
 	a    *Accumulator
-	w    jetstream.KeyWatcher
+	w    *store.KVWatcher
 	ptrs map[string]ptrEntry // by key
 	jobs map[string]jobEntry // by key
 	// unpublished are the windows (id → open time) of each queue (by
@@ -88,7 +88,7 @@ func newScheduler(startCtx, runCtx context.Context, a *Accumulator) (*scheduler,
 // first; jobs found there are checked at once (their owner may be a gateway
 // that died, such as this one before a restart).
 func (s *scheduler) watch(startCtx, runCtx context.Context) error {
-	w, err := s.a.kv.WatchFiltered(runCtx, []string{ptrPrefix + ">", jobPrefix + ">"})
+	w, err := s.a.kv.Watch(runCtx, ptrPrefix+">", jobPrefix+">")
 	if err != nil {
 		return fmt.Errorf("watch accumulation bucket: %w", err)
 	}
@@ -100,16 +100,16 @@ func (s *scheduler) watch(startCtx, runCtx context.Context) error {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				_ = w.Stop()
+				w.Stop()
 				return errors.New("watch accumulation bucket: watcher closed")
 			}
 			if e == nil {
 				s.w = w
 				return nil
 			}
-			s.apply(e, true)
+			s.apply(*e, true)
 		case <-startCtx.Done():
-			_ = w.Stop()
+			w.Stop()
 			return fmt.Errorf("load accumulation bucket: %w", startCtx.Err())
 		}
 	}
@@ -118,13 +118,13 @@ func (s *scheduler) watch(startCtx, runCtx context.Context) error {
 func (s *scheduler) loop(ctx context.Context) {
 	defer func() {
 		if s.w != nil {
-			_ = s.w.Stop()
+			s.w.Stop()
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		var updates <-chan jetstream.KeyValueEntry
+		var updates <-chan *store.KVEntry
 		if s.w != nil {
 			updates = s.w.Updates()
 		}
@@ -143,7 +143,7 @@ func (s *scheduler) loop(ctx context.Context) {
 				continue
 			}
 			if e != nil {
-				s.apply(e, false)
+				s.apply(*e, false)
 			}
 		case r := <-s.results:
 			delete(s.running, r.window)
@@ -168,7 +168,7 @@ func (s *scheduler) loop(ctx context.Context) {
 // rewatch sets the watch up again after the watcher ended (it survives
 // reconnects, so this is rare); windows and jobs are reloaded from scratch.
 func (s *scheduler) rewatch(ctx context.Context) {
-	_ = s.w.Stop()
+	s.w.Stop()
 	for ctx.Err() == nil {
 		s.a.log.Warn("accumulation watch ended; restarting it")
 		sctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -188,9 +188,9 @@ func (s *scheduler) rewatch(ctx context.Context) {
 }
 
 // apply updates the state from one watched entry.
-func (s *scheduler) apply(e jetstream.KeyValueEntry, initial bool) {
-	key, rev := e.Key(), e.Revision()
-	removed := e.Operation() != jetstream.KeyValuePut
+func (s *scheduler) apply(e store.KVEntry, initial bool) {
+	key, rev := e.Key, e.Revision
+	removed := e.Op != store.KVPut
 	switch {
 	case strings.HasPrefix(key, ptrPrefix):
 		enc := key[len(ptrPrefix):]
@@ -200,7 +200,7 @@ func (s *scheduler) apply(e jetstream.KeyValueEntry, initial bool) {
 			return
 		}
 		var w window
-		if err := json.Unmarshal(e.Value(), &w); err != nil {
+		if err := json.Unmarshal(e.Value, &w); err != nil {
 			s.a.log.Error("ignoring unreadable window", "key", key, "err", err)
 			return
 		}
@@ -222,7 +222,7 @@ func (s *scheduler) apply(e jetstream.KeyValueEntry, initial bool) {
 			return
 		}
 		var j job
-		if err := json.Unmarshal(e.Value(), &j); err != nil {
+		if err := json.Unmarshal(e.Value, &j); err != nil {
 			s.a.log.Error("ignoring unreadable close job", "key", key, "err", err)
 			return
 		}

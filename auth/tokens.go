@@ -18,11 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Tokens (beyond LMQ, after lmstfy's namespaces): bearer credentials scoped
@@ -223,7 +222,7 @@ type Store struct {
 // memory; *gateway.Gateway has it. It is all the store needs of the core.
 type Buckets interface {
 	OpenSharedBucket(ctx context.Context, name, description string,
-		apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*gateway.SharedBucket, error)
+		apply func(store.KVEntry), replayed func(present map[string]bool)) (*gateway.SharedBucket, error)
 }
 
 var _ Buckets = (*gateway.Gateway)(nil)
@@ -257,16 +256,16 @@ func (t *Store) replayed(present map[string]bool) {
 	}
 }
 
-func (t *Store) apply(e jetstream.KeyValueEntry) {
-	id, ok := strings.CutPrefix(e.Key(), tokenKeyPrefix)
+func (t *Store) apply(e store.KVEntry) {
+	id, ok := strings.CutPrefix(e.Key, tokenKeyPrefix)
 	if !ok {
 		return
 	}
-	if e.Operation() != jetstream.KeyValuePut {
+	if e.Op != store.KVPut {
 		t.set(id, nil)
 		return
 	}
-	tok, err := parseTokenRecord(id, e.Value())
+	tok, err := parseTokenRecord(id, e.Value)
 	if err != nil {
 		t.set(id, nil)
 		t.log.Warn("ignoring invalid token in KV", "id", id, "err", err)
@@ -408,7 +407,7 @@ func (t *Store) RevokeToken(ctx context.Context, id string) error {
 	}
 	kv := t.b.KV()
 	if _, err := kv.Get(ctx, tokenKeyPrefix+id); err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if errors.Is(err, store.ErrKeyNotFound) {
 			t.set(id, nil)
 			return fmt.Errorf("token %q: %w", id, gateway.ErrNotFound)
 		}

@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // followBucket follows kv (kvfollow.Follow) for the gateway's lifetime:
 // Close stops the follower and waits for it.
-func (g *Gateway) followBucket(ctx context.Context, kv jetstream.KeyValue, what string,
-	apply func(jetstream.KeyValueEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
+func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
+	apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 	f, err := kvfollow.Follow(ctx, g.work.Context(), kv, g.log, what, apply, replayed)
 	if err != nil {
 		return nil, err
@@ -34,10 +33,15 @@ func (g *Gateway) stopFollowers() {
 	}
 }
 
-// openBucket opens (creating it the first time, with this gateway's
-// replicas) a KV bucket shared by every gateway (kvfollow.OpenBucket).
-func (g *Gateway) openBucket(ctx context.Context, name, description string) (jetstream.KeyValue, error) {
-	return kvfollow.OpenBucket(ctx, g.js, name, description, g.cfg.Replicas)
+// openBucket opens a KV bucket shared by every gateway, creating it the
+// first time with this gateway's replicas (store.KVCreateOnce).
+func (g *Gateway) openBucket(ctx context.Context, name, description string) (*store.KV, error) {
+	return g.store.OpenKV(ctx, store.KVConfig{
+		Bucket:      name,
+		Description: description,
+		Replicas:    g.cfg.Replicas,
+		Create:      store.KVCreateOnce,
+	})
 }
 
 // SharedBucket is a KV bucket every gateway shares, mirrored in memory by
@@ -45,7 +49,7 @@ func (g *Gateway) openBucket(ctx context.Context, name, description string) (jet
 // access tokens of package auth) keeps its own bucket without knowing how
 // the core follows one.
 type SharedBucket struct {
-	kv jetstream.KeyValue
+	kv *store.KV
 	f  *kvfollow.Follower
 }
 
@@ -57,7 +61,7 @@ type SharedBucket struct {
 // lost while unwatched. ctx bounds the first replay. Call it before
 // serving, not concurrently with Close.
 func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string,
-	apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*SharedBucket, error) {
+	apply func(store.KVEntry), replayed func(present map[string]bool)) (*SharedBucket, error) {
 	select {
 	case <-g.closing:
 		return nil, fmt.Errorf("open %s: %w: the gateway is stopping", name, ErrUnavailable)
@@ -75,7 +79,7 @@ func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string
 }
 
 // KV is the bucket.
-func (b *SharedBucket) KV() jetstream.KeyValue { return b.kv }
+func (b *SharedBucket) KV() *store.KV { return b.kv }
 
 // Wrote notes this gateway's put of key at revision rev, which the caller
 // has already applied to its mirror: the echo of an older write of the key

@@ -103,7 +103,8 @@
 // reads the body back from the stream by sequence.
 //
 // Built from: package store (queue data in JetStream: its streams,
-// consumers, pull wire and reads, as above), gateway/registry (which queues
+// consumers, pull wire and reads, as above; and every KV bucket, store.KV),
+// gateway/registry (which queues
 // exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/dispatch
 // (the pull engine: per-queue dispatch state, pull requests, waiting
 // clients, priority levels, notifications), gateway/props (the
@@ -128,7 +129,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
@@ -196,7 +196,6 @@ type Config struct {
 // Gateway is the core. Create it with New; it is safe for concurrent use.
 type Gateway struct {
 	nc  *nats.Conn
-	js  jetstream.JetStream
 	cfg Config
 	log *slog.Logger
 	obs Observer
@@ -233,7 +232,7 @@ type Gateway struct {
 	followers []*kvfollow.Follower
 	// metaKV is the queue metadata bucket once opened (queuemeta.go).
 	metaMu   sync.Mutex
-	metaKV   jetstream.KeyValue
+	metaKV   *store.KV
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
 	// bg counts the core's long-lived goroutines (peers; the dispatcher
@@ -278,7 +277,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		nc:      nc,
-		js:      js,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		obs:     cfg.Observer,
@@ -354,7 +352,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
 	if g.reg, err = registry.Open(ctx, g.work.Context(), registry.Config{
-		JS:        g.js,
 		Store:     g.store,
 		Replicas:  cfg.Replicas,
 		MaxQueues: cfg.MaxQueues,

@@ -9,9 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Queue metadata lives in the KV bucket LMQ_META (mapping.MetaBucket), key
@@ -64,19 +63,19 @@ func metaKey(queue string) string { return mapping.MetaKeyPrefix + mapping.Encod
 
 // metaBucket is LMQ_META, opened (and made, when create is set) on first
 // use; nil without an error when it does not exist and create is not set.
-func (g *Gateway) metaBucket(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+func (g *Gateway) metaBucket(ctx context.Context, create bool) (*store.KV, error) {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
 	if g.metaKV != nil {
 		return g.metaKV, nil
 	}
-	var kv jetstream.KeyValue
+	var kv *store.KV
 	var err error
 	if create {
 		kv, err = g.openBucket(ctx, mapping.MetaBucket, "lmq-gateway queue metadata (times, tags, front ends' attributes)")
 	} else {
-		kv, err = g.js.KeyValue(ctx, mapping.MetaBucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = g.store.OpenKV(ctx, store.KVConfig{Bucket: mapping.MetaBucket, Create: store.KVExisting})
+		if errors.Is(err, store.ErrBucketNotFound) {
 			return nil, nil
 		}
 	}
@@ -147,7 +146,7 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 		if err == nil {
 			break
 		}
-		conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+		conflict := errors.Is(err, store.ErrKeyExists) || errors.Is(err, store.ErrRevisionMismatch)
 		if !conflict || attempt >= metaConflicts {
 			return jsErr("write queue metadata", err)
 		}
@@ -155,7 +154,7 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 	// A DeleteQueue in between removed the record before this write: the
 	// record goes again, or a queue made later under the name would inherit it.
 	if g.reg.KeyGone(ctx, queue) {
-		if err := kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err := kv.Purge(ctx, key); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
 			g.log.Warn("could not remove the metadata of a queue deleted meanwhile", "queue", queue, "err", err)
 		}
 		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
@@ -189,22 +188,22 @@ func (g *Gateway) QueueExists(ctx context.Context, queue string) (bool, error) {
 // stored is input: anyone with access to the bucket may write anything, so
 // a record too large or not a record reads as none (logged), and is
 // replaced by the next update.
-func (g *Gateway) readMeta(ctx context.Context, kv jetstream.KeyValue, queue string) (QueueMeta, uint64, error) {
+func (g *Gateway) readMeta(ctx context.Context, kv *store.KV, queue string) (QueueMeta, uint64, error) {
 	e, err := kv.Get(ctx, metaKey(queue))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, store.ErrKeyNotFound) {
 		return QueueMeta{}, 0, nil
 	}
 	if err != nil {
 		return QueueMeta{}, 0, jsErr("read queue metadata", err)
 	}
-	m, err := decodeMeta(e.Value())
+	m, err := decodeMeta(e.Value)
 	if err != nil {
 		if n, ok := g.noise.Allow("queue metadata unreadable"); ok {
 			g.log.Warn("queue metadata unreadable; taken as none", "queue", queue, "err", err, "suppressed", n)
 		}
-		return QueueMeta{}, e.Revision(), nil
+		return QueueMeta{}, e.Revision, nil
 	}
-	return m, e.Revision(), nil
+	return m, e.Revision, nil
 }
 
 // decodeMeta reads a stored record back; unreadable times read as zero.
@@ -269,7 +268,7 @@ func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := kv.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, store.ErrKeyExists) {
 		return jsErr("write queue metadata", err)
 	}
 	return nil
@@ -281,7 +280,7 @@ func (g *Gateway) dropMeta(ctx context.Context, queue string) error {
 	if kv == nil || err != nil {
 		return err
 	}
-	if err := kv.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := kv.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
 		return jsErr("delete queue metadata", err)
 	}
 	return nil

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -32,7 +30,7 @@ type health struct {
 
 	// probeMu guards probeKV, the health bucket once Probe opened it.
 	probeMu sync.Mutex
-	probeKV jetstream.KeyValue
+	probeKV *KV
 }
 
 // precheck fails a store at once while the NATS server reports a store
@@ -96,15 +94,15 @@ func (s *Store) Probe(ctx context.Context, key string) error {
 	h.probeMu.Lock()
 	defer h.probeMu.Unlock()
 	if h.probeKV == nil {
-		kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err := s.OpenKV(ctx, KVConfig{
 			Bucket:      mapping.HealthBucket,
 			Description: "lmq-gateway readiness probes (one key per gateway)",
-			History:     1,
 			TTL:         time.Hour,
 			Replicas:    s.cfg.Replicas,
+			Create:      KVCreateOrUpdate,
 		})
 		if err != nil {
-			return fmt.Errorf("jetstream: health bucket: %w", err)
+			return fmt.Errorf("jetstream: health %w", err)
 		}
 		h.probeKV = kv
 	}
@@ -116,7 +114,7 @@ func (s *Store) Probe(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: read: %w", err)
 	}
-	if string(e.Value()) != val {
+	if string(e.Value) != val {
 		// Another writer of the same key, or a stale read: still reachable.
 		s.log.Debug("readiness probe read another value", "key", key)
 	}

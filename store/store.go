@@ -12,7 +12,13 @@
 // its hand-read PubAck, the one retry policy (only after "no responders",
 // which cannot store twice), atomic batches, the large-body writer with
 // flow control, and the classification of every outcome as stored, not
-// stored (ErrUnavailable) or unknown (ErrUnknown).
+// stored (ErrUnavailable) or unknown (ErrUnknown). It also owns every KV
+// bucket of the gateway (kv.go): a *KV opens or makes a bucket, reads,
+// writes conditionally on a revision, removes, lists and watches keys, with
+// entries and errors of this package's own (ErrKeyNotFound, ErrKeyExists,
+// ErrRevisionMismatch, ErrNoLeader), so that the properties, the queue
+// registry, queue metadata, access tokens, accumulation windows and the
+// upgrade lock use no JetStream type.
 //
 // Why one seam: the same rules used to be repeated (and missed) at each
 // writer, and one writer answered a timed-out batch "retry" where the

@@ -12,13 +12,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // closeJobs are the accumulator's close jobs (windows whose close was under
 // way when the old gateway stopped), read once per upgrade: the keys by
 // encoded queue name.
 type closeJobs struct {
-	kv   jetstream.KeyValue
+	kv   *store.KV
 	keys map[string][]string
 }
 
@@ -27,19 +28,19 @@ type closeJobs struct {
 func (u *upgrader) readCloseJobs(ctx context.Context) (*closeJobs, error) {
 	lctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	kv, err := u.js.KeyValue(lctx, mapping.AccumBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	kv, err := store.OpenKV(lctx, u.js, store.KVConfig{Bucket: mapping.AccumBucket, Create: store.KVExisting})
+	if errors.Is(err, store.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("accumulation bucket: %w", err)
 	}
-	lister, err := kv.ListKeysFiltered(lctx, "j.>")
+	keys, err := kv.Keys(lctx, "j.>")
 	if err != nil {
 		return nil, fmt.Errorf("list close jobs: %w", err)
 	}
 	out := &closeJobs{kv: kv, keys: make(map[string][]string)}
-	for k := range lister.Keys() {
+	for _, k := range keys {
 		if enc, _, ok := strings.Cut(strings.TrimPrefix(k, "j."), "."); ok {
 			out.keys[enc] = append(out.keys[enc], k)
 		}
@@ -64,14 +65,14 @@ func (jobs *closeJobs) fix(ctx context.Context, log *slog.Logger, queue string, 
 	}
 	for _, k := range jobs.keys[mapping.EncodeName(queue)] {
 		e, err := kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if errors.Is(err, store.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("close job %s: %w", k, err)
 		}
 		var j map[string]json.RawMessage
-		if err := json.Unmarshal(e.Value(), &j); err != nil {
+		if err := json.Unmarshal(e.Value, &j); err != nil {
 			log.Warn("ignoring an unreadable close job", "key", k, "err", err)
 			continue
 		}
@@ -84,7 +85,7 @@ func (jobs *closeJobs) fix(ctx context.Context, log *slog.Logger, queue string, 
 		if err != nil {
 			return fmt.Errorf("close job %s: %w", k, err)
 		}
-		if _, err := kv.Update(ctx, k, b, e.Revision()); err != nil {
+		if _, err := kv.Update(ctx, k, b, e.Revision); err != nil {
 			return fmt.Errorf("close job %s: %w", k, err)
 		}
 	}

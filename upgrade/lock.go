@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // The upgrade lock: one gateway upgrades at a time. The lock is a key in the
@@ -56,18 +57,18 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 	for rev == 0 {
 		e, err := u.kv.Get(ctx, lockKey)
 		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case errors.Is(err, store.ErrKeyNotFound):
 			rev, err = u.kv.Create(ctx, lockKey, mine())
 		case err == nil:
 			var v lockValue
-			if json.Unmarshal(e.Value(), &v) != nil || time.Now().UnixNano() > v.Expires || !u.holderAlive(ctx, v.Owner) {
-				rev, err = u.kv.Update(ctx, lockKey, mine(), e.Revision())
+			if json.Unmarshal(e.Value, &v) != nil || time.Now().UnixNano() > v.Expires || !u.holderAlive(ctx, v.Owner) {
+				rev, err = u.kv.Update(ctx, lockKey, mine(), e.Revision)
 			} else if !waiting {
 				waiting = true
 				u.log.Info("waiting for another gateway to finish upgrading the queues", "gateway", v.Owner)
 			}
 		}
-		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if err != nil && !errors.Is(err, store.ErrKeyExists) && !errors.Is(err, store.ErrRevisionMismatch) {
 			_ = sub.Unsubscribe()
 			return nil, nil, fmt.Errorf("upgrade lock: %w", err)
 		}
@@ -98,7 +99,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 			uctx, ucancel := context.WithTimeout(lctx, opTimeout)
 			r, err := u.kv.Update(uctx, lockKey, mine(), rev)
 			ucancel()
-			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			if errors.Is(err, store.ErrRevisionMismatch) || errors.Is(err, store.ErrKeyNotFound) {
 				cancel(errors.New("upgrade lock lost to another gateway"))
 				return
 			}
@@ -114,7 +115,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 		<-done
 		dctx, dcancel := context.WithTimeout(context.Background(), opTimeout)
 		defer dcancel()
-		_ = u.kv.Delete(dctx, lockKey, jetstream.LastRevision(rev))
+		_ = u.kv.Delete(dctx, lockKey, store.LastRevision(rev))
 		_ = sub.Unsubscribe()
 	}
 	return lctx, unlock, nil

@@ -60,6 +60,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -132,7 +133,7 @@ func Run(parent context.Context, d Deps) error {
 	}
 	// The core made the bucket at its start.
 	kctx, kcancel := context.WithTimeout(ctx, opTimeout)
-	u.kv, err = js.KeyValue(kctx, mapping.PropsBucket)
+	u.kv, err = store.OpenKV(kctx, js, store.KVConfig{Bucket: mapping.PropsBucket, Create: store.KVExisting})
 	kcancel()
 	if err != nil {
 		return fmt.Errorf("properties bucket: %w", err)
@@ -176,7 +177,7 @@ func detach(parent context.Context, closing <-chan struct{}) (ctx context.Contex
 type upgrader struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
-	kv   jetstream.KeyValue // mapping.PropsBucket: properties and the lock
+	kv   *store.KV // mapping.PropsBucket: properties and the lock
 	core Core
 	log  *slog.Logger
 }
@@ -355,16 +356,16 @@ func (u *upgrader) props(ctx context.Context, queue string) error {
 		return nil
 	}
 	e, err := u.kv.Get(ctx, oldKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, store.ErrKeyNotFound) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read old properties: %w", err)
 	}
-	if _, err := u.kv.Put(ctx, newKey, e.Value()); err != nil {
+	if _, err := u.kv.Put(ctx, newKey, e.Value); err != nil {
 		return fmt.Errorf("write properties: %w", err)
 	}
-	if err := u.kv.Delete(ctx, oldKey, jetstream.LastRevision(e.Revision())); err != nil {
+	if err := u.kv.Delete(ctx, oldKey, store.LastRevision(e.Revision)); err != nil {
 		return fmt.Errorf("remove old properties: %w", err)
 	}
 	return nil

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 const (
@@ -34,7 +33,7 @@ const (
 // bucket) empties it, so it never answers with properties older than own
 // and defaults; changes are rare next to messages.
 type Cache struct {
-	kv       jetstream.KeyValue
+	kv       *store.KV
 	log      *slog.Logger
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
@@ -69,11 +68,11 @@ const maxResolved = 1 << 16
 // FollowFunc follows kv for its owner's lifetime (kvfollow.Follow), handing
 // every entry to apply and the keys present after each replay to replayed.
 // The core passes its own, which Gateway.Close stops with the others.
-type FollowFunc func(ctx context.Context, kv jetstream.KeyValue, what string,
-	apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*kvfollow.Follower, error)
+type FollowFunc func(ctx context.Context, kv *store.KV, what string,
+	apply func(store.KVEntry), replayed func(present map[string]bool)) (*kvfollow.Follower, error)
 
 // Open loads the bucket kv (ctx bounds the wait) and follows it with follow.
-func Open(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger, follow FollowFunc) (*Cache, error) {
+func Open(ctx context.Context, kv *store.KV, log *slog.Logger, follow FollowFunc) (*Cache, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -102,9 +101,9 @@ func (c *Cache) replayed(present map[string]bool) {
 	}
 }
 
-func (c *Cache) apply(e jetstream.KeyValueEntry) {
-	key := e.Key()
-	deleted := e.Operation() != jetstream.KeyValuePut
+func (c *Cache) apply(e store.KVEntry) {
+	key := e.Key
+	deleted := e.Op != store.KVPut
 	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,7 +114,7 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 			c.defaults = nil
 			return
 		}
-		l, err := mapping.ParseDefaultList(e.Value())
+		l, err := mapping.ParseDefaultList(e.Value)
 		if err != nil {
 			c.log.Warn("ignoring invalid default properties in KV", "err", err)
 			return
@@ -127,7 +126,7 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 			delete(c.own, enc)
 			return
 		}
-		p, err := mapping.ParseProps(e.Value())
+		p, err := mapping.ParseProps(e.Value)
 		if err != nil {
 			c.log.Warn("ignoring invalid queue properties in KV", "key", key, "err", err)
 			return

@@ -5,13 +5,12 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // testCtx bounds a test's requests; reached only on failure.
@@ -23,7 +22,7 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 	t.Helper()
 	ctx := testCtx(t)
 	_, js := testnats.Client(t, "props-test")
-	kv, err := kvfollow.OpenBucket(ctx, js, mapping.PropsBucket, "test", 1)
+	kv, err := store.OpenKV(ctx, js, store.KVConfig{Bucket: mapping.PropsBucket, Description: "test", Replicas: 1, Create: store.KVCreateOnce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +34,8 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 			f.Stop()
 		}
 	})
-	follow := func(ctx context.Context, kv jetstream.KeyValue, what string,
-		apply func(jetstream.KeyValueEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
+	follow := func(ctx context.Context, kv *store.KV, what string,
+		apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 		f, err := kvfollow.Follow(ctx, life, kv, slog.Default(), what, apply, replayed)
 		if err == nil {
 			fs = append(fs, f)

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -28,9 +25,7 @@ const leaderWait = 5 * time.Second
 // leaderless reports an answer that says the bucket's stream has no leader
 // for the moment: an election in a cluster, or this gateway's NATS node just
 // went away. A write that got it did not happen and may be sent again.
-func leaderless(err error) bool {
-	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
-}
+func leaderless(err error) bool { return errors.Is(err, store.ErrNoLeader) }
 
 // retryLeaderless runs write until it is done, fails otherwise than
 // leaderless, or leaderWait has passed; it keeps the last error.
@@ -74,14 +69,14 @@ func (c *Cache) update(ctx context.Context, enc, key string, patch mapping.Props
 		var rev uint64
 		e, err := c.kv.Get(ctx, key)
 		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case errors.Is(err, store.ErrKeyNotFound):
 		case leaderless(err):
 			return err
 		case err != nil:
 			return store.Classify("read properties", err)
 		default:
-			rev = e.Revision()
-			if cur, err = mapping.ParseProps(e.Value()); err != nil {
+			rev = e.Revision
+			if cur, err = mapping.ParseProps(e.Value); err != nil {
 				cur = mapping.Props{}
 			}
 		}
@@ -100,7 +95,7 @@ func (c *Cache) update(ctx context.Context, enc, key string, patch mapping.Props
 		if leaderless(err) {
 			return err
 		}
-		conflict := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+		conflict := errors.Is(err, store.ErrKeyExists) || errors.Is(err, store.ErrRevisionMismatch)
 		if !conflict || attempt >= maxConflicts {
 			return store.Classify("write properties", err)
 		}
@@ -114,7 +109,7 @@ func (c *Cache) Drop(ctx context.Context, queue string) error {
 	done := c.f.Removing(ownKeyPrefix + enc)
 	err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, ownKeyPrefix+enc) })
 	done(ctx, err == nil)
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err != nil && !errors.Is(err, store.ErrKeyNotFound) {
 		return store.Classify("delete properties", err)
 	}
 	c.setLocal(enc, mapping.Props{}, false)
@@ -127,7 +122,7 @@ func (c *Cache) SetDefaults(ctx context.Context, list mapping.DefaultList) error
 		done := c.f.Removing(defaultsKey)
 		err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, defaultsKey) })
 		done(ctx, err == nil)
-		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err != nil && !errors.Is(err, store.ErrKeyNotFound) {
 			return store.Classify("clear default properties", err)
 		}
 		c.setDefaultsLocal(nil)

@@ -19,8 +19,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -32,8 +30,9 @@ var ErrTooManyQueues = errors.New("too many queues")
 
 // Config is what a Registry needs.
 type Config struct {
-	JS    jetstream.JetStream
-	Store *store.Store // makes a queue's shard stream; finds queues to adopt
+	// Store opens the bucket, makes a queue's shard stream and finds
+	// queues to adopt.
+	Store *store.Store
 	// Replicas of the bucket, when this gateway is the first to make it.
 	Replicas int
 	// MaxQueues bounds the queues that exist (Reserve); 0: no bound.
@@ -51,7 +50,7 @@ type Config struct {
 // Registry is this gateway's mirror of the queue registry.
 type Registry struct {
 	cfg Config
-	kv  jetstream.KeyValue
+	kv  *store.KV
 	f   *kvfollow.Follower // follows kv; own writes are noted there (kvfollow)
 
 	mu      sync.Mutex
@@ -68,8 +67,12 @@ func Open(ctx, life context.Context, cfg Config) (*Registry, error) {
 		known:   make(map[string]string),
 		pending: make(map[string]int),
 	}
-	kv, err := kvfollow.OpenBucket(ctx, cfg.JS, mapping.QueuesBucket,
-		"lmq-gateway queues: a queue exists while its key does", cfg.Replicas)
+	kv, err := cfg.Store.OpenKV(ctx, store.KVConfig{
+		Bucket:      mapping.QueuesBucket,
+		Description: "lmq-gateway queues: a queue exists while its key does",
+		Replicas:    cfg.Replicas,
+		Create:      store.KVCreateOnce,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue registry: %w", err)
 	}
@@ -88,13 +91,13 @@ func Open(ctx, life context.Context, cfg Config) (*Registry, error) {
 func (r *Registry) Stop() { r.f.Stop() }
 
 // apply follows one change of the registry bucket.
-func (r *Registry) apply(e jetstream.KeyValueEntry) {
-	enc := e.Key()
+func (r *Registry) apply(e store.KVEntry) {
+	enc := e.Key
 	name, ok := mapping.DecodeName(enc)
 	if !ok {
 		return // not a key of ours
 	}
-	if e.Operation() == jetstream.KeyValuePut {
+	if e.Op == store.KVPut {
 		r.addKnown(enc, name)
 		return
 	}
@@ -179,7 +182,7 @@ func (r *Registry) Exists(ctx context.Context, queue string) (bool, error) {
 	}
 	enc := mapping.EncodeName(queue)
 	_, err := r.kv.Get(ctx, enc)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, store.ErrKeyNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -193,7 +196,7 @@ func (r *Registry) Exists(ctx context.Context, queue string) (bool, error) {
 // a failed read answers false (the queue is taken to exist).
 func (r *Registry) KeyGone(ctx context.Context, queue string) bool {
 	_, err := r.kv.Get(ctx, mapping.EncodeName(queue))
-	return errors.Is(err, jetstream.ErrKeyNotFound)
+	return errors.Is(err, store.ErrKeyNotFound)
 }
 
 // Register makes the queue exist: its shard stream and its registry key.
@@ -209,7 +212,7 @@ func (r *Registry) Register(ctx context.Context, queue string) error {
 	}
 	enc := mapping.EncodeName(queue)
 	rev, err := r.kv.Create(ctx, enc, []byte(queue))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err != nil && !errors.Is(err, store.ErrKeyExists) {
 		return store.Classify("create queue", err)
 	}
 	if err == nil {
@@ -312,29 +315,22 @@ func (r *Registry) deleteKey(ctx context.Context, queue, enc string) (err error)
 	defer func() { done(ctx, err == nil) }()
 	for attempt := 0; ; attempt++ {
 		e, err := r.kv.Get(ctx, enc)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+		if errors.Is(err, store.ErrKeyNotFound) {
 			r.Forget(queue)
 			return fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 		}
 		if err != nil {
 			return store.Classify("delete queue", err)
 		}
-		err = r.kv.Delete(ctx, enc, jetstream.LastRevision(e.Revision()))
+		err = r.kv.Delete(ctx, enc, store.LastRevision(e.Revision))
 		if err == nil {
 			return nil
 		}
-		if attempt >= 3 || !isWrongLastSequence(err) {
+		// A conflict: the key changed since it was read.
+		if attempt >= 3 || !errors.Is(err, store.ErrRevisionMismatch) {
 			return store.Classify("delete queue", err)
 		}
 	}
-}
-
-// isWrongLastSequence reports a KV write refused because the key changed
-// since it was read.
-func isWrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // Matching returns the existing queues for which match is true, sorted.

@@ -56,7 +56,7 @@ func (d *drops) has(queue string) bool {
 // open opens a registry on s, stopped when the test ends.
 func (s *server) open(t *testing.T, maxQueues int, d *drops) *registry.Registry {
 	t.Helper()
-	cfg := registry.Config{JS: s.js, Store: s.st, MaxQueues: maxQueues, Logger: slog.New(slog.DiscardHandler)}
+	cfg := registry.Config{Store: s.st, MaxQueues: maxQueues, Logger: slog.New(slog.DiscardHandler)}
 	if d != nil {
 		cfg.OnDrop = d.onDrop
 	}

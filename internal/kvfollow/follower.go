@@ -1,19 +1,19 @@
-// Package kvfollow mirrors a JetStream KV bucket in memory for as long as its
-// owner lives: it replays the bucket's current values, then applies every
-// change made by any gateway, and skips the late echoes of the owner's own
-// writes (ownwrites.go). The core's bucket mirrors (the queue registry, the
-// properties, the access tokens) are built on it.
+// Package kvfollow mirrors a KV bucket (a *store.KV) in memory for as long
+// as its owner lives: it replays the bucket's current values, then applies
+// every change made by any gateway, and skips the late echoes of the
+// owner's own writes (ownwrites.go). The core's bucket mirrors (the queue
+// registry, the properties, the access tokens) are built on it; opening a
+// bucket is package store's (store.OpenKV).
 package kvfollow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // replayTimeout bounds a replay after a lost watch: the core's bound on one
@@ -25,11 +25,11 @@ const replayTimeout = 10 * time.Second
 // after a replay: a gateway must not go on with a mirror it no longer hears
 // about.
 type Follower struct {
-	kv   jetstream.KeyValue
+	kv   *store.KV
 	log  *slog.Logger
 	what string
 	// apply takes one entry (a put, or a delete/purge marker).
-	apply func(jetstream.KeyValueEntry)
+	apply func(store.KVEntry)
 	// replayed runs at the end of each replay with the keys that hold a
 	// value now, so that the mirror can forget what the bucket lost.
 	replayed func(present map[string]bool)
@@ -45,8 +45,8 @@ type Follower struct {
 // its own until Stop or until life ends. what names the bucket in errors and
 // logs; apply takes every entry, replayed (may be nil) the keys present at
 // the end of each replay.
-func Follow(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger, what string,
-	apply func(jetstream.KeyValueEntry), replayed func(present map[string]bool)) (*Follower, error) {
+func Follow(ctx, life context.Context, kv *store.KV, log *slog.Logger, what string,
+	apply func(store.KVEntry), replayed func(present map[string]bool)) (*Follower, error) {
 	wctx, cancel := context.WithCancel(life)
 	f := &Follower{kv: kv, log: log, what: what, apply: apply, replayed: replayed, cancel: cancel, done: make(chan struct{}),
 		marks: make(map[string]mark)}
@@ -59,8 +59,8 @@ func Follow(ctx, life context.Context, kv jetstream.KeyValue, log *slog.Logger, 
 	return f, nil
 }
 
-func (f *Follower) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, error) {
-	w, err := f.kv.WatchAll(wctx)
+func (f *Follower) replay(ctx, wctx context.Context) (*store.KVWatcher, error) {
+	w, err := f.kv.Watch(wctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", f.what, err)
 	}
@@ -77,28 +77,28 @@ func (f *Follower) replay(ctx, wctx context.Context) (jetstream.KeyWatcher, erro
 				}
 				return w, nil
 			}
-			if e.Operation() == jetstream.KeyValuePut {
-				present[e.Key()] = true
+			if e.Op == store.KVPut {
+				present[e.Key] = true
 			} else {
-				delete(present, e.Key())
+				delete(present, e.Key)
 			}
-			f.Offer(e)
+			f.Offer(*e)
 		case <-ctx.Done():
-			_ = w.Stop()
+			w.Stop()
 			return nil, fmt.Errorf("load %s: %w", f.what, ctx.Err())
 		}
 	}
 }
 
-func (f *Follower) follow(wctx context.Context, w jetstream.KeyWatcher) {
+func (f *Follower) follow(wctx context.Context, w *store.KVWatcher) {
 	defer close(f.done)
 	for {
 		for e := range w.Updates() {
 			if e != nil {
-				f.Offer(e)
+				f.Offer(*e)
 			}
 		}
-		_ = w.Stop()
+		w.Stop()
 		for {
 			select {
 			case <-wctx.Done():
@@ -120,7 +120,7 @@ func (f *Follower) follow(wctx context.Context, w jetstream.KeyWatcher) {
 // Offer applies e as the watcher does with every entry: unless it is the
 // late echo of an entry older than an own write of its key (ownwrites.go).
 // Tests call it to hand over such an echo at the worst moment.
-func (f *Follower) Offer(e jetstream.KeyValueEntry) {
+func (f *Follower) Offer(e store.KVEntry) {
 	if !f.skip(e) {
 		f.apply(e)
 	}
@@ -138,27 +138,4 @@ func (f *Follower) Pending() int {
 func (f *Follower) Stop() {
 	f.cancel()
 	<-f.done
-}
-
-// OpenBucket opens a KV bucket shared by every gateway, creating it when it
-// does not exist yet. It is created once, with the creator's replicas, and
-// never updated, so that a gateway started with another count does not
-// rescale it under the others (an R1 bucket dies with its one server).
-func OpenBucket(ctx context.Context, js jetstream.JetStream, name, description string, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, name)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      name,
-			Description: description,
-			History:     1,
-			Replicas:    replicas,
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, name) // another gateway was first
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", name, err)
-	}
-	return kv, nil
 }

@@ -3,7 +3,7 @@ package kvfollow
 import (
 	"context"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Own writes: a gateway applies its own writes to a followed bucket (the
@@ -15,7 +15,7 @@ import (
 // follower remembers this gateway's writes it has not echoed yet and skips
 // the older entries of their keys:
 //   - a put at revision R: entries of the key older than R are skipped;
-//   - a delete or purge (whose revision KeyValue does not return): marked
+//   - a delete or purge (whose revision store.KV does not return): marked
 //     before it is written, then every put of the key is skipped until a
 //     delete or purge of it arrives, which is ours or a later one (the
 //     bucket delivers in order). A delete that fails drops the mark and
@@ -29,22 +29,22 @@ type mark struct {
 
 // skip tells whether the follower must not apply e (older than an own
 // write of its key), and ends the key's mark once its write is echoed.
-func (f *Follower) skip(e jetstream.KeyValueEntry) bool {
+func (f *Follower) skip(e store.KVEntry) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied = max(f.applied, e.Revision())
-	m, ok := f.marks[e.Key()]
+	f.applied = max(f.applied, e.Revision)
+	m, ok := f.marks[e.Key]
 	switch {
 	case !ok:
 		return false
 	case m.removing:
-		if e.Operation() == jetstream.KeyValuePut {
+		if e.Op == store.KVPut {
 			return true
 		}
-	case e.Revision() < m.rev:
+	case e.Revision < m.rev:
 		return true
 	}
-	delete(f.marks, e.Key())
+	delete(f.marks, e.Key)
 	return false
 }
 

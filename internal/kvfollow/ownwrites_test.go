@@ -2,25 +2,9 @@ package kvfollow
 
 import (
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
-
-// entry is a KV entry as a bucket's watcher hands it to the follower.
-type entry struct {
-	key string
-	rev uint64
-	op  jetstream.KeyValueOp
-}
-
-func (e entry) Bucket() string                  { return "B" }
-func (e entry) Key() string                     { return e.key }
-func (e entry) Value() []byte                   { return nil }
-func (e entry) Revision() uint64                { return e.rev }
-func (e entry) Created() time.Time              { return time.Time{} }
-func (e entry) Delta() uint64                   { return 0 }
-func (e entry) Operation() jetstream.KeyValueOp { return e.op }
 
 // TestOwnWritesSkipOlderEchoes: the follower skips the late echoes older
 // than this gateway's own write of a key (CI once read a cleared default
@@ -29,8 +13,12 @@ func (e entry) Operation() jetstream.KeyValueOp { return e.op }
 // included, and keeps no mark once a write is echoed.
 func TestOwnWritesSkipOlderEchoes(t *testing.T) {
 	f := &Follower{marks: map[string]mark{}}
-	put := func(key string, rev uint64) entry { return entry{key, rev, jetstream.KeyValuePut} }
-	purge := func(key string, rev uint64) entry { return entry{key, rev, jetstream.KeyValuePurge} }
+	put := func(key string, rev uint64) store.KVEntry {
+		return store.KVEntry{Key: key, Revision: rev, Op: store.KVPut}
+	}
+	purge := func(key string, rev uint64) store.KVEntry {
+		return store.KVEntry{Key: key, Revision: rev, Op: store.KVPurge}
+	}
 
 	f.Wrote("a", 5)
 	if !f.skip(put("a", 4)) {
