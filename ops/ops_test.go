@@ -20,10 +20,10 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqexporter"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/lmqexporter"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/internal/peer"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
