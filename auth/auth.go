@@ -20,7 +20,7 @@ import (
 	"strings"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // Token authentication (beyond LMQ, after lmstfy's namespaces): with a token

@@ -125,8 +125,8 @@ type countingConn struct {
 	once sync.Once
 }
 
-// NetConn returns the accepted connection, so that internal/peer (has the
-// client closed it?) sees the socket through the wrapper.
+// NetConn returns the accepted connection, so that internal/clientgone (has
+// the client closed it?) sees the socket through the wrapper.
 func (c *countingConn) NetConn() net.Conn { return c.Conn }
 
 func (c *countingConn) Close() error {
