@@ -3,8 +3,8 @@
 // message. It is the core's gateway.Accumulator, and every piece of its state
 // lives in JetStream, so any gateway can finish what another one started.
 //
-// Where parts live: in the queue's own stream, on mapping.PartSubject
-// (lmq.a.<enc>), which the queue's consumer does not read, each tagged with
+// Where parts live: in the queue's shard stream, on mapping.PartSubject
+// (lmq.a.<kk>.<enc>), which the queue's consumer does not read, each tagged with
 // its window's id (header Lmq-Window). A push answers once its part is stored.
 // Windows live in the KV bucket LMQ_ACCUM. The pointer w.<enc> names the
 // queue's open window: its id, its deadline (open time + accum) and the

@@ -10,8 +10,8 @@ import (
 	"net/http"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsonreply"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // The token endpoints (admin on every queue).

@@ -2,8 +2,9 @@
 // store on a KV bucket (tokens.go), the operator's credential, the checks
 // the HTTP middleware (package ops) makes of a request — authenticate it,
 // then authorize it by the need its route declares in the route table
-// (package route) — and the /tokens endpoints that manage the tokens
-// (api.go).
+// (package route) — the /tokens endpoints that manage the tokens (api.go),
+// and AWS Signature Version 4 for the SQS front end, whose keys are the same
+// credentials (sigv4.go).
 //
 // A token's queue scope reaches the core as an argument (gateway.Scope),
 // which the front ends take from the request with ScopeOf; the core never
@@ -20,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // Token authentication (beyond LMQ, after lmstfy's namespaces): with a token

@@ -19,7 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // sigV4Answer is what the test server answers: who signed, or why not.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestOpsAbandonedPull: a long-poll whose client hangs up while waiting is

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestConsoleClusterRates: two gateways; the pushes made through one show

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestKillMixedLoad is issue 25's first finding: kill -9 of the gateway under

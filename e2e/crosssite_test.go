@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // Cross-site requests, message bodies as pages and absolute-form targets

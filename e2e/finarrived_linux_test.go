@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // awaitFINArrived waits until the FIN of conn, closed by the test, has

@@ -24,7 +24,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // gatewayBinary is the lmq-gateway executable under test, set once by TestMain.

@@ -13,9 +13,9 @@ import (
 // docs/architecture.md (linked from the README) is where a
 // newcomer looks for a behaviour's home, so it must name every directory at
 // the top of the tree and every Go package below it, and name nothing that
-// is gone. A package is named by its path in backquotes (`httpapi/route`,
-// `gateway/props`) or, under internal/, by its last element in the
-// internal/ row (`kvfollow`).
+// is gone. A package is named by its path in backquotes (`gateway/view`,
+// `internal/route`) or, under internal/, by its path below internal/
+// (`kvfollow`, `lmqtest/testwait`).
 func TestReadmeLayoutMatchesTree(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
 	if err != nil {

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqexporter"
-	"github.com/lmq-gateway/lmq-gateway/internal/testpki"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/lmqexporter"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testpki"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // Tests of issue 6 (operations): /stats, /metrics, health, the status and

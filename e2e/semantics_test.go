@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestDeliverySemantics checks LMQ's delivery rules (ids, retries, timeouts,

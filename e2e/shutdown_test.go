@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestShutdownRelayedAckDuringDrain: gateway A delivers a message and is

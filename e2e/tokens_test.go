@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // Tokens (issue 18, lmstfy's namespaces): tokens scoped to queues with

@@ -19,7 +19,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )

@@ -25,7 +25,7 @@ func BenchmarkIdlePullAnyCost(b *testing.B) {
 		queues = v
 	}
 	ctx := context.Background()
-	ns, g := startCore(b, ctx)
+	ns, g := startCore(b)
 	for i := range queues {
 		if d, err := g.Pull(ctx, fmt.Sprintf("idle-%04d", i), 0); d != nil || err != nil {
 			b.Fatal(d, err)

@@ -1,14 +1,13 @@
 package gateway_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -17,7 +16,7 @@ import (
 // too long for a consumer name is in the consumer's metadata.
 func TestConsumerDescriptionNamesQueue(t *testing.T) {
 	t.Parallel()
-	ns, g := startCore(t, context.Background())
+	ns, g := startCore(t)
 	ctx := ctxT(t)
 	nc := testnats.Connect(t, ns, "inspect")
 	js := testnats.JetStream(t, nc)
@@ -51,7 +50,7 @@ func TestConsumerDescriptionNamesQueue(t *testing.T) {
 // message makes one.
 func TestConsumerOnlyWhenUsed(t *testing.T) {
 	t.Parallel()
-	ns, g := startCore(t, context.Background())
+	ns, g := startCore(t)
 	ctx := ctxT(t)
 	js := testnats.JetStream(t, testnats.Connect(t, ns, "inspect"))
 	hasConsumer := func(q string) bool {

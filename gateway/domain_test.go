@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // startNATS starts an in-process nats-server on loopback.

@@ -1,6 +1,7 @@
 // Package gateway is the protocol-neutral core of lmq-gateway: push, pull,
 // reply, properties, the queue registry, deliveries and stats, on JetStream.
-// Both front ends (HTTP and MessagePack-RPC) call it; it knows neither.
+// The three front ends (LMQ's HTTP and MessagePack-RPC APIs, and Amazon
+// SQS's) and the web console call it; it knows none of them.
 //
 // The core decides what to store and when; package store owns how: every
 // write of a queue message to JetStream (the health check, the publish and
@@ -166,7 +167,7 @@ type Config struct {
 	// RepollInterval is how often a queue with waiting clients is polled even
 	// without a notification (default 2s).
 	RepollInterval time.Duration
-	// MaxWaitingPulls bounds the pulls (HTTP and RPC) that may wait for a
+	// MaxWaitingPulls bounds the pulls (HTTP, RPC and SQS) that may wait for a
 	// message at once; beyond it a pull that would wait fails at once with
 	// ErrBusy (waitlimit.go). 0: no bound.
 	MaxWaitingPulls int

@@ -12,8 +12,9 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -22,34 +23,29 @@ func newCore(t *testing.T) *gateway.Gateway { return newCoreTB(t) }
 
 func newCoreTB(t testing.TB) *gateway.Gateway {
 	t.Helper()
-	_, g := startCore(t, context.Background())
+	_, g := startCore(t)
 	return g
 }
 
-// startCore starts an embedded nats-server and a core on it (New gets ctx).
-func startCore(t testing.TB, ctx context.Context) (*embedded.Server, *gateway.Gateway) {
+// startCore starts an embedded nats-server and a core on it.
+func startCore(t testing.TB) (*embedded.Server, *gateway.Gateway) {
 	t.Helper()
-	ns, _, g := startCoreConn(t, ctx)
+	ns, _, g := startCoreConn(t)
 	return ns, g
 }
 
 // startCoreConn is startCore that also returns the core's NATS connection.
-func startCoreConn(t testing.TB, ctx context.Context) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
+func startCoreConn(t testing.TB) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
 	t.Helper()
-	return startCoreWith(t, ctx, gateway.Config{})
+	return startCoreWith(t, gateway.Config{})
 }
 
 // startCoreWith is startCoreConn with the core's configuration.
-func startCoreWith(t testing.TB, ctx context.Context, cfg gateway.Config) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
+func startCoreWith(t testing.TB, cfg gateway.Config) (*embedded.Server, *nats.Conn, *gateway.Gateway) {
 	t.Helper()
 	ns := testnats.Start(t)
 	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctx, nc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	return ns, nc, g
+	return ns, nc, testcore.New(t, nc, cfg)
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -366,7 +362,7 @@ func TestPushAll(t *testing.T) {
 // its deliveries back soon after their timeout.
 func TestAckWaitFollowsTimeout(t *testing.T) {
 	t.Parallel()
-	ns, g := startCore(t, context.Background())
+	ns, g := startCore(t)
 	ctx := ctxT(t)
 	timeoutProps(t, g, "aw", 0.5)
 	// The consumer is made on the first pull that finds a message.
@@ -395,7 +391,7 @@ func TestAckWaitFollowsTimeout(t *testing.T) {
 // TestNewWithoutDeadline: New must not require its context to carry a deadline.
 func TestNewWithoutDeadline(t *testing.T) {
 	t.Parallel()
-	startCore(t, context.Background())
+	startCore(t)
 }
 
 // TestPropsReadOwnWrites: a read right after this gateway's own write sees

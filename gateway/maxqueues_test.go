@@ -19,7 +19,7 @@ import (
 func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	_, _, g := startCoreWith(t, ctx, gateway.Config{MaxQueues: 10})
+	_, _, g := startCoreWith(t, gateway.Config{MaxQueues: 10})
 
 	// One queue, ten requests at once: one place.
 	var wg sync.WaitGroup

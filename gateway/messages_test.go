@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,7 +109,7 @@ func TestDeleteMessage(t *testing.T) {
 // Object Store removes that object too.
 func TestDeleteMessageLargeBody(t *testing.T) {
 	t.Parallel()
-	_, nc, g := startCoreConn(t, context.Background())
+	_, nc, g := startCoreConn(t)
 	ctx := ctxT(t)
 	const q = "del/big"
 	big := bytes.Repeat([]byte("x"), int(nc.MaxPayload())+1)
@@ -205,7 +204,7 @@ func (f *groupFixture) has(seq uint64) bool {
 // copies is not found.
 func TestDeleteGroupMessages(t *testing.T) {
 	t.Parallel()
-	_, nc, g := startCoreConn(t, context.Background())
+	_, nc, g := startCoreConn(t)
 	ctx := ctxT(t)
 	const q = "del/groups"
 	mustPush(t, g, q, "plain") // the queue and its shard stream

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -73,7 +72,7 @@ func TestMoveMessage(t *testing.T) {
 // arrives whole.
 func TestMoveMessageLargeBody(t *testing.T) {
 	t.Parallel()
-	_, nc, g := startCoreConn(t, context.Background())
+	_, nc, g := startCoreConn(t)
 	ctx := ctxT(t)
 	const q, target = "mv/bigsrc", "mv/bigdst"
 	big := bytes.Repeat([]byte("y"), int(nc.MaxPayload())+1)

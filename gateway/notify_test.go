@@ -10,8 +10,8 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestNotifyWakesWaitingPull(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns, nc, g := startCoreWith(t, ctx, gateway.Config{RepollInterval: time.Hour})
+	ns, nc, g := startCoreWith(t, gateway.Config{RepollInterval: time.Hour})
 
 	const q = "notify/plain"
 	retry := 2
@@ -117,7 +117,7 @@ func TestNotifyAcrossGateways(t *testing.T) {
 func TestNotifyOnlyWithPeers(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns, nc, g := startCoreConn(t, ctx)
+	ns, nc, g := startCoreConn(t)
 	obs := testnats.Connect(t, ns, "observer")
 	seen, err := obs.SubscribeSync(mapping.NotifyPrefix + ">")
 	if err != nil {

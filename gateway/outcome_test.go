@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -108,7 +108,7 @@ func TestIdempotencyKey(t *testing.T) {
 // caught by the test's own deadline.)
 func TestAnswersWithNATSGone(t *testing.T) {
 	t.Parallel()
-	ns, g := startCore(t, context.Background())
+	ns, g := startCore(t)
 	ctx := ctxT(t)
 	mustPush(t, g, "q", "a")
 	d := mustPull(t, g, "q", time.Second)
@@ -128,7 +128,7 @@ func TestAnswersWithNATSGone(t *testing.T) {
 // deleted after this one listed it.
 func TestRegexpOpsNeverRecreate(t *testing.T) {
 	t.Parallel()
-	ns, a := startCore(t, context.Background())
+	ns, a := startCore(t)
 	ctx := ctxT(t)
 	nc := testnats.Connect(t, ns, "gateway b")
 	b, err := gateway.New(ctx, nc, gateway.Config{})
@@ -185,7 +185,7 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 // streams another gateway created after it started.
 func TestOtherGatewaysShards(t *testing.T) {
 	t.Parallel()
-	ns, a := startCore(t, context.Background())
+	ns, a := startCore(t)
 	ctx := ctxT(t)
 	b, err := gateway.New(ctx, testnats.Connect(t, ns, "gateway b"), gateway.Config{})
 	if err != nil {

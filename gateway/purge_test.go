@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestQueueMeta(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns, _, a := startCoreWith(t, ctx, gateway.Config{})
+	ns, _, a := startCoreWith(t, gateway.Config{})
 	nc := testnats.Connect(t, ns, "second")
 	b, err := gateway.New(ctx, nc, gateway.Config{})
 	if err != nil {

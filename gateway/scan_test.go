@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestPullAnyOverEmptyShards(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	ns, nc, g := startCoreWith(t, ctx, gateway.Config{RepollInterval: 50 * time.Millisecond})
+	ns, nc, g := startCoreWith(t, gateway.Config{RepollInterval: 50 * time.Millisecond})
 
 	// Queues over many shards, each made by a push and emptied again.
 	const n = 200

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 )
 
 // SetVisibility through the gateway that holds the delivery and through

@@ -23,7 +23,7 @@ func (busyError) Unwrap() error { return ErrUnavailable }
 // waitSlot takes one of the Config.MaxWaitingPulls slots for a pull that may
 // wait (wait != 0; a pull with t=0 never holds a client for long and is not
 // counted), and returns its release. The limit is here, in the core, so that
-// it covers every front end alike (HTTP and RPC): a waiting pull costs a
+// it covers every front end alike (HTTP, RPC and SQS): a waiting pull costs a
 // goroutine, a connection and a place in its queues' waiter lists, however it
 // arrived. Beyond the limit it returns ErrBusy at once.
 //
@@ -109,7 +109,7 @@ func (g *Gateway) WaitingClients() (pulls []WaitingPull, byKind map[string]int) 
 	return pulls, byKind
 }
 
-// WaitingPulls is the number of pulls (HTTP and RPC) that may wait for a
+// WaitingPulls is the number of pulls (HTTP, RPC and SQS) that may wait for a
 // message on this gateway now, those waiting and those being answered: what
 // Config.MaxWaitingPulls bounds.
 func (g *Gateway) WaitingPulls() int { return int(g.waiting.Load()) }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestWaitingPullLimit: Config.MaxWaitingPulls bounds the pulls that may wait,
@@ -21,7 +21,7 @@ import (
 func TestWaitingPullLimit(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	_, _, g := startCoreWith(t, ctx, gateway.Config{MaxWaitingPulls: 2})
+	_, _, g := startCoreWith(t, gateway.Config{MaxWaitingPulls: 2})
 
 	type result struct {
 		d   *gateway.Delivery

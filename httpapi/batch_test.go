@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 

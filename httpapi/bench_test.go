@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 )
 
 // TestConnBoundRefused: the pull header is checked before the pull; a

@@ -12,9 +12,9 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // TestCrossOrigin: the state-changing requests a browser sends for a page

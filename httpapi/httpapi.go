@@ -22,8 +22,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/docs"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
-	"github.com/lmq-gateway/lmq-gateway/internal/peer"
+	"github.com/lmq-gateway/lmq-gateway/internal/clientgone"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -188,7 +188,7 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 
 func clientClosed(r *http.Request) bool {
 	c, ok := r.Context().Value(connKey{}).(net.Conn)
-	return ok && peer.Closed(c)
+	return ok && clientgone.Closed(c)
 }
 
 // StatusClientClosed is the status of a request whose client went away

@@ -19,9 +19,9 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 

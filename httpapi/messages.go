@@ -12,7 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 

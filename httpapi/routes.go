@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // routes declares the LMQ API on t: each route once, with what a token

@@ -16,10 +16,10 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/console"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 

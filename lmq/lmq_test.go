@@ -15,7 +15,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/lmq"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 

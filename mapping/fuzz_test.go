@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 )
 
 // maxJSONAlloc bounds what decoding n bytes of JSON may allocate. Decoding to

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 )
 
 // realCore starts an embedded nats-server and a core reporting to stats.

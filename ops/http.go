@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsonreply"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // Paths of the endpoints package ops adds.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // TestAbandonedPullIs499: a pull whose client left before any answer is

@@ -26,7 +26,7 @@ type Core interface {
 	// there is none; StoreFailures counts stores that failed so.
 	StoreFailure() error
 	StoreFailures() uint64
-	// WaitingPulls counts the pulls (HTTP and RPC) that may wait now.
+	// WaitingPulls counts the pulls (HTTP, RPC and SQS) that may wait now.
 	WaitingPulls() int
 	// Peers are the ids of the other gateways this one hears.
 	Peers() []string

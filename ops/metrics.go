@@ -45,7 +45,7 @@ func newMetrics(o *Ops) *Metrics {
 		m.rpcConns,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_long_polls_waiting",
-			Help: "Pulls (HTTP and RPC) waiting for a message on this gateway; --max-waiting-pulls bounds them.",
+			Help: "Pulls (HTTP, RPC and SQS) waiting for a message on this gateway; --max-waiting-pulls bounds them.",
 		}, func() float64 { return float64(o.core.WaitingPulls()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_gateway_peers",
@@ -125,8 +125,8 @@ type countingConn struct {
 	once sync.Once
 }
 
-// NetConn returns the accepted connection, so that internal/peer (has the
-// client closed it?) sees the socket through the wrapper.
+// NetConn returns the accepted connection, so that internal/clientgone (has
+// the client closed it?) sees the socket through the wrapper.
 func (c *countingConn) NetConn() net.Conn { return c.Conn }
 
 func (c *countingConn) Close() error {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // Options configures Ops. The zero value is usable.

@@ -19,11 +19,11 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqexporter"
-	"github.com/lmq-gateway/lmq-gateway/internal/peer"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/clientgone"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/lmqexporter"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -559,16 +559,16 @@ func TestReadyWithoutJetStream(t *testing.T) {
 	}
 }
 
-// TestRPCListenerPeerClosed: the counting wrapper lets internal/peer see a
-// client that has closed its socket (the RPC front end asks before writing a
-// delivery).
+// TestRPCListenerPeerClosed: the counting wrapper lets internal/clientgone
+// see a client that has closed its socket (the RPC front end asks before
+// writing a delivery).
 func TestRPCListenerPeerClosed(t *testing.T) {
 	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
 	wl := listenRPC(t, o)
 	c, s := testnet.Accept(t, wl)
-	if peer.Closed(s) {
+	if clientgone.Closed(s) {
 		t.Fatal("open connection reported closed")
 	}
 	c.Close()
-	testwait.For(t, "the closed client seen through the counting wrapper", func() bool { return peer.Closed(s) })
+	testwait.For(t, "the closed client seen through the counting wrapper", func() bool { return clientgone.Closed(s) })
 }

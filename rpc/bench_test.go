@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 )
 
 // discardCore answers every push at once and keeps nothing: what is left of

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // startOfPush is the first 6 bytes of a request frame (fixarray of 4, type

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/clientgone"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
-	"github.com/lmq-gateway/lmq-gateway/internal/peer"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -142,7 +142,7 @@ func (c *conn) handle(req request) {
 	// The reader may not have seen the client's close yet, and a write to a
 	// socket the peer closed still succeeds: ask the socket itself.
 	werr := errClientGone
-	if !c.clientGone.Load() && !peer.Closed(c.nc) {
+	if !c.clientGone.Load() && !clientgone.Closed(c.nc) {
 		werr = c.out.sendAdmitted(resp, true)
 	} else {
 		c.out.unadmit()

@@ -3,7 +3,7 @@ package rpc
 import (
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 )
 
 // TestMaxTotalAnswerBytesDefault: 0 is the documented default, negative

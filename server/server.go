@@ -1,11 +1,11 @@
 // Package server is the lmq-gateway daemon: it connects to NATS (an embedded
 // nats-server or an existing deployment), starts the core (package gateway),
 // moves queues of the old one-stream-per-queue layout into it (package
-// upgrade), starts the accumulator, and serves the HTTP front end (httpapi,
-// with the operations endpoints of ops) and the MessagePack-RPC front end
-// (rpc) until it is shut down. Command lmq-gateway parses the settings into
-// a Config and handles the signals; everything that runs is started and
-// stopped here.
+// upgrade), starts the accumulator, and serves the three front ends until it
+// is shut down: HTTP (httpapi, with the operations endpoints of ops and the
+// web console of console), MessagePack-RPC (rpc) and, when asked, SQS
+// (sqs). Command lmq-gateway parses the settings into a Config and handles
+// the signals; everything that runs is started and stopped here.
 //
 // Life cycle: New connects and starts everything but the front ends' serving
 // (the listeners are bound, so a taken port fails New and the addresses are
@@ -46,8 +46,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
@@ -76,8 +76,8 @@ type Config struct {
 	IdleTimeout       time.Duration
 	// Timeouts bound reading request bodies and writing answers.
 	Timeouts httpapi.Timeouts
-	// MaxWaitingPulls bounds the pulls (HTTP and RPC) waiting at once (0: no
-	// bound).
+	// MaxWaitingPulls bounds the pulls (HTTP, RPC and SQS) waiting at once
+	// (0: no bound).
 	MaxWaitingPulls int
 	// MaxQueues bounds the queues that exist (gateway.Config.MaxQueues; 0:
 	// no bound).

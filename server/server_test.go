@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // testConfig is a server on loopback ports the kernel picks, with an

@@ -16,9 +16,9 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/sqs"
 )
 

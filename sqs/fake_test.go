@@ -1,8 +1,8 @@
 package sqs
 
 // The front end's validation of sends, batches and receives, table-driven,
-// over both protocols, on the fake core (internal/fakecore): every refusal
-// is SQS's status and code, and a refused request stores (or takes)
+// over both protocols, on the fake core (internal/lmqtest/fakecore): every
+// refusal is SQS's status and code, and a refused request stores (or takes)
 // nothing.
 
 import (
@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 )
 
 // fakeCore is the fake core with what the SQS front end needs beyond the

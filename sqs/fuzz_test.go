@@ -23,7 +23,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 )
 
 // querySeeds are query protocol requests (form bodies or URL queries).

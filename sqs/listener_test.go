@@ -24,8 +24,8 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/testcore"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/sqs"
 )
 

@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
-	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
+	"github.com/lmq-gateway/lmq-gateway/internal/route"
 )
 
 // Defaults of Options.

@@ -118,7 +118,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.allowedOrigins, "allowed-origins", "", "comma-separated browser `ORIGINS` (scheme://host[:port], e.g. https://a.example,https://b.example) whose pages may make state-changing HTTP requests (POST, PUT, PATCH, DELETE) with the browser's credentials, besides the gateway's own origin. "+
 		"Such a request from a page of any other origin (Sec-Fetch-Site cross-site or same-site, or an Origin header naming another host than the request's) is refused 403; requests without Origin and Sec-Fetch-Site (LMQ clients, SDKs, curl) are not concerned (empty: the gateway's own origin only). "+
 		"The same origins may call the SQS API's actions that change state from their scripts (--sqs-listen; there the action decides, not the method, see docs/sqs.md)")
-	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "pulls (HTTP and RPC) that may wait for a message at once; more are answered 503 with Retry-After (RPC: \"unavailable\") (0: no limit)")
+	fs.IntVar(&c.maxWaitingPulls, "max-waiting-pulls", 10000, "pulls (HTTP, RPC and SQS) that may wait for a message at once; more are answered 503 with Retry-After (RPC: \"unavailable\") (0: no limit)")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "keep-alive connections idle this long are closed")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM, time left to requests in flight before connections are closed")

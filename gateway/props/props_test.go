@@ -7,8 +7,8 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )

@@ -86,8 +86,8 @@ func newConn(c net.Conn, sem chan struct{}) net.Conn {
 }
 
 // NetConn returns the accepted connection (as tls.Conn does), so that what
-// looks at the socket itself (internal/peer: has the client closed it?) can
-// reach it through the wrapper.
+// looks at the socket itself (internal/clientgone: has the client closed
+// it?) can reach it through the wrapper.
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
 func (c *conn) Close() error {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/peer"
-	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/clientgone"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // accepted runs Accept in the background and returns its results.
@@ -130,14 +130,14 @@ func TestNoLimit(t *testing.T) {
 }
 
 // TestPeerSeesThroughConn: the limiter's connections still let
-// internal/peer see that the client has closed the socket (the HTTP front
-// end asks before writing a delivery).
+// internal/clientgone see that the client has closed the socket (the HTTP
+// front end asks before writing a delivery).
 func TestPeerSeesThroughConn(t *testing.T) {
 	l := listenLimited(t, 4)
 	client, server := testnet.Accept(t, l)
-	if peer.Closed(server) {
+	if clientgone.Closed(server) {
 		t.Fatal("open connection reported closed")
 	}
 	client.Close()
-	testwait.For(t, "the closed client seen through the limiter's connection", func() bool { return peer.Closed(server) })
+	testwait.For(t, "the closed client seen through the limiter's connection", func() bool { return clientgone.Closed(server) })
 }

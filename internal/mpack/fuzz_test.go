@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/alloctest"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 )
 
 // maxAlloc is what decoding n bytes may allocate: a Part (48 bytes) per three

@@ -2,9 +2,10 @@ package route
 
 import "strings"
 
-// Right is a set of rights: what a route needs (Need) and what an access
-// token holds (package auth). It is declared here, with the routes, so that
-// the route table depends on nothing of the token store.
+// Right is a set of rights: what a route needs (Need), what an SQS action
+// needs (package sqs) and what an access token holds (package auth). It is
+// declared here, with the routes, so that the route table depends on nothing
+// of the token store.
 type Right uint8
 
 // The rights. Pull covers the replies to a delivery (ack, nack, ext). Admin

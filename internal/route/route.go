@@ -3,10 +3,10 @@
 // package httpapi, the operations endpoints of package ops, the console) is
 // declared once, together with what a request needs to use it (Need: a
 // Right on some queues). The authorization (package auth) reads the matched
-// route's Need, so
-// there is no second list of templates to keep in step, and a route cannot
-// be declared without one: Handle panics, as net/http's ServeMux does on a
-// bad pattern, so that the mistake shows at the first start of any test.
+// route's Need, so there is no second list of templates to keep in step, and
+// a route cannot be declared without one: Handle panics, as net/http's
+// ServeMux does on a bad pattern, so that the mistake shows at the first
+// start of any test.
 // Requests are routed as mux routes them; for the plain templates the
 // gateway uses, the same choice is found faster from the same declarations
 // (fast.go).

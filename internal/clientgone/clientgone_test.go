@@ -1,11 +1,11 @@
-package peer
+package clientgone
 
 import (
 	"net"
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/internal/testnet"
-	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnet"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 func TestClosed(t *testing.T) {

@@ -155,7 +155,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	wants := []string{
-		"# lmq-bench run", "- machine:", "- command: `go run ./cmd/lmq-bench --http 127.0.0.1:",
+		"# lmq-bench run", "- machine:", "- command: `go run ./tools/lmq-bench --http 127.0.0.1:",
 		"## Push", "## Pull + ack", "## Push and pull + ack at once", "## End-to-end latency",
 		"## Highest offered rate", "## Memory", "## Queue creation",
 		"| noop-http | 2 | 256 B | — |", "| noop-rpc | 2 | 256 B | — |",

@@ -116,7 +116,7 @@ func (b *bench) report() string {
 	w := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
 	f := b.facts
 	w("# lmq-bench run %s\n\n", f.started.Format("2006-01-02 15:04 MST"))
-	w("- command: `go run ./cmd/lmq-bench %s`\n", shellQuote(b.cfg.args))
+	w("- command: `go run ./tools/lmq-bench %s`\n", shellQuote(b.cfg.args))
 	w("- machine: %s, %d cores, %s RAM, Linux %s, %s\n", f.cpuModel, f.cores, f.memTotal, f.kernel, f.goVersion)
 	w("- load average (1/5/15 min): %s at start, %s at end; run took %s\n", f.loadStart, f.loadEnd, f.elapsed.Round(time.Second))
 	if f.commit != "" {

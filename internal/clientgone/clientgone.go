@@ -1,9 +1,9 @@
-// Package peer tells whether the other end of a TCP connection has closed it,
-// without reading from it. Front ends ask just before writing a delivered
+// Package clientgone tells whether the other end of a TCP connection has
+// closed it, without reading from it. Front ends ask just before writing a delivered
 // message: a client that left while its long-poll waited must get the message
 // put back at once, and writing to a socket the peer has closed still
 // succeeds (the kernel buffers it), so only the connection's state tells.
-package peer
+package clientgone
 
 import (
 	"net"

@@ -33,7 +33,7 @@
 // starts its own gateway (--spawn) on free loopback ports and a temporary data
 // directory, and uses that gateway's embedded NATS for the jetstream target.
 //
-// Run `go run ./cmd/lmq-bench --help` for the flags.
+// Run `go run ./tools/lmq-bench --help` for the flags.
 package main
 
 import (

@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd)
 
-package peer
+package clientgone
 
 import (
 	"net"

@@ -1,5 +1,5 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd)
 
-package peer
+package clientgone
 
 func peekEOF(uintptr) bool { return false }
