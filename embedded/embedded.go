@@ -1,6 +1,8 @@
 // Package embedded starts and stops the in-process nats-server that the
 // gateway uses by default: JetStream with file storage, a single node or one
-// node of a cluster formed by several gateways.
+// node of a cluster formed by several gateways. Its storage limit is decided
+// at start, never below what the store holds (storelimit.go), and a store
+// watchdog recovers from a full disk (storewatch.go).
 package embedded
 
 import (
