@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,9 +21,11 @@ import (
 const diskFullPoll = 90 * time.Second
 
 // TestDiskFullRecovers (issue 15, item 11): on a small tmpfs, filling the
-// data directory makes pushes fail with 503 and Retry-After and /readyz
-// answer 503; freeing space brings pushes and /readyz back without a
-// restart, and every message answered 200 is still there.
+// data directory makes pushes fail with 503 and Retry-After and
+// /readyz?verbose say the store is full, while /readyz stays 200 (issue 40,
+// item 11: consumers must keep reaching the gateway); freeing space brings
+// pushes back without a restart, and every message answered 200 is still
+// there.
 func TestDiskFullRecovers(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("needs a tmpfs mount (Linux)")
@@ -104,8 +107,8 @@ func TestDiskFullRecovers(t *testing.T) {
 		r := push(body(i))
 		return r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != "", r.String()
 	})
-	if r := c.Do(http.MethodGet, "/readyz", nil); r.Status != http.StatusServiceUnavailable {
-		t.Errorf("/readyz on the full disk: %v, want 503", r)
+	if r := c.Do(http.MethodGet, "/readyz?verbose", nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "store: full: writes refused") {
+		t.Errorf("/readyz?verbose on the full disk: %v, want 200 saying the store is full", r)
 	}
 
 	// Space comes back: pushes succeed again and the gateway is ready,
@@ -118,9 +121,9 @@ func TestDiskFullRecovers(t *testing.T) {
 		r := push(body(i))
 		return r.Status == http.StatusOK, r.String()
 	})
-	testwait.Paced(t, 200*time.Millisecond, diskFullPoll, "/readyz 200 after space was freed", func() (bool, string) {
-		r := c.Do(http.MethodGet, "/readyz", nil)
-		return r.Status == http.StatusOK, r.String()
+	testwait.Paced(t, 200*time.Millisecond, diskFullPoll, "/readyz?verbose saying the store is ok after space was freed", func() (bool, string) {
+		r := c.Do(http.MethodGet, "/readyz?verbose", nil)
+		return r.Status == http.StatusOK && strings.Contains(string(r.Body), "store: ok"), r.String()
 	})
 
 	// Every message answered 200 is there; nothing else but pushes

@@ -1,6 +1,8 @@
 // Package embedded starts and stops the in-process nats-server that the
 // gateway uses by default: JetStream with file storage, a single node or one
-// node of a cluster formed by several gateways.
+// node of a cluster formed by several gateways. Its storage limit is decided
+// at start, never below what the store holds (storelimit.go), and a store
+// watchdog recovers from a full disk (storewatch.go).
 package embedded
 
 import (
@@ -39,6 +41,12 @@ type Options struct {
 	MaxPayload int32
 	// SyncAlways makes JetStream fsync every write.
 	SyncAlways bool
+	// MaxStore is JetStream's storage limit in bytes (max_file_store);
+	// 0 means 75% of the data directory's file system, at most what the
+	// store holds plus 75% of the free space. Either is raised to what
+	// the store holds at start plus a little (storelimit.go), so that a
+	// restart never finds it below what is stored.
+	MaxStore int64
 	// Logger receives the server's log lines; nil silences it.
 	Logger *slog.Logger
 	// StartTimeout bounds the wait for the server to be ready (default 30s).
@@ -107,6 +115,8 @@ func Start(opts Options) (s *Server, err error) {
 		SyncAlways: opts.SyncAlways,
 		NoSigs:     true,
 		NoLog:      opts.Logger == nil,
+		// Measured with the directory locked: no other gateway writes it.
+		JetStreamMaxStore: storeLimit(dir, opts.MaxStore, opts.Logger),
 	}
 	if opts.MaxPayload > 0 && int64(opts.MaxPayload) > server.MAX_PENDING_SIZE {
 		so.MaxPending = int64(opts.MaxPayload) * 2
@@ -244,6 +254,15 @@ func (s *Server) ClientUser() string { return s.user }
 // generated password, "" when this server did not write one (no port, no
 // authentication, or a password given in Options).
 func (s *Server) ClientURLFile() string { return s.urlFile }
+
+// MaxStore is JetStream's storage limit in bytes (see Options.MaxStore),
+// 0 while JetStream is off.
+func (s *Server) MaxStore() int64 {
+	if c := s.srv.JetStreamConfig(); c != nil {
+		return c.MaxStore
+	}
+	return 0
+}
 
 // NATS returns the underlying server, for tests and status reports.
 func (s *Server) NATS() *server.Server { return s.srv }

@@ -24,10 +24,10 @@ import (
 // kept, and a record half-written at the failure is cut off. The watchdog
 // below does the latter once the disk takes writes again.
 //
-// Running out of JetStream's own limit (max_file_store, 75% of the disk's
-// free space at start by default) is different and needs no help: the
-// publish is refused with "insufficient resources" and succeeds again once
-// messages are removed.
+// Running out of JetStream's own limit (max_file_store, Options.MaxStore:
+// storelimit.go) is different and needs no help: the publish is refused
+// with "insufficient resources" and succeeds again once messages are
+// removed.
 
 // defaultStoreCheck is how often the watchdog looks at the streams.
 const defaultStoreCheck = 2 * time.Second
@@ -65,8 +65,9 @@ func startStoreWatch(srv *server.Server, dir string, interval time.Duration, log
 	}
 	w := &storeWatch{srv: srv, dir: dir, interval: interval, log: log, stop: make(chan struct{}), done: make(chan struct{})}
 	// The configuration JetStream started with, limits included, is the one
-	// a restart reuses (its default max_file_store follows the free space at
-	// the time it is computed).
+	// a restart reuses: the storage limit decided at the process's start
+	// (storelimit.go), not one computed again from the space free now, which
+	// on a full disk would be below what the store holds.
 	if cfg := srv.JetStreamConfig(); cfg != nil {
 		w.cfg = *cfg
 	}

@@ -231,6 +231,9 @@ type Gateway struct {
 	// followers mirror KV buckets (buckets.go); Close stops them.
 	followMu  sync.Mutex
 	followers []*kvfollow.Follower
+	// left is what deleted queues left behind for want of room in the
+	// store (leftovers.go).
+	left leftovers
 	// metaKV is the queue metadata bucket once opened (queuemeta.go).
 	metaMu   sync.Mutex
 	metaKV   *store.KV

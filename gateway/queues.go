@@ -1,6 +1,11 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/lmq-gateway/lmq-gateway/store"
+)
 
 // DeleteQueue drops the queue, all its messages and its metadata; ErrNotFound
 // if it does not exist.
@@ -10,22 +15,48 @@ import "context"
 // and large bodies. A push through a gateway that has not yet heard of the
 // deletion may still land after the purge: such a message is not lost, the
 // next start of any gateway registers its queue again (registry's adopt).
+//
+// A store at its limit (or a full disk) refuses the registry's tombstone,
+// a write like any other, while the stream purge needs no room: then the
+// queue's messages go first, freeing the space, and the key after them.
+// The property and metadata tombstones that follow may still find the
+// store full (the queue freed less than other queues keep filling):
+// the queue is deleted then, and they are finished in the background
+// (leftovers.go) rather than failing a deletion that has happened.
 func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
 	if err := g.reg.Delete(ctx, queue); err != nil {
-		return err
+		if !store.IsStorageFull(err) {
+			return err
+		}
+		g.log.Warn("the store is full: deleting the queue's messages before recording its deletion", "queue", queue, "err", err)
+		if derr := g.store.DropMessages(ctx, queue); derr != nil {
+			return fmt.Errorf("%w (freeing its messages first: %w)", err, derr)
+		}
+		if err := g.reg.Delete(ctx, queue); err != nil {
+			// Still full (the queue held less than the store is over its
+			// limit): the queue stays, empty; a retry completes it once
+			// space is freed.
+			return fmt.Errorf("%w (the queue's messages were removed; its deletion needs room in the store: retry once other queues are purged or drained)", err)
+		}
 	}
 	g.dels.dropQueue(queue)
 	if err := g.store.DeleteQueue(ctx, queue); err != nil {
 		return err
 	}
 	if err := g.dropOwnProps(ctx, queue); err != nil {
-		return err
+		if !store.IsStorageFull(err) {
+			return err
+		}
+		g.leftover(queue, leftProps)
 	}
 	if err := g.dropMeta(ctx, queue); err != nil {
-		return err
+		if !store.IsStorageFull(err) {
+			return err
+		}
+		g.leftover(queue, leftMeta)
 	}
 	g.store.DeleteQueueBodies(ctx, queue)
 	return nil

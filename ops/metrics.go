@@ -61,7 +61,7 @@ func newMetrics(o *Ops) *Metrics {
 		}, func() float64 { return float64(o.core.StoreFailures()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_store_failing",
-			Help: "1 while stores are failing for want of storage (/readyz answers 503 then), else 0.",
+			Help: "1 while JetStream refuses stores for want of storage (its limit reached, a full disk): pushes answer 503, /readyz?verbose says \"store: full\" (/readyz stays 200: pulls, acks, deletions and purges are served), else 0.",
 		}, func() float64 {
 			if o.core.StoreFailure() != nil {
 				return 1

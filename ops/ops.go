@@ -297,9 +297,24 @@ func (o *Ops) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		status, body = http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n"
 	}
 	if r.URL.Query().Has("verbose") {
-		body += o.readyDetail(r)
+		body += o.storeDetail(r) + o.readyDetail(r)
 	}
 	writePlain(w, status, body)
+}
+
+// storeDetail is /readyz?verbose's line on the store: whether it takes
+// writes. The cause (a JetStream error) is the API's business, as the
+// nodes are.
+func (o *Ops) storeDetail(r *http.Request) string {
+	err := o.core.StoreFailure()
+	if err == nil {
+		return "store: ok\n"
+	}
+	line := "store: full: writes refused (pushes answer 503; pulls, acks, deletions and purges are served)"
+	if !o.guard.Enabled() || o.guard.Authenticate(r) != nil {
+		line += ": " + err.Error()
+	}
+	return line + "\n"
 }
 
 // readyDetail is what /readyz?verbose adds: a line per NATS server saying
@@ -359,10 +374,17 @@ const (
 	readyViewsAge = 5 * time.Second
 )
 
-// Ready checks that this gateway can serve: it is not shutting down, its
-// stores are not failing (a full disk: the core's StoreFailure), and
+// Ready checks that this gateway can serve: it is not shutting down, and
 // JetStream answers and stores (a write and a read of this gateway's key in a
 // small KV bucket). The probe's answers are reused for a second.
+//
+// A store that refuses writes for want of storage (JetStream's limit, a
+// full disk: the core's StoreFailure) does not make the gateway unready:
+// pushes fail on every gateway of that JetStream alike, while this one
+// still serves the pulls, acks, deletions and purges that free the space,
+// which a load balancer taking it out would cut off. The probe then only
+// reads; /readyz?verbose and the lmq_store_failing metric say the store is
+// full.
 func (o *Ops) Ready(ctx context.Context) error {
 	if o.draining.Load() {
 		return ErrDraining
@@ -371,11 +393,6 @@ func (o *Ops) Ready(ctx context.Context) error {
 	case <-o.core.Closing():
 		return ErrDraining
 	default:
-	}
-	// Not cached: it is the gateway's own record, and the store's recovery
-	// should show at once.
-	if err := o.core.StoreFailure(); err != nil {
-		return fmt.Errorf("store failing: %w", err)
 	}
 	o.readyMu.Lock()
 	defer o.readyMu.Unlock()

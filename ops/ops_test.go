@@ -37,6 +37,8 @@ type fakeCore struct {
 	storeErr error
 	// waiting is WaitingPulls' answer.
 	waiting int
+	// probeOK makes ProbeStore succeed (JetStream answers).
+	probeOK bool
 }
 
 func newFakeCore(qs ...gateway.QueueInfo) *fakeCore {
@@ -73,8 +75,15 @@ func (c *fakeCore) Closing() <-chan struct{}        { return c.closing }
 func (c *fakeCore) StoreFailures() uint64           { return 0 }
 func (c *fakeCore) Peers() []string                 { return []string{"0a0b0c0d"} }
 
-// ProbeStore fails: the fake has no JetStream.
-func (c *fakeCore) ProbeStore(context.Context) error { return errors.New("no JetStream") }
+// ProbeStore fails, unless probeOK: the fake has no JetStream.
+func (c *fakeCore) ProbeStore(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.probeOK {
+		return nil
+	}
+	return errors.New("no JetStream")
+}
 
 func (c *fakeCore) WaitingPulls() int {
 	c.mu.Lock()

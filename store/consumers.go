@@ -261,14 +261,9 @@ func (s *Store) putConsumer(ctx context.Context, stream string, c jetstream.Cons
 // and its priority levels' (which exist only where levels were pulled
 // from, by any gateway). Large bodies are DeleteQueueBodies'.
 func (s *Store) DeleteQueue(ctx context.Context, queue string) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.dropMessages(ctx, queue)
 	if err != nil {
 		return err
-	}
-	for _, subj := range mapping.QueueSubjects(queue) {
-		if err := st.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-			return Classify("delete queue messages", err)
-		}
 	}
 	stream := st.CachedInfo().Config.Name
 	if err := s.js.DeleteConsumer(ctx, stream, mapping.ConsumerName(queue)); err != nil &&
@@ -282,6 +277,28 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) error {
 		}
 	}
 	return nil
+}
+
+// DropMessages removes every message of queue (of every kind, as
+// DeleteQueue), leaving its consumers. A stream purge needs no room in the
+// store: a deletion calls it first when the store is full, to free the
+// space its bookkeeping writes need.
+func (s *Store) DropMessages(ctx context.Context, queue string) error {
+	_, err := s.dropMessages(ctx, queue)
+	return err
+}
+
+func (s *Store) dropMessages(ctx context.Context, queue string) (jetstream.Stream, error) {
+	st, err := s.QueueShard(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	for _, subj := range mapping.QueueSubjects(queue) {
+		if err := st.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return nil, Classify("delete queue messages", err)
+		}
+	}
+	return st, nil
 }
 
 // maxDescribedName bounds the queue name quoted in a consumer's description

@@ -101,6 +101,11 @@ func classifyAPIError(op string, err error) (_ error, ok bool) {
 	return nil, false
 }
 
+// IsStorageFull reports a failure for want of storage: JetStream's limit
+// reached ("insufficient resources") or the disk full. Writes may succeed
+// again once space is freed; removals (stream purges, acks) need none.
+func IsStorageFull(err error) bool { return err != nil && isStorageErr(err) }
+
 // isStorageErr tells failures of the store itself (disk full, limits) from
 // others (timeouts, bad input). Their retries may succeed once space is
 // freed.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,9 @@ const failureHold = 10 * time.Second
 type health struct {
 	// check is Config.Health.
 	check func() error
+	// log hears when stores start failing for want of storage, and when
+	// they succeed again.
+	log *slog.Logger
 
 	failures atomic.Uint64
 
@@ -48,12 +53,18 @@ func (h *health) precheck(op string) error {
 }
 
 // note records a store's outcome: a success clears the standing failure, a
-// storage failure (a full disk, a JetStream limit) becomes it.
+// storage failure (a full disk, a JetStream limit) becomes it. The first
+// failure after a success is logged as a warning, the first success after
+// failures at info: once each way, however many stores meanwhile.
 func (h *health) note(err error) {
 	if err == nil {
 		h.mu.Lock()
+		was := h.last
 		h.last = nil
 		h.mu.Unlock()
+		if was != nil && h.log != nil {
+			h.log.Info("JetStream takes writes again")
+		}
 		return
 	}
 	if !isStorageErr(err) {
@@ -61,8 +72,14 @@ func (h *health) note(err error) {
 	}
 	h.failures.Add(1)
 	h.mu.Lock()
+	was := h.last
 	h.last, h.at = err, time.Now()
 	h.mu.Unlock()
+	if was == nil && h.log != nil {
+		h.log.Warn("STORE FULL: JetStream refuses writes for want of storage; pushes are answered 503 until space is freed: delete or purge queues, "+
+			"or let consumers drain them (pulls, acks, deletions and purges are served; /readyz stays 200, /readyz?verbose and lmq_store_failing say so). "+
+			"With the embedded server, --max-store sets the limit", "err", err)
+	}
 }
 
 // Failure is the last storage failure a store met (a full disk, a
@@ -89,6 +106,13 @@ func (s *Store) Failures() uint64 { return s.health.failures.Load() }
 // Probe checks that JetStream answers and stores: it writes key in the
 // small KV bucket mapping.HealthBucket (created on first use, with the
 // queues' replicas; keys expire after an hour) and reads it back.
+//
+// A store that refuses writes for want of storage (Failure: JetStream's
+// limit reached, the disk full) still serves what drains it: pulls, acks,
+// deletions and purges. Then only the read is tried (the write would be
+// refused, and on a full disk might not be answered at all), and a write
+// refused for want of storage is recorded (Failure) rather than answered:
+// the probe fails only when JetStream does not answer.
 func (s *Store) Probe(ctx context.Context, key string) error {
 	h := &s.health
 	h.probeMu.Lock()
@@ -102,21 +126,46 @@ func (s *Store) Probe(ctx context.Context, key string) error {
 			Create:      KVCreateOrUpdate,
 		})
 		if err != nil {
+			if isStorageErr(err) {
+				h.note(err)
+				return s.probeAnswers(ctx)
+			}
 			return fmt.Errorf("jetstream: health %w", err)
 		}
 		h.probeKV = kv
 	}
 	val := strconv.FormatInt(time.Now().UnixNano(), 10)
-	if _, err := h.probeKV.Put(ctx, key, []byte(val)); err != nil {
-		return fmt.Errorf("jetstream: write: %w", err)
+	if s.Failure() == nil {
+		_, err := h.probeKV.Put(ctx, key, []byte(val))
+		switch {
+		case err == nil:
+			h.note(nil)
+		case isStorageErr(err):
+			h.note(err)
+		default:
+			return fmt.Errorf("jetstream: write: %w", err)
+		}
 	}
 	e, err := h.probeKV.Get(ctx, key)
+	if errors.Is(err, ErrKeyNotFound) {
+		return nil // answered: the key was not written (the store is full) or expired
+	}
 	if err != nil {
 		return fmt.Errorf("jetstream: read: %w", err)
 	}
 	if string(e.Value) != val {
-		// Another writer of the same key, or a stale read: still reachable.
+		// Another writer of the same key, a write refused, or a stale read:
+		// still reachable.
 		s.log.Debug("readiness probe read another value", "key", key)
+	}
+	return nil
+}
+
+// probeAnswers checks that JetStream answers at all (its account
+// information), for a probe that cannot use the health bucket.
+func (s *Store) probeAnswers(ctx context.Context) error {
+	if _, err := s.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("jetstream: account info: %w", err)
 	}
 	return nil
 }

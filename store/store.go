@@ -95,6 +95,6 @@ func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) *Store {
 		cfg.Logger = slog.Default()
 	}
 	s := &Store{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
-	s.health.check = cfg.Health
+	s.health.check, s.health.log = cfg.Health, cfg.Logger
 	return s
 }

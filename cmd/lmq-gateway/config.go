@@ -34,6 +34,7 @@ type config struct {
 	maxBuffered   int64
 	maxHeaderLen  int
 	maxPayload    int
+	maxStore      storeSize // --max-store (storeflag.go)
 	syncAlways    bool
 	serverName    string
 	clusterName   string
@@ -96,6 +97,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.maxBuffered, "max-buffered-body", 32<<20, "largest body held in memory whole: batches, push to all queues (qre), pushes to accumulating queues, properties; larger ones are answered 413")
 	fs.IntVar(&c.maxHeaderLen, "max-header-bytes", 64<<10, "largest HTTP request line and headers in bytes; larger ones are answered 431 (a stored header value: content-type, kept headers, at most 4 KiB each and 6 KiB together, also 431)")
 	fs.IntVar(&c.maxPayload, "max-payload", 8<<20, "embedded NATS max_payload in bytes; larger messages go to the Object Store")
+	fs.Var(&c.maxStore, "max-store", maxStoreUsage)
 	fs.BoolVar(&c.syncAlways, "sync-always", false, "embedded NATS fsyncs every write (durable across power loss, slower)")
 	fs.StringVar(&c.serverName, "server-name", "", "embedded NATS server name (required in a cluster, unique per node; a single node defaults to the host name)")
 	fs.StringVar(&c.clusterName, "cluster-name", "", "form a JetStream cluster of embedded servers with this name")
@@ -258,6 +260,9 @@ func (c *config) validate() error {
 	}
 	if c.replicas < 1 || c.replicas > maxReplicas {
 		return fmt.Errorf("--replicas %d: want 1 to %d (JetStream's limit; 3 in a cluster of three)", c.replicas, maxReplicas)
+	}
+	if c.natsURL != "" && c.maxStore != 0 {
+		return errors.New("--max-store is the embedded server's storage limit; with --nats-url set max_file_store in nats-server's configuration (or the account's JetStream limits)")
 	}
 	if c.consumerStore != "memory" && c.consumerStore != "file" {
 		return fmt.Errorf("--consumer-storage %q: want memory or file", c.consumerStore)

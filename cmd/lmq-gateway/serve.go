@@ -167,6 +167,7 @@ func (c *config) embeddedOptions() embedded.Options {
 		Routes:        routes,
 		MaxPayload:    int32(c.maxPayload),
 		SyncAlways:    c.syncAlways,
+		MaxStore:      int64(c.maxStore),
 		ClientAuth:    c.natsAuth.clientAuth(),
 	}
 }
