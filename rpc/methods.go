@@ -157,33 +157,40 @@ func (c *conn) handle(req request) {
 	c.bind(res.delivery)
 }
 
-// errorString maps an error to the string sent to the client.
+// errorString maps an error to the string sent to the client: an rpcError
+// as it says, the core's errors by their kind (gateway.KindOf, where their
+// precedence is decided).
 func (c *conn) errorString(req request, err error) string {
 	var re *rpcError
-	switch {
-	case errors.As(err, &re):
+	if errors.As(err, &re) {
 		return re.Error()
-	case errors.Is(err, gateway.ErrNotFound):
+	}
+	switch gateway.KindOf(err) {
+	case gateway.KindInvalid:
+		if errors.Is(err, mapping.ErrInvalidProps) {
+			return "invalid_props: " + err.Error()
+		}
+		return "badarg: " + err.Error()
+	case gateway.KindNotFound:
 		return "not_found"
-	case errors.Is(err, mapping.ErrInvalidProps):
-		return "invalid_props: " + err.Error()
-	case errors.Is(err, gateway.ErrInvalid):
-		return "badarg: " + err.Error()
-	case errors.Is(err, gateway.ErrTooLarge):
-		return "too_large"
-	case errors.Is(err, gateway.ErrTooManyQueues):
+	case gateway.KindTooManyQueues:
 		return "too_many_queues: " + err.Error()
-	case errors.Is(err, gateway.ErrHeaderTooLarge):
+	case gateway.KindTooLarge:
+		return "too_large"
+	case gateway.KindHeaderTooLarge:
 		return "badarg: " + err.Error()
-	case errors.Is(err, gateway.ErrUnavailable):
+	case gateway.KindUnavailable:
 		c.log.Warn("rpc core unavailable", "method", req.method, "err", err)
 		return "unavailable"
-	case errors.Is(err, gateway.ErrUnknown):
+	case gateway.KindUnknown:
 		// Distinct from "unavailable" (nothing happened): a push may be
 		// stored, an ack may be applied; retrying a push may duplicate it.
 		c.log.Warn("rpc outcome unknown", "method", req.method, "err", err)
 		return "unknown: " + err.Error()
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAnswerDropped):
+	case gateway.KindCanceled:
+		return "unavailable: request cancelled"
+	}
+	if errors.Is(err, errAnswerDropped) {
 		return "unavailable: request cancelled"
 	}
 	c.log.Error("rpc request failed", "method", req.method, "err", err)
