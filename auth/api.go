@@ -3,7 +3,6 @@ package auth
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,10 +114,11 @@ func (a *api) revoke(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	kind := gateway.KindOf(err)
 	switch {
-	case errors.Is(err, gateway.ErrInvalid):
+	case kind == gateway.KindInvalid:
 		jsonreply.Error(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, gateway.ErrNotFound):
+	case kind == gateway.KindNotFound:
 		jsonreply.Error(w, http.StatusNotFound, "no such token")
 	case r.Context().Err() != nil:
 		// The client left: nobody reads an answer.

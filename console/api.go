@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -227,10 +226,10 @@ func (c *Console) unavailable(w http.ResponseWriter, r *http.Request, err error)
 	if r.Context().Err() != nil {
 		return
 	}
-	switch {
-	case errors.Is(err, gateway.ErrNotFound):
+	switch gateway.KindOf(err) {
+	case gateway.KindNotFound:
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, mapping.ErrInvalidName):
+	case gateway.KindInvalid:
 		writeError(w, http.StatusBadRequest, err.Error())
 	default:
 		c.log.Warn("console", "path", r.URL.Path, "err", err)

@@ -60,8 +60,8 @@ func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint
 		content = Message{Body: body}
 	}
 	prio := c.Priority
-	if prio < 0 || prio > mapping.MaxPriority {
-		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
+	if err := mapping.CheckPriority(int64(prio)); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if c.Parts != nil && prio == 0 {
 		prio = g.props.Effective(queue).Priority

@@ -114,11 +114,8 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if err := CheckHeaders(msg); err != nil {
 		return pushed{}, err
 	}
-	if err := checkIdempotencyKey(opts.IdempotencyKey); err != nil {
+	if err := opts.Check(); err != nil { // pushopts.go
 		return pushed{}, err
-	}
-	if opts.Delay < 0 || opts.TTL < 0 || opts.Delay > mapping.MaxDuration || opts.TTL > mapping.MaxDuration {
-		return pushed{}, fmt.Errorf("%w: delay and ttl must be from 0 to %d seconds (10 years)", ErrInvalid, mapping.MaxSeconds)
 	}
 	q, err := g.disp.Bind(ctx, queue, mayCreate)
 	if err != nil {
@@ -129,10 +126,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 	if ttl == 0 {
 		ttl = eff.TTLDuration()
 	}
-	prio, err := pushPriority(opts.Priority, eff)
-	if err != nil {
-		return pushed{}, err
-	}
+	prio := pushPriority(opts.Priority, eff)
 	if eff.Accum > 0 {
 		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil || opts.Group != "" {
 			return pushed{}, fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
@@ -283,14 +277,11 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 // after a message became available there (dispatch.Dispatcher.Notify).
 func (g *Gateway) Notify(queue string) { g.disp.Notify(queue) }
 
-// pushPriority is the priority of a push: the option when given, else the
-// queue's priority property.
-func pushPriority(opt *int, eff mapping.Effective) (int, error) {
+// pushPriority is the priority of a push: the option when given (in its
+// range: PushOptions.Check), else the queue's priority property.
+func pushPriority(opt *int, eff mapping.Effective) int {
 	if opt == nil {
-		return eff.Priority, nil
+		return eff.Priority
 	}
-	if *opt < 0 || *opt > mapping.MaxPriority {
-		return 0, fmt.Errorf("%w: priority must be from 0 to %d", ErrInvalid, mapping.MaxPriority)
-	}
-	return *opt, nil
+	return *opt
 }

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -105,37 +103,13 @@ func compoundMultipart(id string, parts []gateway.Message) []byte {
 }
 
 // compoundMsgpack renders LMQ's cf=msgpack body: an array of
-// [{header: value, ...}, content] pairs, metadata as str and content as bin.
+// [{header: value, ...}, content] pairs, metadata as str and content as
+// bin, which is the compound format (mapping.EncodeCompound) of the parts
+// with their content types (the default when none was given).
 func compoundMsgpack(parts []gateway.Message) ([]byte, error) {
-	var b bytes.Buffer
-	enc := msgpack.NewEncoder(&b)
-	if err := enc.EncodeArrayLen(len(parts)); err != nil {
-		return nil, err
+	ps := make([]mapping.Part, len(parts))
+	for i, p := range parts {
+		ps[i] = mapping.Part{ContentType: contentTypeOf(p), Body: p.Body, Kept: p.Kept}
 	}
-	for _, p := range parts {
-		if err := enc.EncodeArrayLen(2); err != nil {
-			return nil, err
-		}
-		if err := enc.EncodeMapLen(1 + len(p.Kept)); err != nil {
-			return nil, err
-		}
-		if err := enc.EncodeString("content-type"); err != nil {
-			return nil, err
-		}
-		if err := enc.EncodeString(contentTypeOf(p)); err != nil {
-			return nil, err
-		}
-		for _, k := range p.Kept {
-			if err := enc.EncodeString(k.Name); err != nil {
-				return nil, err
-			}
-			if err := enc.EncodeString(k.Value); err != nil {
-				return nil, err
-			}
-		}
-		if err := enc.EncodeBytes(p.Body); err != nil {
-			return nil, err
-		}
-	}
-	return b.Bytes(), nil
+	return mapping.EncodeCompound(ps)
 }

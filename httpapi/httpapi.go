@@ -461,32 +461,39 @@ func noContent(w http.ResponseWriter, err error) error {
 // usual causes (a leader election, a reconnect, space freed) pass in seconds.
 const retryAfterSeconds = "1"
 
-// fail maps core errors onto status codes.
+// fail answers an error: a statusError as it says, the core's errors by
+// their kind (gateway.KindOf, where their precedence is decided).
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var se *statusError
-	switch {
-	case errors.As(err, &se):
+	if errors.As(err, &se) {
 		writeError(w, se.status, se.msg)
-	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, mapping.ErrInvalidProps), errors.Is(err, mapping.ErrInvalidName):
+		return
+	}
+	kind := gateway.KindOf(err)
+	if !kind.ClientFault() && r.Context().Err() != nil {
+		// The client is gone; nobody reads an answer. (A refusal of the
+		// request itself is still answered as one.)
+		clientGone(w)
+		return
+	}
+	switch kind {
+	case gateway.KindInvalid:
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, gateway.ErrNotFound):
+	case gateway.KindNotFound:
 		if errors.Is(err, gateway.ErrAlreadyAcked) {
 			// Still LMQ's 404, but a client retrying an ack can tell it is done.
 			w.Header().Set("X-Lmq-Delivery-State", "acked")
 		}
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, gateway.ErrTooManyQueues):
+	case gateway.KindTooManyQueues:
 		// The request is fine, the gateway's state refuses it: a client
 		// (or an operator) resolves it by deleting a queue.
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, gateway.ErrTooLarge):
+	case gateway.KindTooLarge:
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, gateway.ErrHeaderTooLarge):
+	case gateway.KindHeaderTooLarge:
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, err.Error())
-	case r.Context().Err() != nil:
-		// The client is gone; nobody reads an answer.
-		clientGone(w)
-	case errors.Is(err, gateway.ErrUnavailable):
+	case gateway.KindUnavailable:
 		if errors.Is(err, gateway.ErrBusy) {
 			// The limit at work, not a failure: one line per refused pull
 			// would flood the log just when the gateway is busiest.
@@ -498,12 +505,12 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// back, space freed): say when to try again, as the pull limit does.
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, http.StatusServiceUnavailable, err.Error())
-	case errors.Is(err, gateway.ErrUnknown):
+	case gateway.KindUnknown:
 		// Not 503: the push may be stored, the ack may be applied. A client
 		// retries a push with the same Idempotency-Key to be safe.
 		a.log.Warn("request outcome unknown", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusGatewayTimeout, err.Error())
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case gateway.KindCanceled:
 		// Not the client's context (that case is above): the gateway is
 		// stopping, or a bound of its own ran out. Not a failure a retry
 		// would meet again.

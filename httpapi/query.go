@@ -59,50 +59,32 @@ func query(r *http.Request) url.Values {
 	return q
 }
 
-// seconds reads an optional seconds query parameter, from 0 to
-// mapping.MaxSeconds.
-func seconds(r *http.Request, key string) (time.Duration, error) {
-	v := query(r).Get(key)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := mapping.ParseSeconds(key, v)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
-	}
-	return d, nil
-}
-
-// pushOptions reads ?delay=, ?ttl=, ?priority= and ?group=.
+// pushOptions reads ?delay=, ?ttl=, ?priority=, ?group= and the
+// Idempotency-Key header with the core's parser (PushOptions.SetText).
+// Beyond LMQ: priority (0..9, higher served first), group (an ordered
+// group, gateway/groups.go) and the key (a retried push with the same key is
+// stored once, gateway.IdempotencyWindow). Absent or empty, delay, ttl and
+// priority are the queue's properties; a group given must be named.
 func pushOptions(r *http.Request) (gateway.PushOptions, error) {
 	var o gateway.PushOptions
-	var err error
-	if o.Delay, err = seconds(r, "delay"); err != nil {
-		return o, err
+	q := query(r)
+	for _, name := range []string{gateway.OptDelay, gateway.OptTTL, gateway.OptPriority} {
+		if v := q.Get(name); v != "" {
+			if err := o.SetText(name, v); err != nil {
+				return o, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
+			}
+		}
 	}
-	if o.TTL, err = seconds(r, "ttl"); err != nil {
-		return o, err
-	}
-	if v := query(r).Get("priority"); v != "" {
-		// Beyond LMQ: 0..9, higher served first (absent or empty, like
-		// delay and ttl: the queue's priority property).
-		p, err := mapping.ParsePriority(v)
-		if err != nil {
+	if vals, ok := q[gateway.OptGroup]; ok && len(vals) > 0 {
+		if err := o.SetText(gateway.OptGroup, vals[0]); err != nil {
 			return o, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 		}
-		o.Priority = &p
 	}
-	if vals, ok := query(r)["group"]; ok && len(vals) > 0 {
-		// Beyond LMQ: an ordered group (gateway/groups.go); the core
-		// checks the name.
-		o.Group = vals[0]
-		if o.Group == "" {
-			return o, fmt.Errorf("%w: group must not be empty", gateway.ErrInvalid)
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if err := o.SetText(gateway.OptIdempotencyKey, key); err != nil {
+			return o, fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 		}
 	}
-	// Beyond LMQ: a retried push with the same key is stored once
-	// (gateway.IdempotencyWindow).
-	o.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	return o, nil
 }
 

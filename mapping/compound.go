@@ -14,7 +14,7 @@ import (
 // pairs, one per part in push order: headers is a map of the part's metadata
 // ("content-type" when one was given, and kept request headers), content is
 // binary. It is the shape of LMQ's cf=msgpack delivery, and the gateway
-// stores an accumulated message that way.
+// stores an accumulated message that way: EncodeCompound writes both.
 
 // Header is one request header kept with a message (LMQ's
 // lmq_hook_preserve_header); Name is lowercase.
@@ -32,7 +32,12 @@ type Part struct {
 	Kept []Header
 }
 
-// EncodeCompound encodes parts as a compound message body.
+// EncodeCompound encodes parts as a compound message body, the one encoder
+// of the format: a part's map holds "content-type" first (when ContentType
+// is not ""), then its kept headers in their order, one value per name (the
+// last given; ContentType before a kept "content-type"), as a decoder reads
+// them back. The stored compounds and LMQ's cf=msgpack delivery (which gives
+// every part its content type) are written by it alike.
 func EncodeCompound(parts []Part) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
@@ -40,24 +45,81 @@ func EncodeCompound(parts []Part) ([]byte, error) {
 		return nil, err
 	}
 	for _, p := range parts {
-		hdr := make(map[string]string, 1+len(p.Kept))
-		for _, h := range p.Kept {
-			hdr[h.Name] = h.Value
-		}
+		kept := uniqueHeaders(p.ContentType, p.Kept)
+		n := len(kept)
 		if p.ContentType != "" {
-			hdr["content-type"] = p.ContentType
+			n++
 		}
 		if err := enc.EncodeArrayLen(2); err != nil {
 			return nil, err
 		}
-		if err := enc.Encode(hdr); err != nil {
+		if err := enc.EncodeMapLen(n); err != nil {
 			return nil, err
+		}
+		if p.ContentType != "" {
+			if err := encodeHeader(enc, "content-type", p.ContentType); err != nil {
+				return nil, err
+			}
+		}
+		for _, h := range kept {
+			if err := encodeHeader(enc, h.Name, h.Value); err != nil {
+				return nil, err
+			}
 		}
 		if err := enc.EncodeBytes(p.Body); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+func encodeHeader(enc *msgpack.Encoder, name, value string) error {
+	if err := enc.EncodeString(name); err != nil {
+		return err
+	}
+	return enc.EncodeString(value)
+}
+
+// uniqueHeaders is kept with one entry per name, as a map holds them: the
+// last value given, at the place of the name's first; without a kept
+// "content-type" when contentType is given (it wins). kept itself when it
+// has nothing to drop, as every delivered part (DecodeCompound made it so).
+func uniqueHeaders(contentType string, kept []Header) []Header {
+	drop := func(i int) bool {
+		name := kept[i].Name
+		if contentType != "" && name == "content-type" {
+			return true
+		}
+		for _, h := range kept[:i] {
+			if h.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	clean := true
+	for i := range kept {
+		if drop(i) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return kept
+	}
+	out := make([]Header, 0, len(kept))
+	for i, h := range kept {
+		if drop(i) {
+			continue
+		}
+		for _, later := range kept[i+1:] {
+			if later.Name == h.Name {
+				h.Value = later.Value
+			}
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // DecodeCompound decodes a compound message body. The body is outside input

@@ -3,7 +3,10 @@ package mapping
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/alloctest"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
@@ -106,4 +109,72 @@ func FuzzDecodeCompound(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncodeCompound: the one encoder of the format writes a part's map
+// with "content-type" first, then the kept headers in their order, one per
+// name; what a map decoder reads back is what the stored compounds always
+// held (the last value of a name, the content type over a kept
+// "content-type"), and the same parts give the same bytes every time.
+func TestEncodeCompound(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		part Part
+		want []Header // the map, in order
+	}{
+		{"plain", Part{Body: []byte("x")}, nil},
+		{"typed", Part{ContentType: "t/x", Body: []byte("x")}, []Header{{"content-type", "t/x"}}},
+		{"kept in order", Part{Body: []byte("b"), ContentType: "t/x", Kept: []Header{{"x-b", "1"}, {"x-a", "2"}}},
+			[]Header{{"content-type", "t/x"}, {"x-b", "1"}, {"x-a", "2"}}},
+		{"repeated name", Part{Body: []byte("b"), Kept: []Header{{"x-a", "1"}, {"x-b", "2"}, {"x-a", "3"}}},
+			[]Header{{"x-a", "3"}, {"x-b", "2"}}},
+		{"kept content-type under the given one", Part{Body: []byte("b"), ContentType: "t/x", Kept: []Header{{"content-type", "t/y"}, {"x-a", "1"}}},
+			[]Header{{"content-type", "t/x"}, {"x-a", "1"}}},
+		{"kept content-type alone", Part{Body: []byte("b"), Kept: []Header{{"content-type", "t/y"}}}, []Header{{"content-type", "t/y"}}},
+	} {
+		b, err := EncodeCompound([]Part{c.part, {Body: []byte("second")}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		// The expected bytes, written out: array 2, [map, bin] per part
+		// (every part here has a body: a nil one is written as nil).
+		w := []byte{0x92, 0x92, 0x80 | byte(len(c.want))}
+		for _, h := range c.want {
+			w = append(w, 0xa0|byte(len(h.Name)))
+			w = append(w, h.Name...)
+			w = append(w, 0xa0|byte(len(h.Value)))
+			w = append(w, h.Value...)
+		}
+		w = append(w, 0xc4, byte(len(c.part.Body)))
+		w = append(w, c.part.Body...)
+		w = append(w, "\x92\x80\xc4\x06second"...)
+		if !bytes.Equal(b, w) {
+			t.Errorf("%s: % x, want % x", c.name, b, w)
+		}
+		again, _ := EncodeCompound([]Part{c.part, {Body: []byte("second")}})
+		if !bytes.Equal(again, b) {
+			t.Errorf("%s: encoded twice, differs", c.name)
+		}
+		// A map decoder reads the map the stored compounds held before
+		// (built as a Go map: kept headers, then the content type).
+		var decoded [][2]any
+		if err := msgpack.Unmarshal(b, &decoded); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		old := map[string]string{}
+		for _, h := range c.part.Kept {
+			old[h.Name] = h.Value
+		}
+		if c.part.ContentType != "" {
+			old["content-type"] = c.part.ContentType
+		}
+		got := map[string]string{}
+		for k, v := range decoded[0][0].(map[string]any) {
+			got[k] = v.(string)
+		}
+		if !maps.Equal(got, old) {
+			t.Errorf("%s: decodes to %v, want %v", c.name, got, old)
+		}
+	}
 }

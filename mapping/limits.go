@@ -33,6 +33,15 @@ func CheckSeconds(name string, f float64) error {
 	return nil
 }
 
+// CheckDuration is CheckSeconds for a duration given as one (options built
+// in Go: the same range, the same text).
+func CheckDuration(name string, d time.Duration) error {
+	if d < 0 || d > MaxDuration {
+		return fmt.Errorf("%s must be %s", name, secondsRange)
+	}
+	return nil
+}
+
 // SecondsDuration converts f seconds to a duration after CheckSeconds.
 func SecondsDuration(name string, f float64) (time.Duration, error) {
 	if err := CheckSeconds(name, f); err != nil {

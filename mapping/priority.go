@@ -78,18 +78,55 @@ func SubjectPriority(subject string) (p int, ok bool) {
 	return p, true
 }
 
+// errPriority is the one refusal of a priority, wherever it is given (a
+// push option, the priority property, a copy).
+var errPriority = fmt.Errorf("priority must be an integer from 0 to %d", MaxPriority)
+
+// CheckPriority reports whether p is a priority, 0 to MaxPriority.
+func CheckPriority(p int64) error {
+	if p < 0 || p > MaxPriority {
+		return errPriority
+	}
+	return nil
+}
+
 // ParsePriority parses a priority given as text (?priority=N).
 func ParsePriority(s string) (int, error) {
 	p, err := strconv.Atoi(s)
-	if err != nil || p < 0 || p > MaxPriority || strings.TrimSpace(s) != s || strings.HasPrefix(s, "+") {
-		return 0, fmt.Errorf("priority must be an integer from 0 to %d", MaxPriority)
+	if err != nil || strings.TrimSpace(s) != s || strings.HasPrefix(s, "+") {
+		return 0, errPriority
+	}
+	if err := CheckPriority(int64(p)); err != nil {
+		return 0, err
 	}
 	return p, nil
 }
 
+// PriorityValue reads a priority given as a decoded MessagePack or JSON
+// value: an integer (int64, or uint64 as a MessagePack decoder gives large
+// ones) from 0 to MaxPriority; a float, even a whole one, is refused.
+func PriorityValue(v any) (int, error) {
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case uint64:
+		if x > MaxPriority {
+			return 0, errPriority
+		}
+		n = int64(x)
+	default:
+		return 0, errPriority
+	}
+	if err := CheckPriority(n); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
 // toPriority reads the priority property from JSON or MessagePack.
 func toPriority(v any) (int, error) {
-	return toIntIn(v, 0, MaxPriority, fmt.Errorf("priority must be an integer from 0 to %d", MaxPriority))
+	return toIntIn(v, 0, MaxPriority, errPriority)
 }
 
 // toIntIn reads an integer property from JSON or MessagePack that must lie

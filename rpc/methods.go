@@ -157,33 +157,40 @@ func (c *conn) handle(req request) {
 	c.bind(res.delivery)
 }
 
-// errorString maps an error to the string sent to the client.
+// errorString maps an error to the string sent to the client: an rpcError
+// as it says, the core's errors by their kind (gateway.KindOf, where their
+// precedence is decided).
 func (c *conn) errorString(req request, err error) string {
 	var re *rpcError
-	switch {
-	case errors.As(err, &re):
+	if errors.As(err, &re) {
 		return re.Error()
-	case errors.Is(err, gateway.ErrNotFound):
+	}
+	switch gateway.KindOf(err) {
+	case gateway.KindInvalid:
+		if errors.Is(err, mapping.ErrInvalidProps) {
+			return "invalid_props: " + err.Error()
+		}
+		return "badarg: " + err.Error()
+	case gateway.KindNotFound:
 		return "not_found"
-	case errors.Is(err, mapping.ErrInvalidProps):
-		return "invalid_props: " + err.Error()
-	case errors.Is(err, gateway.ErrInvalid):
-		return "badarg: " + err.Error()
-	case errors.Is(err, gateway.ErrTooLarge):
-		return "too_large"
-	case errors.Is(err, gateway.ErrTooManyQueues):
+	case gateway.KindTooManyQueues:
 		return "too_many_queues: " + err.Error()
-	case errors.Is(err, gateway.ErrHeaderTooLarge):
+	case gateway.KindTooLarge:
+		return "too_large"
+	case gateway.KindHeaderTooLarge:
 		return "badarg: " + err.Error()
-	case errors.Is(err, gateway.ErrUnavailable):
+	case gateway.KindUnavailable:
 		c.log.Warn("rpc core unavailable", "method", req.method, "err", err)
 		return "unavailable"
-	case errors.Is(err, gateway.ErrUnknown):
+	case gateway.KindUnknown:
 		// Distinct from "unavailable" (nothing happened): a push may be
 		// stored, an ack may be applied; retrying a push may duplicate it.
 		c.log.Warn("rpc outcome unknown", "method", req.method, "err", err)
 		return "unknown: " + err.Error()
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAnswerDropped):
+	case gateway.KindCanceled:
+		return "unavailable: request cancelled"
+	}
+	if errors.Is(err, errAnswerDropped) {
 		return "unavailable: request cancelled"
 	}
 	c.log.Error("rpc request failed", "method", req.method, "err", err)
@@ -306,9 +313,10 @@ func (c *conn) push(p [][]byte) (result, error) {
 
 // pushOptions reads push's optional third argument, a map beyond LMQ:
 // {"delay": seconds, "ttl": seconds, "idempotency_key": string, "priority":
-// 0..9, "group": string}. The key is
-// the HTTP Idempotency-Key header: a push retried with the same key within
-// gateway.IdempotencyWindow (after an "unknown: ..." error) is stored once.
+// 0..9, "group": string}, each with the core's parser
+// (PushOptions.SetValue). The key is the HTTP Idempotency-Key header: a
+// push retried with the same key within gateway.IdempotencyWindow (after
+// an "unknown: ..." error) is stored once.
 func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 	var o gateway.PushOptions
 	v, err := c.decodeArg(b)
@@ -320,81 +328,14 @@ func (c *conn) pushOptions(b []byte) (gateway.PushOptions, error) {
 		return o, badarg("push options must be a map")
 	}
 	for k, v := range m {
-		if k == "priority" {
-			// Beyond LMQ: an integer 0..9, higher served first.
-			n, ok := v.(int64)
-			if u, isU := v.(uint64); isU && u <= mapping.MaxPriority {
-				n, ok = int64(u), true
-			}
-			if !ok || n < 0 || n > mapping.MaxPriority {
-				return o, badarg("push option priority must be an integer from 0 to %d", mapping.MaxPriority)
-			}
-			p := int(n)
-			o.Priority = &p
-			continue
+		if !gateway.IsPushOption(k) {
+			return o, badarg("unknown push option %s (known: %s)", k, gateway.PushOptionNames)
 		}
-		if k == "group" {
-			// Beyond LMQ: an ordered group; the gateway checks the name.
-			switch s := v.(type) {
-			case string:
-				o.Group = s
-			case []byte:
-				o.Group = string(s)
-			default:
-				return o, badarg("push option group must be a string")
-			}
-			if o.Group == "" {
-				return o, badarg("push option group must not be empty")
-			}
-			continue
-		}
-		if k == "idempotency_key" {
-			// A str, or a bin from clients that send strings as raw bytes;
-			// the gateway checks its length and characters.
-			switch s := v.(type) {
-			case string:
-				o.IdempotencyKey = s
-			case []byte:
-				o.IdempotencyKey = string(s)
-			default:
-				return o, badarg("push option idempotency_key must be a string")
-			}
-			continue
-		}
-		f, ok := number(v)
-		if !ok {
-			return o, badarg("push option %s must be a non-negative number of seconds", k)
-		}
-		d, err := mapping.SecondsDuration("push option "+k, f)
-		if err != nil {
-			return o, badarg("%v", err)
-		}
-		switch k {
-		case "delay":
-			o.Delay = d
-		case "ttl":
-			o.TTL = d
-		default:
-			return o, badarg("unknown push option %s (known: delay, ttl, idempotency_key, priority, group)", k)
+		if err := o.SetValue(k, v); err != nil {
+			return o, badarg("push option %v", err)
 		}
 	}
 	return o, nil
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 func (c *conn) pushAll(p [][]byte) (result, error) {

@@ -1,7 +1,6 @@
 package sqs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,26 +84,26 @@ func errNotInflight() *apiError {
 		Message: "The message referred to is not in flight (its receipt handle expired, or it was deleted)."}
 }
 
-// apiErrorOf maps err, from the core or a handler, onto SQS's errors.
+// apiErrorOf maps err, from the core or a handler, onto SQS's errors: an
+// apiError as it is, the core's errors by their kind (gateway.KindOf, where
+// their precedence is decided).
 func apiErrorOf(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	switch {
-	case errors.Is(err, gateway.ErrAlreadyAcked), errors.Is(err, gateway.ErrNotFound):
-		return errorf(400, "InvalidParameterValue", "%v", err)
-	case errors.Is(err, gateway.ErrInvalid), errors.Is(err, gateway.ErrHeaderTooLarge):
+	switch gateway.KindOf(err) {
+	case gateway.KindNotFound, gateway.KindInvalid, gateway.KindHeaderTooLarge:
 		return errInvalid("%v", err)
-	case errors.Is(err, gateway.ErrTooLarge):
+	case gateway.KindTooLarge:
 		return errInvalid("Message must be shorter than the queue's MaximumMessageSize: %v", err)
-	case errors.Is(err, gateway.ErrTooManyQueues):
+	case gateway.KindTooManyQueues:
 		return &apiError{Status: 403, Shape: "OverLimit", Code: "OverLimit", Message: err.Error()}
-	case errors.Is(err, gateway.ErrUnavailable):
+	case gateway.KindUnavailable:
 		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "%v", err)
-	case errors.Is(err, gateway.ErrUnknown):
+	case gateway.KindUnknown:
 		return errorf(http.StatusServiceUnavailable, "ServiceUnavailable", "the outcome is unknown (it may have taken effect): %v", err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case gateway.KindCanceled:
 		// Not the client's context (ServeHTTP answers nobody when the
 		// client went away): the gateway is stopping, or a bound of its own
 		// ran out. Nothing failed that a retry would not get past.

@@ -46,12 +46,15 @@ const (
 // Classify turns a JetStream/NATS failure of op into one of the outcomes
 // front ends answer: the package's own sentinels and a canceled context
 // pass through (wrapped with op), known API errors by code
-// (classifyAPIError), anything else is ErrUnavailable.
+// (classifyAPIError), anything else is ErrUnavailable. An error already
+// wrapping ErrUnknown (an Outcome classified again on its way up) stays
+// unknown and only that: ErrUnavailable beside it would promise that
+// nothing happened.
 func Classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnknown) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, context.Canceled) {
@@ -71,7 +74,8 @@ func Outcome(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrUnknown):
+		// Canceled: the caller's own doing. Already unknown: said once.
 		return fmt.Errorf("%s: %w", op, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),

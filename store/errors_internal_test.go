@@ -108,3 +108,98 @@ func TestMarkerOp(t *testing.T) {
 		}
 	}
 }
+
+// TestClassify: what Classify makes of each failure front ends may see. Its
+// own sentinels and a canceled context pass through (wrapped with op); an
+// error already wrapping ErrUnknown stays unknown and is never also
+// ErrUnavailable (which promises that nothing happened); anything else is
+// unavailable. The cause is kept.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	unknown := fmt.Errorf("store message: %w: %w", ErrUnknown, nats.ErrTimeout)
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    []error
+		notWant []error
+	}{
+		{"not found", fmt.Errorf("queue q: %w", ErrNotFound), []error{ErrNotFound}, []error{ErrUnavailable}},
+		{"invalid", fmt.Errorf("%w: bad name", ErrInvalid), []error{ErrInvalid}, []error{ErrUnavailable}},
+		{"too large", fmt.Errorf("%w: 9 bytes", ErrTooLarge), []error{ErrTooLarge}, []error{ErrUnavailable}},
+		{"canceled", context.Canceled, []error{context.Canceled}, []error{ErrUnavailable, ErrUnknown}},
+		{"canceled, wrapped", fmt.Errorf("read: %w", context.Canceled), []error{context.Canceled}, []error{ErrUnavailable, ErrUnknown}},
+		{"deadline", context.DeadlineExceeded, []error{ErrUnavailable, context.DeadlineExceeded}, []error{ErrUnknown}},
+		{"timeout", nats.ErrTimeout, []error{ErrUnavailable}, []error{ErrUnknown}},
+		{"no responders", nats.ErrNoResponders, []error{ErrUnavailable}, []error{ErrUnknown}},
+		{"already unknown", unknown, []error{ErrUnknown, nats.ErrTimeout}, []error{ErrUnavailable}},
+		{"already unknown, wrapped twice", fmt.Errorf("batch: %w", fmt.Errorf("part 2: %w", unknown)), []error{ErrUnknown}, []error{ErrUnavailable}},
+		{"other", errors.New("boom"), []error{ErrUnavailable}, []error{ErrUnknown}},
+	} {
+		got := Classify("op", tc.err)
+		for _, w := range tc.want {
+			if !errors.Is(got, w) {
+				t.Errorf("%s: Classify(%v) = %v, want it to wrap %v", tc.name, tc.err, got, w)
+			}
+		}
+		for _, nw := range tc.notWant {
+			if errors.Is(got, nw) {
+				t.Errorf("%s: Classify(%v) = %v, must not wrap %v", tc.name, tc.err, got, nw)
+			}
+		}
+		if !strings.HasPrefix(got.Error(), "op: ") || !strings.Contains(got.Error(), tc.err.Error()) {
+			t.Errorf("%s: Classify(%v) = %q: want op and the cause", tc.name, tc.err, got)
+		}
+	}
+	if Classify("op", nil) != nil {
+		t.Error("Classify(nil) is not nil")
+	}
+}
+
+// TestOutcome: a failed state change whose request may have reached
+// JetStream (a timeout, a deadline, the connection lost) is unknown, never
+// unavailable; one that certainly did not (no responders, a refusal) is
+// Classify's; a canceled context passes through; an error already wrapping
+// ErrUnknown is not wrapped in it twice.
+func TestOutcome(t *testing.T) {
+	t.Parallel()
+	unknown := fmt.Errorf("store message: %w: %w", ErrUnknown, nats.ErrTimeout)
+	full := fmt.Errorf("nats: %w", &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"})
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    error
+		notWant []error
+	}{
+		{"deadline", context.DeadlineExceeded, ErrUnknown, []error{ErrUnavailable}},
+		{"deadline, wrapped", fmt.Errorf("publish: %w", context.DeadlineExceeded), ErrUnknown, []error{ErrUnavailable}},
+		{"timeout", nats.ErrTimeout, ErrUnknown, []error{ErrUnavailable}},
+		{"connection closed", nats.ErrConnectionClosed, ErrUnknown, []error{ErrUnavailable}},
+		{"draining", nats.ErrConnectionDraining, ErrUnknown, []error{ErrUnavailable}},
+		{"disconnected", nats.ErrDisconnected, ErrUnknown, []error{ErrUnavailable}},
+		{"canceled", context.Canceled, context.Canceled, []error{ErrUnavailable, ErrUnknown}},
+		{"no responders", nats.ErrNoResponders, ErrUnavailable, []error{ErrUnknown}},
+		{"store full", full, ErrUnavailable, []error{ErrUnknown}},
+		{"not found", fmt.Errorf("queue q: %w", ErrNotFound), ErrNotFound, []error{ErrUnavailable, ErrUnknown}},
+		{"already unknown", unknown, ErrUnknown, []error{ErrUnavailable}},
+		{"already unknown, wrapped", fmt.Errorf("batch: %w", unknown), ErrUnknown, []error{ErrUnavailable}},
+	} {
+		got := Outcome("op", tc.err)
+		if !errors.Is(got, tc.want) {
+			t.Errorf("%s: Outcome(%v) = %v, want it to wrap %v", tc.name, tc.err, got, tc.want)
+		}
+		for _, nw := range tc.notWant {
+			if errors.Is(got, nw) {
+				t.Errorf("%s: Outcome(%v) = %v, must not wrap %v", tc.name, tc.err, got, nw)
+			}
+		}
+		if !strings.Contains(got.Error(), tc.err.Error()) {
+			t.Errorf("%s: Outcome(%v) = %q: lost the cause", tc.name, tc.err, got)
+		}
+		if n := strings.Count(got.Error(), ErrUnknown.Error()); n > 1 {
+			t.Errorf("%s: Outcome(%v) = %q: says unknown %d times", tc.name, tc.err, got, n)
+		}
+	}
+	if Outcome("op", nil) != nil {
+		t.Error("Outcome(nil) is not nil")
+	}
+}
