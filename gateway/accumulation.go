@@ -95,7 +95,7 @@ type QueueLog struct {
 func (g *Gateway) QueueLog(ctx context.Context, queue string) (*QueueLog, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if _, err := g.queueStream(ctx, queue); err != nil {
+	if _, err := g.queueShard(ctx, queue); err != nil {
 		return nil, err
 	}
 	log, err := g.store.OpenLog(ctx, queue)

@@ -59,7 +59,7 @@ func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bo
 // storedMessage opens queue's log and reads its message at seq:
 // ErrNotFound when the queue does not exist or the message is gone.
 func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *jetstream.RawStreamMsg, error) {
-	if _, err := g.queueStream(ctx, queue); err != nil {
+	if _, err := g.queueShard(ctx, queue); err != nil {
 		return nil, nil, err
 	}
 	l, err := g.store.OpenLog(ctx, queue)

@@ -261,7 +261,7 @@ func (s *Store) putConsumer(ctx context.Context, stream string, c jetstream.Cons
 // and its priority levels' (which exist only where levels were pulled
 // from, by any gateway). Large bodies are DeleteQueueBodies'.
 func (s *Store) DeleteQueue(ctx context.Context, queue string) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}

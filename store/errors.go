@@ -117,6 +117,10 @@ func isStorageErr(err error) bool {
 		strings.Contains(s, "jetstream store failed")
 }
 
+// StreamGone reports whether err says that a shard stream does not exist
+// (an operator deleted it while this store was making or using it).
+func StreamGone(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) }
+
 // CheckQueueName is ErrInvalid, saying why, for a name that is not a queue
 // name (mapping.ValidateQueueName); nil for one that is.
 func CheckQueueName(queue string) error {

@@ -32,7 +32,7 @@ func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*jetstream.Ra
 // firstOn returns the first message on subject in queue's shard; nil when
 // there is none.
 func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.RawStreamMsg, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.
 // LastOn returns the sequence of the last message on subject in queue's
 // shard; 0 when there is none.
 func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +69,7 @@ func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, erro
 
 // Has reports whether queue's shard still holds sequence seq.
 func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return false, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error)
 // Remove removes queue's message at seq (not its Object Store body); one
 // already gone is fine.
 func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func WrongLast(err error) bool {
 // of a head and the copy of the next (gateway/groups.go). It also reports
 // whether the queue has any group backlog at all.
 func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []string, any bool, err error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, false, err
 	}
@@ -180,7 +180,7 @@ func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []st
 // of them is in flight. A head replaced meanwhile is left to its
 // replacement.
 func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // ReadBack returns the body of queue's message at stream sequence seq (a
 // delivery in flight keeps only its headers in memory).
 func (s *Store) ReadBack(ctx context.Context, queue string, seq uint64) ([]byte, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", mapping.StreamName(queue), err)
 	}
@@ -32,7 +32,7 @@ func (s *Store) ReadBack(ctx context.Context, queue string, seq uint64) ([]byte,
 // TakeBack removes queue's message at seq, as far as it can: the caller
 // answers as if it never was stored either way.
 func (s *Store) TakeBack(ctx context.Context, queue string, seq uint64) {
-	if st, err := s.QueueShard(ctx, queue); err == nil {
+	if st, err := s.queueStream(ctx, queue); err == nil {
 		_ = st.DeleteMsg(ctx, seq)
 	}
 }

@@ -243,13 +243,14 @@ func (s *Store) scanShard(ctx context.Context, k int, oldest time.Time, sig shar
 // looks again).
 func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at shardSig, err error) {
 	look = &ShardLook{Counts: make(map[string]uint64), Levels: make(map[string]uint16), Groups: make(map[string]bool)}
-	st, err := s.LookupShard(ctx, k)
+	sh, err := s.LookupShard(ctx, k)
 	if err != nil {
 		return nil, at, err
 	}
-	if st == nil {
+	if sh == nil {
 		return look, at, nil // not created yet: no messages
 	}
+	st := sh.st
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardQueueWildcard(k)))
 	if err != nil {
 		return nil, at, Classify("scan queues", err)
