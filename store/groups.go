@@ -25,13 +25,13 @@ const headMsgIDPrefix = "lmq-head:"
 
 // GroupOldest returns the oldest message of queue's group g's backlog; nil
 // when the backlog is empty.
-func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*jetstream.RawStreamMsg, error) {
+func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*StoredMsg, error) {
 	return s.firstOn(ctx, queue, mapping.GroupSubject(queue, g))
 }
 
 // firstOn returns the first message on subject in queue's shard; nil when
 // there is none.
-func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.RawStreamMsg, error) {
+func (s *Store) firstOn(ctx context.Context, queue, subject string) (*StoredMsg, error) {
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.
 	if err != nil {
 		return nil, Classify("read group", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // LastOn returns the sequence of the last message on subject in queue's
@@ -105,7 +105,7 @@ func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
 // being ended, after (0: none): promoted is false (and err nil) when it
 // does, or when m was copied already (JetStream's duplicate window). Of any
 // number of gateways promoting the group at once, exactly one succeeds.
-func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawStreamMsg, after uint64) (promoted bool, err error) {
+func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
 	cp := nats.NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
@@ -113,9 +113,9 @@ func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawSt
 		}
 	}
 	cp.Header.Set(mapping.HdrGroup, g)
-	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Sequence, 10))
+	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Seq, 10))
 	cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
-	cp.Header.Set(jetstream.MsgIDHeader, headMsgIDPrefix+strconv.FormatUint(m.Sequence, 10))
+	cp.Header.Set(jetstream.MsgIDHeader, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
 	cp.Data = m.Data
 	if _, err := s.Publish(ctx, "store group head", queue, cp); err != nil {
 		if WrongLast(err) {

@@ -62,7 +62,7 @@ func (l *Log) LastSeq() uint64 { return l.st.CachedInfo().State.LastSeq }
 
 // Next is the first message on subject at or after sequence from; nil when
 // there is none.
-func (l *Log) Next(ctx context.Context, subject string, from uint64) (*jetstream.RawStreamMsg, error) {
+func (l *Log) Next(ctx context.Context, subject string, from uint64) (*StoredMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	rm, err := l.st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
@@ -72,7 +72,7 @@ func (l *Log) Next(ctx context.Context, subject string, from uint64) (*jetstream
 	if err != nil {
 		return nil, Classify("read queue stream", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // Has reports whether the stream still holds sequence seq.
