@@ -22,7 +22,7 @@ import (
 // out or is respawned is stored again, so it comes back with a new id.
 //
 // Waiting means: on a subject a consumer of the queue reads (lmq.q, a
-// priority level's lmq.p.<p>, a group's head lmq.h, all read by consumers),
+// priority level's lmq.p.<p>, a group's head lmq.h: mapping.WaitingOf),
 // above that consumer's delivered point; or a group's backlog message
 // (lmq.g) behind its group's current one. Delayed messages (schedules),
 // parts of an open accumulation window and dead letters are not waiting.
@@ -93,20 +93,20 @@ func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) e
 	if err != nil {
 		return err
 	}
-	if p, ok := levelOf(queue, m.Subject); ok {
-		if err := removeWaiting(ctx, l, queue, m, p); err != nil {
+	w, ok := mapping.WaitingOf(queue, m.Subject)
+	switch {
+	case !ok:
+		return notWaiting(queue, seq, "not a waiting message of the queue")
+	case w.Group == "":
+		if err := removeWaiting(ctx, l, queue, m, w.Level); err != nil {
 			return err
 		}
 		g.dropBodies(ctx, m)
 		return nil
+	case w.Head:
+		return g.deleteHead(ctx, l, queue, w.Group, m)
 	}
-	if group, ok := groupOf(queue, m.Subject, mapping.HeadSubject); ok {
-		return g.deleteHead(ctx, l, queue, group, m)
-	}
-	if group, ok := groupOf(queue, m.Subject, mapping.GroupSubject); ok {
-		return g.deleteBacklog(ctx, l, queue, group, m)
-	}
-	return notWaiting(queue, seq, "not a waiting message of the queue")
+	return g.deleteBacklog(ctx, l, queue, w.Group, m)
 }
 
 // MoveMessage moves the queue's waiting message whose id (stream sequence)
@@ -143,20 +143,20 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 		return err
 	}
 	prio := -1
-	if p, ok := levelOf(queue, m.Subject); ok {
-		delivered, err := l.Delivered(ctx, p)
+	w, ok := mapping.WaitingOf(queue, m.Subject)
+	if !ok {
+		return notWaiting(queue, seq, "not a waiting message of the queue")
+	}
+	if w.Group == "" {
+		delivered, err := l.Delivered(ctx, w.Level)
 		if err != nil {
 			return err
 		}
 		if seq <= delivered {
 			return notWaiting(queue, seq, "in flight")
 		}
-		if p > 0 {
-			prio = p
-		}
-	} else if _, ok := groupOf(queue, m.Subject, mapping.HeadSubject); !ok {
-		if _, ok := groupOf(queue, m.Subject, mapping.GroupSubject); !ok {
-			return notWaiting(queue, seq, "not a waiting message of the queue")
+		if w.Level > 0 {
+			prio = w.Level
 		}
 	}
 	content, err := g.store.DecodeStored(ctx, m)
@@ -301,25 +301,6 @@ func (g *Gateway) dropBodies(ctx context.Context, ms ...*store.StoredMsg) {
 			g.store.DeleteBody(ctx, ref)
 		}
 	}
-}
-
-// levelOf returns the priority level whose subject of queue subject is.
-func levelOf(queue, subject string) (int, bool) {
-	p, ok := mapping.SubjectPriority(subject)
-	if !ok || subject != mapping.PrioritySubject(queue, p) {
-		return 0, false
-	}
-	return p, true
-}
-
-// groupOf returns the group whose subject of queue (made by subjectOf:
-// mapping.HeadSubject or GroupSubject) subject is.
-func groupOf(queue, subject string, subjectOf func(queue, group string) string) (string, bool) {
-	group, ok := mapping.GroupFromSubject(subject)
-	if !ok || subject != subjectOf(queue, group) {
-		return "", false
-	}
-	return group, true
 }
 
 // standsFor is the stream sequence of the backlog message a head copy

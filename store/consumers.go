@@ -98,7 +98,7 @@ func consumerConfig(queue string, p int, lim Limits) jetstream.ConsumerConfig {
 	if p == 0 && lim.Heads {
 		// The groups' heads (mapping/groups.go) are in the queue's order.
 		c.FilterSubject = ""
-		c.FilterSubjects = []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)}
+		c.FilterSubjects = mapping.LevelSubjects(queue, 0)
 	}
 	if p > 0 {
 		// A level's metadata always names the queue (the consumer name

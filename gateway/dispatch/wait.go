@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -135,18 +134,16 @@ func (d *Dispatcher) ensureConsumerWithin(ctx context.Context, q *Queue, wait ti
 	}
 }
 
-// queueEmpty reports whether the queue's subjects hold no message at all
-// (delays aside). Parts and dead letters count as messages: an
-// over-approximation only costs the caller a consumer.
+// queueEmpty reports whether the queue holds no waiting message
+// (mapping.WaitingFilters: heads included, so a head copy whose backlog
+// message is being removed still counts; an over-approximation only costs
+// the caller a consumer).
 func (d *Dispatcher) queueEmpty(ctx context.Context, q *Queue) (bool, error) {
 	sh, err := q.shardHandle(ctx)
 	if err != nil {
 		return false, err
 	}
-	for _, filter := range mapping.QueueSubjects(q.name) {
-		if strings.HasPrefix(filter, mapping.SubjectPrefix+".s.") {
-			continue
-		}
+	for _, filter := range mapping.WaitingFilters(q.name) {
 		counts, err := sh.SubjectCounts(ctx, filter)
 		if err != nil {
 			return false, fmt.Errorf("queue info: %w", err)

@@ -209,17 +209,17 @@ func addCounts(into map[string]*QueueInfo, subjects map[string]uint64) {
 			c = &QueueInfo{}
 			into[enc] = c
 		}
-		switch kind {
-		case "q", "p", "g": // priorities and groups' backlogs count as deliverable
+		switch {
+		case mapping.CountsWaiting(kind): // priorities and groups' backlogs too
 			c.Size += n
-		case "h":
+		case kind == "h":
 			// A group's head is a copy of its backlog's oldest message,
 			// which is counted already.
-		case "s":
+		case kind == "s":
 			c.Delayed += n
-		case "d":
+		case kind == "d":
 			c.DeadLetters += n
-		case "a":
+		case kind == "a":
 			c.Parts += n
 		}
 	}

@@ -106,7 +106,7 @@ func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error
 		if err != nil {
 			return out, err
 		}
-		ps, err := r.peekMerged(ctx, sh, levelSubjects(queue, p), from, n-len(out))
+		ps, err := r.peekMerged(ctx, sh, mapping.LevelSubjects(queue, p), from, n-len(out))
 		out = append(out, ps...)
 		if err != nil {
 			return out, err
@@ -120,15 +120,6 @@ func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error
 		}
 	}
 	return out, nil
-}
-
-// levelSubjects are the subjects the consumer of the queue's priority level
-// p reads: level 0's reads its groups' heads beside the queue's subject.
-func levelSubjects(queue string, p int) []string {
-	if p > 0 {
-		return []string{mapping.PrioritySubject(queue, p)}
-	}
-	return []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)}
 }
 
 // MaxBacklogScan bounds the groups' backlog messages one Peek reads to find
@@ -201,7 +192,7 @@ func (r *Reader) OldestWaiting(ctx context.Context, queue string) (time.Time, er
 		if err != nil {
 			return time.Time{}, err
 		}
-		ps, err := r.peekMerged(ctx, sh, levelSubjects(queue, p), from, 1)
+		ps, err := r.peekMerged(ctx, sh, mapping.LevelSubjects(queue, p), from, 1)
 		if err != nil {
 			return time.Time{}, err
 		}
