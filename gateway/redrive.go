@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -149,7 +148,7 @@ func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv move
 	}
 	// A released copy of the new message drops Nats-* headers, so it is not
 	// taken for a duplicate.
-	m.Header.Set(jetstream.MsgIDHeader, mv.id)
+	jsapi.SetMsgID(m, mv.id)
 	seq, err := g.store.Publish(ctx, "move message to another queue", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {

@@ -114,8 +114,8 @@ func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, afte
 	}
 	cp.Header.Set(mapping.HdrGroup, g)
 	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Seq, 10))
-	cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
-	cp.Header.Set(jetstream.MsgIDHeader, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
+	jsapi.SetExpectLastSubjectSeq(cp, after)
+	jsapi.SetMsgID(cp, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
 	cp.Data = m.Data
 	if _, err := s.Publish(ctx, "store group head", queue, cp); err != nil {
 		if WrongLast(err) {
@@ -210,7 +210,7 @@ func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) err
 				cp.Header[k] = v
 			}
 		}
-		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rm.Sequence, 10))
+		jsapi.SetExpectLastSubjectSeq(cp, rm.Sequence)
 		cp.Data = rm.Data
 		if _, err := s.Publish(ctx, "restore group head", queue, cp); WrongLast(err) {
 			continue

@@ -16,7 +16,8 @@ import (
 // the accumulator's and migrate's bookkeeping (Log).
 
 // ReadBack returns the body of queue's message at stream sequence seq (a
-// delivery in flight keeps only its headers in memory).
+// delivery in flight keeps only its headers in memory); an error for which
+// NotStored holds when the stream no longer has it.
 func (s *Store) ReadBack(ctx context.Context, queue string, seq uint64) ([]byte, error) {
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
