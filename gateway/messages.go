@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -168,7 +166,7 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 		pushedAt = time.Unix(0, v)
 	}
 	copySeq, err := g.storeMoved(ctx, queue, target, moved{
-		header: nats.Header(m.Header), body: content.Body, pushedAt: pushedAt, priority: prio,
+		header: m.Header, body: content.Body, pushedAt: pushedAt, priority: prio,
 		id: moveID(queue, target, seq),
 	})
 	if err != nil {

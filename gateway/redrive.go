@@ -96,11 +96,11 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 // moved is a message going into another queue as a new message there
 // (redrive, MoveMessage).
 type moved struct {
-	header   nats.Header // the original's: the ones redriven accepts go along
-	body     []byte      // its content (a large body loaded)
-	pushedAt time.Time   // its push time, kept
-	priority int         // its priority there; < 0: the target's priority property
-	id       string      // its Nats-Msg-Id: a repeated move is stored once
+	header   map[string][]string // the original's (nats.Header or store.Headers): the ones redriven accepts go along
+	body     []byte              // its content (a large body loaded)
+	pushedAt time.Time           // its push time, kept
+	priority int                 // its priority there; < 0: the target's priority property
+	id       string              // its Nats-Msg-Id: a repeated move is stored once
 }
 
 // storeMoved stores mv in the queue target (created when it does not exist)
