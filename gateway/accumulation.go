@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -38,14 +37,14 @@ type Entry struct {
 	msg   *nats.Msg
 }
 
-func newEntry(queue string, rm *jetstream.RawStreamMsg) *Entry {
+func newEntry(queue string, rm *store.StoredMsg) *Entry {
 	return &Entry{
-		Seq:    rm.Sequence,
+		Seq:    rm.Seq,
 		Window: rm.Header.Get(mapping.HdrWindow),
 		Origin: rm.Header.Get(mapping.HdrMigrated),
 		Time:   rm.Time,
 		queue:  queue,
-		msg:    &nats.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data},
+		msg:    &nats.Msg{Subject: rm.Subject, Header: nats.Header(rm.Header), Data: rm.Data},
 	}
 }
 
@@ -95,7 +94,7 @@ type QueueLog struct {
 func (g *Gateway) QueueLog(ctx context.Context, queue string) (*QueueLog, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if _, err := g.queueStream(ctx, queue); err != nil {
+	if _, err := g.queueShard(ctx, queue); err != nil {
 		return nil, err
 	}
 	log, err := g.store.OpenLog(ctx, queue)

@@ -2,16 +2,13 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -76,7 +73,7 @@ func (g *Gateway) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter
 // RespawnDeadLetters moves up to n of the oldest dead letters back into the
 // queue with fresh retries; it returns how many moved.
 func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error) {
-	st, err := g.queueStream(ctx, queue)
+	sh, err := g.queueShard(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -86,18 +83,18 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 	}
 	moved, levels := 0, uint16(0)
 	for seq := uint64(1); moved < n; {
-		raw, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(mapping.DeadSubject(queue)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
+		raw, err := sh.Next(ctx, mapping.DeadSubject(queue), seq)
 		if err != nil {
-			return moved, jsErr("read dead letter", err)
+			return moved, fmt.Errorf("read dead letter: %w", err) // classified by the store
+		}
+		if raw == nil {
+			break
 		}
 		// Back to its own priority (the Lmq-Priority header it kept).
 		p := store.MessagePriority("", raw.Header)
 		levels |= 1 << p
 		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
-		copyOwnHeaders(m, &nats.Msg{Header: raw.Header})
+		copyOwnHeaders(m, &nats.Msg{Header: nats.Header(raw.Header)})
 		m.Header.Del(mapping.HdrDelivered)
 		m.Header.Del(mapping.HdrDeadAt)
 		m.Data = raw.Data
@@ -106,11 +103,11 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		if _, err := g.store.Publish(ctx, "respawn dead letter", q.Name(), m); err != nil {
 			return moved, err
 		}
-		if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !jsapi.MsgGone(err) {
-			return moved, jsErr("remove dead letter", err)
+		if err := sh.Delete(ctx, raw.Seq); err != nil {
+			return moved, fmt.Errorf("remove dead letter: %w", err)
 		}
 		moved++
-		seq = raw.Sequence + 1
+		seq = raw.Seq + 1
 	}
 	for p := mapping.MaxPriority; p >= 0; p-- {
 		if levels&(1<<p) != 0 {
@@ -122,35 +119,22 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 
 // DeleteDeadLetters drops every dead letter of queue; it returns how many.
 func (g *Gateway) DeleteDeadLetters(ctx context.Context, queue string) (uint64, error) {
-	st, err := g.queueStream(ctx, queue)
+	sh, err := g.queueShard(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
 	// Large bodies first: after the purge nothing refers to them any more.
 	for seq := uint64(1); ; {
-		raw, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(mapping.DeadSubject(queue)))
-		if err != nil {
+		raw, err := sh.Next(ctx, mapping.DeadSubject(queue), seq)
+		if err != nil || raw == nil {
 			break
 		}
-		g.store.DropBody(ctx, &nats.Msg{Header: raw.Header})
-		seq = raw.Sequence + 1
+		g.store.DropBody(ctx, &nats.Msg{Header: nats.Header(raw.Header)})
+		seq = raw.Seq + 1
 	}
-	resp, err := purgeSubject(ctx, st, mapping.DeadSubject(queue))
+	n, err := sh.PurgeSubject(ctx, mapping.DeadSubject(queue))
 	if err != nil {
-		return 0, jsErr("delete dead letters", err)
-	}
-	return resp, nil
-}
-
-// purgeSubject removes every message of one subject and reports how many.
-func purgeSubject(ctx context.Context, st jetstream.Stream, subject string) (uint64, error) {
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
-	n := info.State.Subjects[subject]
-	if err := st.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("delete dead letters: %w", err)
 	}
 	return n, nil
 }

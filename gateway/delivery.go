@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -303,7 +301,7 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
 	}
 	if r.Group != "" {
-		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.Seq, 10))
+		jsapi.SetExpectLastSubjectSeq(cp, r.Seq)
 	}
 	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
@@ -320,7 +318,7 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 	}
 	var err error
 	if cp.Data, err = g.body(ctx, r); err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if store.NotStored(err) {
 			// Already gone: an ack whose answer was lost (ErrUnknown) did
 			// take effect, or JetStream's backstop redelivered the message
 			// and another client acked it. Nothing to put back.

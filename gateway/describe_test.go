@@ -73,4 +73,20 @@ func TestConsumerOnlyWhenUsed(t *testing.T) {
 	if !hasConsumer("pushed") {
 		t.Fatal("no consumer after a pull that found a message")
 	}
+	// Nor do dead letters or parts make a queue worth a consumer: nothing
+	// of theirs waits (mapping.WaitingOf).
+	if err := g.RegisterQueue(ctx, "buried"); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{mapping.DeadSubject("buried"), mapping.PartSubject("buried")} {
+		if _, err := js.Publish(ctx, subj, []byte("not waiting")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := g.Pull(ctx, "buried", 0); d != nil || err != nil {
+		t.Fatalf("pull of a queue holding only a dead letter and a part: %v, %v", d, err)
+	}
+	if hasConsumer("buried") {
+		t.Fatal("a queue holding only a dead letter and a part got a consumer from a pull that may not wait")
+	}
 }

@@ -43,7 +43,7 @@
 // the shards in use (≤ 64) plus the queues in use, not the queues that exist.
 // Data of the one-stream-per-queue layout of older versions is moved into
 // the shards on first start by package upgrade, which package server runs
-// after New and before anything is served (RegisterQueue and ShardStream,
+// after New and before anything is served (RegisterQueue and MakeShard,
 // upgradeapi.go, are what it needs of the core).
 //
 // Consumer storage: the queues' consumers (and their priority levels')

@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // What JetStream knows about queues, and their messages as the console
@@ -43,10 +41,10 @@ const ReplicaSilence = view.ReplicaSilence
 // newViews is the read-only views on this core (after props is open).
 func newViews(g *Gateway) *view.Reader {
 	return view.New(view.Core{
-		Store:  g.store,
-		Stream: g.queueStream,
-		Names:  func() []string { return g.reg.Names() },
-		Props:  g.props.Effective,
+		Store: g.store,
+		Shard: g.queueShard,
+		Names: func() []string { return g.reg.Names() },
+		Props: g.props.Effective,
 	})
 }
 
@@ -94,9 +92,9 @@ func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, e
 	return g.views.OldestWaiting(ctx, queue)
 }
 
-// queueStream returns the stream of an existing queue; ErrNotFound when the
-// queue does not exist.
-func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
+// queueShard returns the handle on an existing queue's shard stream;
+// ErrNotFound when the queue does not exist.
+func (g *Gateway) queueShard(ctx context.Context, queue string) (*store.Shard, error) {
 	if err := validName(queue); err != nil {
 		return nil, err
 	}
@@ -107,9 +105,9 @@ func (g *Gateway) queueStream(ctx context.Context, queue string) (jetstream.Stre
 	if !ok {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
-	st, err := g.store.QueueShard(ctx, queue)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	sh, err := g.store.QueueShard(ctx, queue)
+	if store.StreamGone(err) {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
-	return st, err
+	return sh, err
 }

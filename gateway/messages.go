@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -23,7 +20,7 @@ import (
 // out or is respawned is stored again, so it comes back with a new id.
 //
 // Waiting means: on a subject a consumer of the queue reads (lmq.q, a
-// priority level's lmq.p.<p>, a group's head lmq.h, all read by consumers),
+// priority level's lmq.p.<p>, a group's head lmq.h: mapping.WaitingOf),
 // above that consumer's delivered point; or a group's backlog message
 // (lmq.g) behind its group's current one. Delayed messages (schedules),
 // parts of an open accumulation window and dead letters are not waiting.
@@ -58,8 +55,8 @@ func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bo
 
 // storedMessage opens queue's log and reads its message at seq:
 // ErrNotFound when the queue does not exist or the message is gone.
-func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *jetstream.RawStreamMsg, error) {
-	if _, err := g.queueStream(ctx, queue); err != nil {
+func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *store.StoredMsg, error) {
+	if _, err := g.queueShard(ctx, queue); err != nil {
 		return nil, nil, err
 	}
 	l, err := g.store.OpenLog(ctx, queue)
@@ -94,20 +91,20 @@ func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) e
 	if err != nil {
 		return err
 	}
-	if p, ok := levelOf(queue, m.Subject); ok {
-		if err := removeWaiting(ctx, l, queue, m, p); err != nil {
+	w, ok := mapping.WaitingOf(queue, m.Subject)
+	switch {
+	case !ok:
+		return notWaiting(queue, seq, "not a waiting message of the queue")
+	case w.Group == "":
+		if err := removeWaiting(ctx, l, queue, m, w.Level); err != nil {
 			return err
 		}
 		g.dropBodies(ctx, m)
 		return nil
+	case w.Head:
+		return g.deleteHead(ctx, l, queue, w.Group, m)
 	}
-	if group, ok := groupOf(queue, m.Subject, mapping.HeadSubject); ok {
-		return g.deleteHead(ctx, l, queue, group, m)
-	}
-	if group, ok := groupOf(queue, m.Subject, mapping.GroupSubject); ok {
-		return g.deleteBacklog(ctx, l, queue, group, m)
-	}
-	return notWaiting(queue, seq, "not a waiting message of the queue")
+	return g.deleteBacklog(ctx, l, queue, w.Group, m)
 }
 
 // MoveMessage moves the queue's waiting message whose id (stream sequence)
@@ -144,23 +141,23 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 		return err
 	}
 	prio := -1
-	if p, ok := levelOf(queue, m.Subject); ok {
-		delivered, err := l.Delivered(ctx, p)
+	w, ok := mapping.WaitingOf(queue, m.Subject)
+	if !ok {
+		return notWaiting(queue, seq, "not a waiting message of the queue")
+	}
+	if w.Group == "" {
+		delivered, err := l.Delivered(ctx, w.Level)
 		if err != nil {
 			return err
 		}
 		if seq <= delivered {
 			return notWaiting(queue, seq, "in flight")
 		}
-		if p > 0 {
-			prio = p
-		}
-	} else if _, ok := groupOf(queue, m.Subject, mapping.HeadSubject); !ok {
-		if _, ok := groupOf(queue, m.Subject, mapping.GroupSubject); !ok {
-			return notWaiting(queue, seq, "not a waiting message of the queue")
+		if w.Level > 0 {
+			prio = w.Level
 		}
 	}
-	content, err := g.store.Decode(ctx, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	content, err := g.store.DecodeStored(ctx, m)
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
@@ -189,7 +186,7 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 func (g *Gateway) unstoreCopy(ctx context.Context, target string, seq uint64) {
 	tl, err := g.store.OpenLog(ctx, target)
 	if err == nil {
-		var c *jetstream.RawStreamMsg
+		var c *store.StoredMsg
 		if c, err = tl.Get(ctx, seq); err == nil && c != nil {
 			var removed bool
 			if removed, err = tl.Remove(ctx, seq); err == nil && removed {
@@ -214,18 +211,18 @@ func moveID(source, target string, seq uint64) string {
 // first). Bodies are dropped only once the group moved on: until then the
 // backlog message may still need its body (it shares h's when h's copy
 // shares the reference).
-func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group string, h *jetstream.RawStreamMsg) error {
+func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group string, h *store.StoredMsg) error {
 	if err := removeWaiting(ctx, l, queue, h, 0); err != nil {
 		return err
 	}
 	backlogSeq := standsFor(h)
-	var backlog *jetstream.RawStreamMsg
+	var backlog *store.StoredMsg
 	if backlogSeq > 0 {
 		// Read before groupHeadGone removes it: its body reference.
 		backlog, _ = l.Get(ctx, backlogSeq) // unreadable: its body is groupHeadGone's
 	}
 	if err := g.groupHeadGone(ctx, queue, group, backlogSeq); err != nil {
-		return fmt.Errorf("queue %q group %q: head copy %d removed, next message not made head: %w", queue, group, h.Sequence, err)
+		return fmt.Errorf("queue %q group %q: head copy %d removed, next message not made head: %w", queue, group, h.Seq, err)
 	}
 	g.dropBodies(ctx, h, backlog)
 	return nil
@@ -234,35 +231,35 @@ func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group str
 // deleteBacklog removes the group's backlog message b: through its head copy
 // when one stands for it, else on its own if it is behind the group's
 // current message.
-func (g *Gateway) deleteBacklog(ctx context.Context, l *store.Log, queue, group string, b *jetstream.RawStreamMsg) error {
+func (g *Gateway) deleteBacklog(ctx context.Context, l *store.Log, queue, group string, b *store.StoredMsg) error {
 	h, err := l.Last(ctx, mapping.HeadSubject(queue, group))
 	if err != nil {
 		return err
 	}
-	if h != nil && standsFor(h) == b.Sequence {
+	if h != nil && standsFor(h) == b.Seq {
 		return g.deleteHead(ctx, l, queue, group, h)
 	}
 	first, err := l.Next(ctx, mapping.GroupSubject(queue, group), 1)
 	if err != nil {
 		return err
 	}
-	if first != nil && first.Sequence == b.Sequence {
-		return notWaiting(queue, b.Sequence, "its group's current message, between head copies")
+	if first != nil && first.Seq == b.Seq {
+		return notWaiting(queue, b.Seq, "its group's current message, between head copies")
 	}
-	removed, err := l.Remove(ctx, b.Sequence)
+	removed, err := l.Remove(ctx, b.Seq)
 	if err != nil {
 		return err
 	}
 	if !removed {
-		return notWaiting(queue, b.Sequence, "gone")
+		return notWaiting(queue, b.Seq, "gone")
 	}
 	g.dropBodies(ctx, b)
 	// The message ahead of b may have been done with between the look and
 	// the removal, and b's head copy stored meanwhile: it stands for a
 	// message that is gone, so it goes too while it waits.
-	if h, err := l.Last(ctx, mapping.HeadSubject(queue, group)); err == nil && h != nil && standsFor(h) == b.Sequence {
+	if h, err := l.Last(ctx, mapping.HeadSubject(queue, group)); err == nil && h != nil && standsFor(h) == b.Seq {
 		if err := g.deleteHead(ctx, l, queue, group, h); err != nil {
-			g.log.Warn("deleted group message became head as it was deleted", "queue", queue, "group", group, "seq", b.Sequence, "err", err)
+			g.log.Warn("deleted group message became head as it was deleted", "queue", queue, "group", group, "seq", b.Seq, "err", err)
 		}
 	}
 	return nil
@@ -271,27 +268,27 @@ func (g *Gateway) deleteBacklog(ctx context.Context, l *store.Log, queue, group 
 // removeWaiting removes m, a message on a subject that the consumer of
 // priority level p reads, unless that consumer handed it out already (the
 // race this leaves is in the file's comment).
-func removeWaiting(ctx context.Context, l *store.Log, queue string, m *jetstream.RawStreamMsg, p int) error {
+func removeWaiting(ctx context.Context, l *store.Log, queue string, m *store.StoredMsg, p int) error {
 	delivered, err := l.Delivered(ctx, p)
 	if err != nil {
 		return err
 	}
-	if m.Sequence <= delivered {
-		return notWaiting(queue, m.Sequence, "in flight")
+	if m.Seq <= delivered {
+		return notWaiting(queue, m.Seq, "in flight")
 	}
-	removed, err := l.Remove(ctx, m.Sequence)
+	removed, err := l.Remove(ctx, m.Seq)
 	if err != nil {
 		return err
 	}
 	if !removed {
-		return notWaiting(queue, m.Sequence, "gone")
+		return notWaiting(queue, m.Seq, "gone")
 	}
 	return nil
 }
 
 // dropBodies removes the Object Store bodies of removed messages (nil ones
 // skipped; one body referred to twice is removed once).
-func (g *Gateway) dropBodies(ctx context.Context, ms ...*jetstream.RawStreamMsg) {
+func (g *Gateway) dropBodies(ctx context.Context, ms ...*store.StoredMsg) {
 	done := make(map[string]bool, len(ms))
 	for _, m := range ms {
 		if m == nil || m.Header == nil {
@@ -304,28 +301,9 @@ func (g *Gateway) dropBodies(ctx context.Context, ms ...*jetstream.RawStreamMsg)
 	}
 }
 
-// levelOf returns the priority level whose subject of queue subject is.
-func levelOf(queue, subject string) (int, bool) {
-	p, ok := mapping.SubjectPriority(subject)
-	if !ok || subject != mapping.PrioritySubject(queue, p) {
-		return 0, false
-	}
-	return p, true
-}
-
-// groupOf returns the group whose subject of queue (made by subjectOf:
-// mapping.HeadSubject or GroupSubject) subject is.
-func groupOf(queue, subject string, subjectOf func(queue, group string) string) (string, bool) {
-	group, ok := mapping.GroupFromSubject(subject)
-	if !ok || subject != subjectOf(queue, group) {
-		return "", false
-	}
-	return group, true
-}
-
 // standsFor is the stream sequence of the backlog message a head copy
 // stands for (mapping.HdrGroupSeq); 0 when it does not say.
-func standsFor(h *jetstream.RawStreamMsg) uint64 {
+func standsFor(h *store.StoredMsg) uint64 {
 	if h.Header == nil {
 		return 0
 	}

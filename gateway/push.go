@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -178,7 +177,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// (IdempotencyWindow) a second message with this id is acknowledged but not
 		// stored. Releases drop Nats-* headers, so a nacked copy is not
 		// mistaken for a retried push.
-		m.Header.Set(jetstream.MsgIDHeader, idempotencyID(queue, opts.IdempotencyKey))
+		jsapi.SetMsgID(m, idempotencyID(queue, opts.IdempotencyKey))
 	}
 	if ttl > 0 {
 		expires := now.Add(ttl)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -97,11 +96,11 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 // moved is a message going into another queue as a new message there
 // (redrive, MoveMessage).
 type moved struct {
-	header   nats.Header // the original's: the ones redriven accepts go along
-	body     []byte      // its content (a large body loaded)
-	pushedAt time.Time   // its push time, kept
-	priority int         // its priority there; < 0: the target's priority property
-	id       string      // its Nats-Msg-Id: a repeated move is stored once
+	header   map[string][]string // the original's (nats.Header or store.Headers): the ones redriven accepts go along
+	body     []byte              // its content (a large body loaded)
+	pushedAt time.Time           // its push time, kept
+	priority int                 // its priority there; < 0: the target's priority property
+	id       string              // its Nats-Msg-Id: a repeated move is stored once
 }
 
 // storeMoved stores mv in the queue target (created when it does not exist)
@@ -149,7 +148,7 @@ func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv move
 	}
 	// A released copy of the new message drops Nats-* headers, so it is not
 	// taken for a duplicate.
-	m.Header.Set(jetstream.MsgIDHeader, mv.id)
+	jsapi.SetMsgID(m, mv.id)
 	seq, err := g.store.Publish(ctx, "move message to another queue", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // What the layout upgrade (package upgrade) needs of the core, and no more:
@@ -18,8 +16,10 @@ func (g *Gateway) RegisterQueue(ctx context.Context, queue string) error {
 	return g.reg.Register(ctx, queue)
 }
 
-// ShardStream is the stream of queue's shard, created if it does not exist
-// yet. Only the layout upgrade writes to it outside the core.
-func (g *Gateway) ShardStream(ctx context.Context, queue string) (jetstream.Stream, error) {
-	return g.store.QueueShard(ctx, queue)
+// MakeShard makes sure queue's shard stream exists (up to date), creating
+// it if need be. Only the layout upgrade writes to it outside the core: it
+// opens the stream itself (package upgrade keeps its own JetStream use).
+func (g *Gateway) MakeShard(ctx context.Context, queue string) error {
+	_, err := g.store.QueueShard(ctx, queue)
+	return err
 }

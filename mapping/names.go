@@ -181,9 +181,10 @@ func QueueSubjects(queue string) []string {
 		SubjectPrefix + ".g." + t + ".*", SubjectPrefix + ".h." + t + ".*"}
 }
 
-// WaitingSubjects are the subjects of the queue's messages that wait to be
-// handed out, for purging them (the queue, its properties and its dead
-// letters stay): deliverable, parts, delays, priorities and groups.
+// WaitingSubjects are the subjects of the queue's messages not yet handed
+// out, for purging them (the queue, its properties and its dead letters
+// stay): deliverable, parts, delays, priorities and groups. (Waiting in a
+// pull's sense leaves delays and parts out: waiting.go.)
 func WaitingSubjects(queue string) []string {
 	t := shardToken(Shard(queue)) + "." + EncodeName(queue)
 	return []string{SubjectPrefix + ".q." + t, SubjectPrefix + ".a." + t, SubjectPrefix + ".s." + t + ".*",

@@ -98,7 +98,7 @@ func consumerConfig(queue string, p int, lim Limits) jetstream.ConsumerConfig {
 	if p == 0 && lim.Heads {
 		// The groups' heads (mapping/groups.go) are in the queue's order.
 		c.FilterSubject = ""
-		c.FilterSubjects = []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)}
+		c.FilterSubjects = mapping.LevelSubjects(queue, 0)
 	}
 	if p > 0 {
 		// A level's metadata always names the queue (the consumer name
@@ -289,7 +289,7 @@ func (s *Store) DropMessages(ctx context.Context, queue string) error {
 }
 
 func (s *Store) dropMessages(ctx context.Context, queue string) (jetstream.Stream, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,14 @@ func isStorageErr(err error) bool {
 		strings.Contains(s, "jetstream store failed")
 }
 
+// StreamGone reports whether err says that a shard stream does not exist
+// (an operator deleted it while this store was making or using it).
+func StreamGone(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) }
+
+// NotStored reports whether a read by sequence (ReadBack) failed because
+// the stream no longer holds the message.
+func NotStored(err error) bool { return errors.Is(err, jetstream.ErrMsgNotFound) }
+
 // CheckQueueName is ErrInvalid, saying why, for a name that is not a queue
 // name (mapping.ValidateQueueName); nil for one that is.
 func CheckQueueName(queue string) error {

@@ -25,14 +25,14 @@ const headMsgIDPrefix = "lmq-head:"
 
 // GroupOldest returns the oldest message of queue's group g's backlog; nil
 // when the backlog is empty.
-func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*jetstream.RawStreamMsg, error) {
+func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*StoredMsg, error) {
 	return s.firstOn(ctx, queue, mapping.GroupSubject(queue, g))
 }
 
 // firstOn returns the first message on subject in queue's shard; nil when
 // there is none.
-func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.RawStreamMsg, error) {
-	st, err := s.QueueShard(ctx, queue)
+func (s *Store) firstOn(ctx context.Context, queue, subject string) (*StoredMsg, error) {
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -45,13 +45,13 @@ func (s *Store) firstOn(ctx context.Context, queue, subject string) (*jetstream.
 	if err != nil {
 		return nil, Classify("read group", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // LastOn returns the sequence of the last message on subject in queue's
 // shard; 0 when there is none.
 func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +69,7 @@ func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, erro
 
 // Has reports whether queue's shard still holds sequence seq.
 func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return false, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error)
 // Remove removes queue's message at seq (not its Object Store body); one
 // already gone is fine.
 func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
 // being ended, after (0: none): promoted is false (and err nil) when it
 // does, or when m was copied already (JetStream's duplicate window). Of any
 // number of gateways promoting the group at once, exactly one succeeds.
-func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawStreamMsg, after uint64) (promoted bool, err error) {
+func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
 	cp := nats.NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
@@ -113,9 +113,9 @@ func (s *Store) Promote(ctx context.Context, queue, g string, m *jetstream.RawSt
 		}
 	}
 	cp.Header.Set(mapping.HdrGroup, g)
-	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Sequence, 10))
-	cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(after, 10))
-	cp.Header.Set(jetstream.MsgIDHeader, headMsgIDPrefix+strconv.FormatUint(m.Sequence, 10))
+	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Seq, 10))
+	jsapi.SetExpectLastSubjectSeq(cp, after)
+	jsapi.SetMsgID(cp, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
 	cp.Data = m.Data
 	if _, err := s.Publish(ctx, "store group head", queue, cp); err != nil {
 		if WrongLast(err) {
@@ -140,7 +140,7 @@ func WrongLast(err error) bool {
 // of a head and the copy of the next (gateway/groups.go). It also reports
 // whether the queue has any group backlog at all.
 func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []string, any bool, err error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, false, err
 	}
@@ -180,7 +180,7 @@ func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []st
 // of them is in flight. A head replaced meanwhile is left to its
 // replacement.
 func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) err
 				cp.Header[k] = v
 			}
 		}
-		cp.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rm.Sequence, 10))
+		jsapi.SetExpectLastSubjectSeq(cp, rm.Sequence)
 		cp.Data = rm.Data
 		if _, err := s.Publish(ctx, "restore group head", queue, cp); WrongLast(err) {
 			continue

@@ -16,9 +16,10 @@ import (
 // the accumulator's and migrate's bookkeeping (Log).
 
 // ReadBack returns the body of queue's message at stream sequence seq (a
-// delivery in flight keeps only its headers in memory).
+// delivery in flight keeps only its headers in memory); an error for which
+// NotStored holds when the stream no longer has it.
 func (s *Store) ReadBack(ctx context.Context, queue string, seq uint64) ([]byte, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", mapping.StreamName(queue), err)
 	}
@@ -32,7 +33,7 @@ func (s *Store) ReadBack(ctx context.Context, queue string, seq uint64) ([]byte,
 // TakeBack removes queue's message at seq, as far as it can: the caller
 // answers as if it never was stored either way.
 func (s *Store) TakeBack(ctx context.Context, queue string, seq uint64) {
-	if st, err := s.QueueShard(ctx, queue); err == nil {
+	if st, err := s.queueStream(ctx, queue); err == nil {
 		_ = st.DeleteMsg(ctx, seq)
 	}
 }
@@ -62,7 +63,7 @@ func (l *Log) LastSeq() uint64 { return l.st.CachedInfo().State.LastSeq }
 
 // Next is the first message on subject at or after sequence from; nil when
 // there is none.
-func (l *Log) Next(ctx context.Context, subject string, from uint64) (*jetstream.RawStreamMsg, error) {
+func (l *Log) Next(ctx context.Context, subject string, from uint64) (*StoredMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	rm, err := l.st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
@@ -72,7 +73,7 @@ func (l *Log) Next(ctx context.Context, subject string, from uint64) (*jetstream
 	if err != nil {
 		return nil, Classify("read queue stream", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // Has reports whether the stream still holds sequence seq.

@@ -82,8 +82,18 @@ func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, re
 // by a plain NATS program, whose body is the content), loading a large
 // body from the Object Store.
 func (s *Store) Decode(ctx context.Context, m *nats.Msg) (Content, error) {
-	c := Content{ContentType: m.Header.Get(mapping.HdrContentType), Body: m.Data, Kept: KeptHeaders(m.Header)}
-	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
+	return s.decode(ctx, m.Header, m.Data)
+}
+
+// DecodeStored is Decode of a message read back by sequence (Shard.Next,
+// Log).
+func (s *Store) DecodeStored(ctx context.Context, m *StoredMsg) (Content, error) {
+	return s.decode(ctx, nats.Header(m.Header), m.Data)
+}
+
+func (s *Store) decode(ctx context.Context, h nats.Header, data []byte) (Content, error) {
+	c := Content{ContentType: h.Get(mapping.HdrContentType), Body: data, Kept: KeptHeaders(h)}
+	if ref := h.Get(mapping.HdrObject); ref != "" {
 		obj, err := s.objectStore(ctx)
 		if err != nil {
 			return Content{}, Classify("load large message", err)
@@ -96,8 +106,9 @@ func (s *Store) Decode(ctx context.Context, m *nats.Msg) (Content, error) {
 }
 
 // KeptHeaders reads the kept request headers back from a stored message's
-// headers (in no particular order: a nats.Header is a map); nil when none.
-func KeptHeaders(h nats.Header) []Header {
+// headers (a nats.Header or Headers; in no particular order: they are
+// maps); nil when none.
+func KeptHeaders(h map[string][]string) []Header {
 	var kept []Header
 	for k, vs := range h {
 		name, ok := cutPrefixFold(k, mapping.HdrKeepPrefix)

@@ -32,7 +32,7 @@ var purgeRank = map[string]int{"s": 0, "a": 1, "g": 2, "h": 3, "p": 4, "q": 5}
 // ordered groups' messages, in flight or not. Dead letters stay. Large
 // bodies are PurgeBodies'.
 func (s *Store) PurgeWaiting(ctx context.Context, queue string) error {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ var errTooManyRefs = errors.New("more messages than a purge reads for large bodi
 // bodyRefs are the large bodies the queue's stored messages (of every
 // kind, dead letters included) refer to.
 func (s *Store) bodyRefs(ctx context.Context, queue string) (map[string]bool, error) {
-	st, err := s.QueueShard(ctx, queue)
+	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, err
 	}

@@ -243,50 +243,41 @@ func (s *Store) scanShard(ctx context.Context, k int, oldest time.Time, sig shar
 // looks again).
 func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at shardSig, err error) {
 	look = &ShardLook{Counts: make(map[string]uint64), Levels: make(map[string]uint16), Groups: make(map[string]bool)}
-	st, err := s.LookupShard(ctx, k)
+	sh, err := s.LookupShard(ctx, k)
 	if err != nil {
 		return nil, at, err
 	}
-	if st == nil {
+	if sh == nil {
 		return look, at, nil // not created yet: no messages
 	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardQueueWildcard(k)))
-	if err != nil {
-		return nil, at, Classify("scan queues", err)
-	}
-	at = sigOf(info.State)
-	for subj, n := range info.State.Subjects {
-		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
+	st := sh.st
+	// The queues' waiting messages, each counted once (mapping/waiting.go):
+	// their own subjects', their priority levels' (pull-any does not order
+	// queues by priority; each queue's pull does) and their groups'
+	// backlogs' (a backlog holds the message its head copy stands for, so
+	// a group with a head counts).
+	for i, filter := range mapping.ShardWaitingFilters(k) {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return nil, at, Classify("scan queues", err)
+		}
+		if i == 0 {
+			at = sigOf(info.State)
+		}
+		for subj, n := range info.State.Subjects {
+			kind, enc, ok := mapping.ParseSubject(subj)
+			if !ok || n == 0 || !mapping.CountsWaiting(kind) {
+				continue
+			}
 			look.Counts[enc] += n
-		}
-	}
-	// Messages of priorities count too (a second filter: one covering both
-	// would also list every delayed message's schedule subject). Pull-any
-	// does not order queues by priority; each queue's pull does.
-	info, err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardPriorityWildcard(k)))
-	if err != nil {
-		return nil, at, Classify("scan queues", err)
-	}
-	for subj, n := range info.State.Subjects {
-		_, enc, ok := mapping.ParseSubject(subj)
-		if !ok || n == 0 {
-			continue
-		}
-		look.Counts[enc] += n
-		if p, ok := mapping.SubjectPriority(subj); ok && p > 0 {
-			look.Levels[enc] |= 1 << p
-		}
-	}
-	// And messages of ordered groups: their backlogs (a backlog holds the
-	// message its head copy stands for, so a group with a head counts).
-	info, err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.ShardGroupWildcard(k)))
-	if err != nil {
-		return nil, at, Classify("scan queues", err)
-	}
-	for subj, n := range info.State.Subjects {
-		if _, enc, ok := mapping.ParseSubject(subj); ok && n > 0 {
-			look.Counts[enc] += n
-			look.Groups[enc] = true
+			switch kind {
+			case "p":
+				if p, ok := mapping.SubjectPriority(subj); ok && p > 0 {
+					look.Levels[enc] |= 1 << p
+				}
+			case "g":
+				look.Groups[enc] = true
+			}
 		}
 	}
 	return look, at, nil

@@ -19,27 +19,27 @@ import (
 // shardSlot caches a shard stream's handle once it is known to exist.
 type shardSlot struct {
 	mu sync.Mutex
-	st jetstream.Stream
+	sh *Shard
 }
 
-// cachedShard is shard k's stream if this store has made or seen it.
-func (s *Store) cachedShard(k int) jetstream.Stream {
+// cachedShard is shard k's handle if this store has made or seen its stream.
+func (s *Store) cachedShard(k int) *Shard {
 	sl := &s.shards[k]
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	return sl.st
+	return sl.sh
 }
 
-// Shard returns shard k's stream, creating it on first use (or bringing
-// one made by an older version up to date).
-func (s *Store) Shard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := s.cachedShard(k); st != nil {
-		return st, nil
+// Shard returns a handle on shard k's stream, creating the stream on first
+// use (or bringing one made by an older version up to date).
+func (s *Store) Shard(ctx context.Context, k int) (*Shard, error) {
+	if sh := s.cachedShard(k); sh != nil {
+		return sh, nil
 	}
 	s.shardMu.Lock()
 	defer s.shardMu.Unlock()
-	if st := s.cachedShard(k); st != nil {
-		return st, nil
+	if sh := s.cachedShard(k); sh != nil {
+		return sh, nil
 	}
 	want := shardConfig(k, s.cfg.Replicas)
 	st, err := s.js.CreateStream(ctx, want)
@@ -49,23 +49,34 @@ func (s *Store) Shard(ctx context.Context, k int) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, Classify("create queue stream", err)
 	}
+	sh := &Shard{k: k, st: st}
 	sl := &s.shards[k]
 	sl.mu.Lock()
-	sl.st = st
+	sl.sh = sh
 	sl.mu.Unlock()
-	return st, nil
+	return sh, nil
 }
 
-// QueueShard is the stream of queue's shard (Shard).
-func (s *Store) QueueShard(ctx context.Context, queue string) (jetstream.Stream, error) {
+// QueueShard is the handle on queue's shard stream (Shard).
+func (s *Store) QueueShard(ctx context.Context, queue string) (*Shard, error) {
 	return s.Shard(ctx, mapping.Shard(queue))
 }
 
-// LookupShard returns shard k's stream if it exists (nil if not), without
-// creating it: another gateway may have made it since this one started.
-func (s *Store) LookupShard(ctx context.Context, k int) (jetstream.Stream, error) {
-	if st := s.cachedShard(k); st != nil {
-		return st, nil
+// queueStream is queue's shard stream, for this package's own requests.
+func (s *Store) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
+	sh, err := s.QueueShard(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	return sh.st, nil
+}
+
+// LookupShard returns the handle on shard k's stream if the stream exists
+// (nil if not), without creating it: another gateway may have made it
+// since this one started.
+func (s *Store) LookupShard(ctx context.Context, k int) (*Shard, error) {
+	if sh := s.cachedShard(k); sh != nil {
+		return sh, nil
 	}
 	_, err := s.js.Stream(ctx, mapping.ShardStream(k))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -82,7 +93,7 @@ func (s *Store) LookupShard(ctx context.Context, k int) (jetstream.Stream, error
 func (s *Store) shardLost(k int) {
 	sl := &s.shards[k]
 	sl.mu.Lock()
-	sl.st = nil
+	sl.sh = nil
 	sl.mu.Unlock()
 }
 
@@ -112,11 +123,11 @@ func (s *Store) StoredQueues(ctx context.Context) ([]string, error) {
 	}
 	var queues []string
 	for _, k := range shards {
-		st, err := s.Shard(ctx, k)
+		sh, err := s.Shard(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
+		info, err := sh.st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
 		if err != nil {
 			return nil, Classify("list queues", err)
 		}

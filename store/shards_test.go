@@ -45,7 +45,10 @@ func TestShardUpgradesDuplicateWindow(t *testing.T) {
 		}
 	}
 	// A shard made by this version has it from the start.
-	st, err := f.s.Shard(ctx, 3)
+	if _, err := f.s.Shard(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.js.Stream(ctx, mapping.ShardStream(3))
 	if err != nil {
 		t.Fatal(err)
 	}

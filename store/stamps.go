@@ -32,8 +32,9 @@ const MaxDeliveries = mapping.MaxRetry + 1
 // ReadStamps reads the stamped values of a message's headers. An absent
 // header is not parsed at all: strconv allocates an error for "",
 // and most messages lack Lmq-Delivered and Lmq-Expires (this runs for every
-// pulled message).
-func ReadStamps(h nats.Header) Stamps {
+// pulled message). h is a nats.Header or Headers (either converts to its
+// type without a copy).
+func ReadStamps(h map[string][]string) Stamps {
 	s := Stamps{Retry: -1}
 	if v, ok := stampedInt(h, mapping.HdrDelivered); ok && v >= 0 && v <= MaxDeliveries {
 		s.Delivered = int(v)
@@ -52,8 +53,8 @@ func ReadStamps(h nats.Header) Stamps {
 
 // stampedInt is header name's first value as a decimal int64; false when
 // absent or not a number.
-func stampedInt(h nats.Header, name string) (int64, bool) {
-	v := h.Get(name)
+func stampedInt(h map[string][]string, name string) (int64, bool) {
+	v := nats.Header(h).Get(name)
 	if v == "" {
 		return 0, false
 	}

@@ -3,8 +3,12 @@
 // so does every large body in the Object Store and every read of a stored
 // message's content. It owns every JetStream stream and consumer of queue
 // data: the shard streams LMQS_00..63 (made on first use, brought up to
-// date, made again when deleted: shards.go), the queues' consumers and
-// their storage (consumers.go), the consumer pull wire (pullwire.go) and
+// date, made again when deleted: shards.go) and the core's handles on them
+// (shard.go: a *Shard answers per-subject counts, reads by subject and
+// sequence, consumers' positions, removals by sequence or subject, in this
+// package's types: StoredMsg, Headers, ShardInfo, ConsumerState; no
+// JetStream type crosses this package's API but the connection New and
+// OpenKV are given), the queues' consumers and their storage (consumers.go), the consumer pull wire (pullwire.go) and
 // the shared look at which queues hold messages (scan.go), reads and
 // removals of stored messages by sequence (log.go), and purging a queue's
 // waiting messages and the large bodies only they used (purge.go). It owns the
@@ -28,7 +32,9 @@
 // this package decides how, and what came of it. It knows the message
 // layout of package mapping but nothing of queues' state: the core asks it
 // for a queue's shard or consumer, and keeps its dispatchers, waiters and
-// deliveries itself.
+// deliveries itself. Which subjects hold a queue's waiting messages is
+// package mapping's one answer (mapping/waiting.go), used here by the scans
+// and the consumers' filters.
 package store
 
 import (

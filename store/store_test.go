@@ -273,7 +273,7 @@ func TestLog(t *testing.T) {
 	if err != nil || l.LastSeq() != 2 {
 		t.Fatalf("OpenLog: %v, last sequence %d", err, l.LastSeq())
 	}
-	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 1 {
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Seq != 1 {
 		t.Fatalf("Next from 1: %+v, %v", rm, err)
 	}
 	if err := l.Delete(ctx, 1); err != nil {
@@ -287,7 +287,7 @@ func TestLog(t *testing.T) {
 	if err := l.Delete(ctx, 1); err != nil {
 		t.Fatalf("Delete of a message already gone: %v", err)
 	}
-	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Sequence != 2 {
+	if rm, err := l.Next(ctx, mapping.QueueSubject(queue), 1); err != nil || rm == nil || rm.Seq != 2 {
 		t.Fatalf("Next from 1 after Delete: %+v, %v", rm, err)
 	}
 	if body, err := f.s.ReadBack(ctx, queue, 2); err != nil || string(body) != "two" {

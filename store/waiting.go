@@ -19,7 +19,7 @@ import (
 
 // Get returns the message at seq; nil (and no error) when the stream no
 // longer holds it.
-func (l *Log) Get(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
+func (l *Log) Get(ctx context.Context, seq uint64) (*StoredMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	rm, err := l.st.GetMsg(ctx, seq)
@@ -29,12 +29,12 @@ func (l *Log) Get(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, err
 	if err != nil {
 		return nil, Classify("read message", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // Last returns the last message on subject; nil when it holds none. A
 // group's head subject holds at most one message, so this is its head copy.
-func (l *Log) Last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+func (l *Log) Last(ctx context.Context, subject string) (*StoredMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	rm, err := l.st.GetLastMsgForSubject(ctx, subject)
@@ -44,7 +44,7 @@ func (l *Log) Last(ctx context.Context, subject string) (*jetstream.RawStreamMsg
 	if err != nil {
 		return nil, Classify("read last message", err)
 	}
-	return rm, nil
+	return storedMsg(rm), nil
 }
 
 // Delivered returns the stream sequence of the last message that the

@@ -89,8 +89,9 @@ type Core interface {
 	ID() string
 	// RegisterQueue makes the queue exist in the registry.
 	RegisterQueue(ctx context.Context, queue string) error
-	// ShardStream is the stream of the queue's shard, created if need be.
-	ShardStream(ctx context.Context, queue string) (jetstream.Stream, error)
+	// MakeShard makes sure the queue's shard stream exists (the upgrade
+	// then opens it with its own JetStream handle).
+	MakeShard(ctx context.Context, queue string) error
 	// Closing is closed when the core shuts down: the upgrade stops.
 	Closing() <-chan struct{}
 }
@@ -310,9 +311,12 @@ func (u *upgrader) stream(ctx context.Context, stream string, st *stats, pauseAf
 	if err := u.core.RegisterQueue(sctx, queue); err != nil {
 		return err
 	}
-	shard, err := u.core.ShardStream(sctx, queue)
-	if err != nil {
+	if err := u.core.MakeShard(sctx, queue); err != nil {
 		return err
+	}
+	shard, err := u.js.Stream(sctx, mapping.StreamName(queue))
+	if err != nil {
+		return fmt.Errorf("open shard: %w", err)
 	}
 	if err := u.props(sctx, queue); err != nil {
 		return err

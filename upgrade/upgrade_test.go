@@ -229,7 +229,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	if err != nil || det.Delayed != 1 || det.DeadLetters != 1 {
 		t.Fatalf("detail %+v %v", det, err)
 	}
-	shard, err := g.ShardStream(ctx, plain)
+	shard, err := ojs.Stream(ctx, mapping.StreamName(plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	if err := json.Unmarshal(e.Value(), &j); err != nil {
 		t.Fatal(err)
 	}
-	ashard, err := g.ShardStream(ctx, acc)
+	ashard, err := ojs.Stream(ctx, mapping.StreamName(acc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	// Nothing was stored twice: each queue's subjects hold exactly what is
 	// left (a schedule and a dead letter; two parts; nothing).
 	for q, want := range map[string]int{plain: 2, long: 0, acc: 2} {
-		st, err := g.ShardStream(ctx, q)
+		st, err := ojs.Stream(ctx, mapping.StreamName(q))
 		if err != nil {
 			t.Fatal(err)
 		}

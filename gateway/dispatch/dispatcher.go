@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -99,11 +98,11 @@ type Queue struct {
 	waiters    []waitEntry
 	regSeq     uint64 // sequence of the last registered waiter
 	fetching   bool
-	cur        *fetchReq        // the outstanding pull request
-	st         jetstream.Stream // cached handle, see streamHandle
-	dirty      bool             // a notification came while fetching
-	last       time.Time        // last pull request
-	lastNotify time.Time        // last notification of a new message
+	cur        *fetchReq    // the outstanding pull request
+	sh         *store.Shard // cached handle, see shardHandle
+	dirty      bool         // a notification came while fetching
+	last       time.Time    // last pull request
+	lastNotify time.Time    // last notification of a new message
 	dead       bool
 	prio       prioState // priority levels (priority.go)
 	// limit is the max_inflight its consumer was made or updated with
@@ -196,22 +195,22 @@ func (q *Queue) consumerMissing() {
 	})
 }
 
-// streamHandle returns (and caches) the queue's stream handle.
-func (q *Queue) streamHandle(ctx context.Context) (jetstream.Stream, error) {
+// shardHandle returns (and caches) the handle on the queue's shard stream.
+func (q *Queue) shardHandle(ctx context.Context) (*store.Shard, error) {
 	q.mu.Lock()
-	st := q.st
+	sh := q.sh
 	q.mu.Unlock()
-	if st != nil {
-		return st, nil
+	if sh != nil {
+		return sh, nil
 	}
-	st, err := q.d.store.QueueShard(ctx, q.name)
+	sh, err := q.d.store.QueueShard(ctx, q.name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
 	}
 	q.mu.Lock()
-	q.st = st
+	q.sh = sh
 	q.mu.Unlock()
-	return st, nil
+	return sh, nil
 }
 
 // pullTable is this gateway's pull requests in flight, by id: their status

@@ -25,10 +25,9 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"math/bits"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -176,15 +175,15 @@ func (q *Queue) probeLocked() {
 // included), from one stream info request filtered to the queue's priority
 // subjects.
 func (q *Queue) storedLevels(ctx context.Context) (uint16, error) {
-	st, err := q.streamHandle(ctx)
+	sh, err := q.shardHandle(ctx)
 	if err != nil {
 		return 0, err
 	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(q.name)))
+	counts, err := sh.SubjectCounts(ctx, mapping.PriorityWildcard(q.name))
 	if err != nil {
-		return 0, store.Classify("look at priorities", err)
+		return 0, fmt.Errorf("look at priorities: %w", err)
 	}
-	return levelsHolding(info.State.Subjects), nil
+	return levelsHolding(counts), nil
 }
 
 // levelsHolding is the mask of levels ≥ 1 that a stream info's per-subject

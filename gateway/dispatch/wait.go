@@ -3,12 +3,10 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -136,29 +134,27 @@ func (d *Dispatcher) ensureConsumerWithin(ctx context.Context, q *Queue, wait ti
 	}
 }
 
-// queueEmpty reports whether the queue's subjects hold no message at all
-// (delays aside). Parts and dead letters count as messages: an
-// over-approximation only costs the caller a consumer.
+// queueEmpty reports whether the queue holds no waiting message
+// (mapping.WaitingFilters: heads included, so a head copy whose backlog
+// message is being removed still counts; an over-approximation only costs
+// the caller a consumer).
 func (d *Dispatcher) queueEmpty(ctx context.Context, q *Queue) (bool, error) {
-	st, err := q.streamHandle(ctx)
+	sh, err := q.shardHandle(ctx)
 	if err != nil {
 		return false, err
 	}
-	for _, filter := range mapping.QueueSubjects(q.name) {
-		if strings.HasPrefix(filter, mapping.SubjectPrefix+".s.") {
-			continue
-		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	for _, filter := range mapping.WaitingFilters(q.name) {
+		counts, err := sh.SubjectCounts(ctx, filter)
 		if err != nil {
-			return false, store.Classify("queue info", err)
+			return false, fmt.Errorf("queue info: %w", err)
 		}
-		if levels := levelsHolding(info.State.Subjects); levels != 0 {
+		if levels := levelsHolding(counts); levels != 0 {
 			// A fresh look at the levels: the first pull's (firstuse.go).
 			q.mu.Lock()
 			q.markLevelsLocked(levels)
 			q.mu.Unlock()
 		}
-		for _, n := range info.State.Subjects {
+		for _, n := range counts {
 			if n > 0 {
 				return false, nil
 			}

@@ -2,11 +2,8 @@ package view
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -25,23 +22,22 @@ type Dead struct {
 
 // DeadHead returns the oldest dead letter of queue, nil when none.
 func (r *Reader) DeadHead(ctx context.Context, queue string) (*Dead, error) {
-	st, err := r.core.Stream(ctx, queue)
+	sh, err := r.core.Shard(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(mapping.DeadSubject(queue)))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	raw, err := sh.Next(ctx, mapping.DeadSubject(queue), 1)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letter: %w", err)
+	}
+	if raw == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, store.Classify("read dead letter", err)
-	}
-	m := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
-	c, err := r.core.Store.Decode(ctx, m)
+	c, err := r.core.Store.DecodeStored(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dead{Content: c, Seq: raw.Sequence}
+	d := &Dead{Content: c, Seq: raw.Seq}
 	d.Deliveries = store.ReadStamps(raw.Header).Delivered
 	d.DiedAt, _ = time.Parse(time.RFC3339Nano, raw.Header.Get(mapping.HdrDeadAt))
 	return d, nil

@@ -2,11 +2,10 @@ package view
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -63,20 +62,20 @@ type QueueStatus struct {
 // Status returns JetStream's view of one queue with its placement;
 // ErrNotFound if it does not exist.
 func (r *Reader) Status(ctx context.Context, queue string) (QueueStatus, error) {
-	st, err := r.core.Stream(ctx, queue)
+	sh, err := r.core.Shard(ctx, queue)
 	if err != nil {
 		return QueueStatus{}, err
 	}
 	enc := mapping.EncodeName(queue)
-	var info *jetstream.StreamInfo
+	var info *store.ShardInfo
 	counts := make(map[string]*QueueInfo)
 	var levels []int // priorities holding messages, in flight ones included
 	for _, filter := range mapping.QueueSubjects(queue) {
-		if info, err = st.Info(ctx, jetstream.WithSubjectFilter(filter)); err != nil {
-			return QueueStatus{}, store.Classify("queue info", err)
+		if info, err = sh.Info(ctx, filter); err != nil {
+			return QueueStatus{}, fmt.Errorf("queue info: %w", err)
 		}
-		addCounts(counts, info.State.Subjects)
-		for subj, n := range info.State.Subjects {
+		addCounts(counts, info.Subjects)
+		for subj, n := range info.Subjects {
 			if p, ok := mapping.SubjectPriority(subj); ok && p > 0 && n > 0 {
 				levels = append(levels, p)
 			}
@@ -87,13 +86,13 @@ func (r *Reader) Status(ctx context.Context, queue string) (QueueStatus, error) 
 		s.QueueInfo = *c
 	}
 	s.Name, s.Props = queue, r.core.Props(queue)
-	s.Bytes = shareOf(info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
-	if c, err := st.Consumer(ctx, mapping.ConsumerName(queue)); err == nil {
-		s.InFlight = uint64(c.CachedInfo().NumAckPending)
+	s.Bytes = shareOf(info, s.Size+s.Delayed+s.DeadLetters+s.Parts)
+	if c, found, err := sh.Consumer(ctx, mapping.ConsumerName(queue)); err == nil && found {
+		s.InFlight = uint64(c.AckPending)
 	}
 	for _, p := range levels {
-		if c, err := st.Consumer(ctx, mapping.PriorityConsumerName(queue, p)); err == nil {
-			s.InFlight += uint64(c.CachedInfo().NumAckPending)
+		if c, found, err := sh.Consumer(ctx, mapping.PriorityConsumerName(queue, p)); err == nil && found {
+			s.InFlight += uint64(c.AckPending)
 		}
 	}
 	s.Nodes, s.Current, s.Silent = placement(info)
@@ -129,7 +128,7 @@ func (r *Reader) Statuses(ctx context.Context, allows func(queue string) bool) (
 		}
 	}
 	type shardView struct {
-		info     *jetstream.StreamInfo
+		info     *store.ShardInfo
 		counts   map[string]*QueueInfo
 		inFlight map[string]uint64
 		err      error
@@ -145,30 +144,28 @@ func (r *Reader) Statuses(ctx context.Context, allows func(queue string) bool) (
 			ctx, cancel := context.WithTimeout(ctx, shardViewTimeout)
 			defer cancel()
 			v := &shardView{counts: make(map[string]*QueueInfo), inFlight: make(map[string]uint64)}
-			st, err := r.core.Store.LookupShard(ctx, k)
+			sh, err := r.core.Store.LookupShard(ctx, k)
 			switch {
 			case err != nil:
 				v.err = err
-			case st == nil: // no message was ever stored in the shard
-				v.info = &jetstream.StreamInfo{}
+			case sh == nil: // no message was ever stored in the shard
+				v.info = &store.ShardInfo{}
 			default:
-				v.info, v.err = st.Info(ctx, jetstream.WithSubjectFilter(mapping.SubjectPrefix+".>"))
+				v.info, v.err = sh.Info(ctx, mapping.SubjectPrefix+".>")
 			}
 			if v.err == nil {
-				addCounts(v.counts, v.info.State.Subjects)
+				addCounts(v.counts, v.info.Subjects)
 			}
-			if v.err == nil && st != nil && v.info.State.Consumers > 0 { // queues in use
-				cl := st.ListConsumers(ctx)
-				for ci := range cl.Info() {
-					filter := ci.Config.FilterSubject
-					if filter == "" && len(ci.Config.FilterSubjects) > 0 {
-						filter = ci.Config.FilterSubjects[0] // the queue's own, beside its groups' heads
-					}
-					if _, enc, ok := mapping.ParseSubject(filter); ok {
-						v.inFlight[enc] += uint64(ci.NumAckPending) // a consumer per priority
+			if v.err == nil && sh != nil && v.info.Consumers > 0 { // queues in use
+				var cs []store.ConsumerState
+				cs, v.err = sh.Consumers(ctx)
+				for _, c := range cs {
+					// Filter is the queue's own subject (beside its
+					// groups' heads), or a priority level's.
+					if _, enc, ok := mapping.ParseSubject(c.Filter); ok {
+						v.inFlight[enc] += uint64(c.AckPending) // a consumer per priority
 					}
 				}
-				v.err = cl.Err()
 			}
 			mu.Lock()
 			views[k] = v
@@ -184,13 +181,13 @@ func (r *Reader) Statuses(ctx context.Context, allows func(queue string) bool) (
 		s := QueueStatus{Nodes: []string{}, Current: []string{}}
 		enc := mapping.EncodeName(name)
 		if v := views[mapping.Shard(name)]; v != nil && v.err != nil {
-			s.Err = store.Classify("queue statistics", v.err)
+			s.Err = fmt.Errorf("queue statistics: %w", v.err) // classified by the store
 		} else if v != nil {
 			if c := v.counts[enc]; c != nil {
 				s.QueueInfo = *c
 			}
 			s.InFlight = v.inFlight[enc]
-			s.Bytes = shareOf(v.info.State, s.Size+s.Delayed+s.DeadLetters+s.Parts)
+			s.Bytes = shareOf(v.info, s.Size+s.Delayed+s.DeadLetters+s.Parts)
 			s.Nodes, s.Current, s.Silent = placement(v.info)
 		}
 		s.Name, s.Props = name, r.core.Props(name)
@@ -212,24 +209,24 @@ func addCounts(into map[string]*QueueInfo, subjects map[string]uint64) {
 			c = &QueueInfo{}
 			into[enc] = c
 		}
-		switch kind {
-		case "q", "p", "g": // priorities and groups' backlogs count as deliverable
+		switch {
+		case mapping.CountsWaiting(kind): // priorities and groups' backlogs too
 			c.Size += n
-		case "h":
+		case kind == "h":
 			// A group's head is a copy of its backlog's oldest message,
 			// which is counted already.
-		case "s":
+		case kind == "s":
 			c.Delayed += n
-		case "d":
+		case kind == "d":
 			c.DeadLetters += n
-		case "a":
+		case kind == "a":
 			c.Parts += n
 		}
 	}
 }
 
 // shareOf estimates the bytes of msgs messages of a stream by its average.
-func shareOf(st jetstream.StreamState, msgs uint64) uint64 {
+func shareOf(st *store.ShardInfo, msgs uint64) uint64 {
 	if st.Msgs == 0 || msgs == 0 {
 		return 0
 	}
@@ -248,7 +245,7 @@ const ReplicaSilence = 5 * time.Second
 // (current by JetStream's word and heard from by the stream's leader, which
 // answers stream info, within ReplicaSilence), and those the leader has not
 // heard from for longer.
-func placement(info *jetstream.StreamInfo) (nodes, current, silent []string) {
+func placement(info *store.ShardInfo) (nodes, current, silent []string) {
 	nodes, current = []string{}, []string{}
 	ci := info.Cluster
 	if ci == nil {
@@ -260,13 +257,10 @@ func placement(info *jetstream.StreamInfo) (nodes, current, silent []string) {
 	}
 	// How long the leader has led, by its own clock (the answer's time).
 	var led time.Duration
-	if ci.LeaderSince != nil && !info.TimeStamp.IsZero() {
-		led = info.TimeStamp.Sub(*ci.LeaderSince)
+	if !ci.LeaderSince.IsZero() && !info.At.IsZero() {
+		led = info.At.Sub(ci.LeaderSince)
 	}
 	for _, p := range ci.Replicas {
-		if p == nil {
-			continue
-		}
 		nodes = append(nodes, p.Name)
 		if p.Current && !p.Offline && p.Active <= ReplicaSilence {
 			current = append(current, p.Name)

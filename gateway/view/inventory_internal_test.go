@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // TestAddCountsByKind: a shard's subject counts add up per queue by kind
@@ -37,13 +36,13 @@ func TestAddCountsByKind(t *testing.T) {
 // TestShareOf: a queue's bytes are its share of its stream's by message
 // count, never more than the stream holds, zero for none.
 func TestShareOf(t *testing.T) {
-	st := jetstream.StreamState{Msgs: 10, Bytes: 1000}
+	st := &store.ShardInfo{Msgs: 10, Bytes: 1000}
 	for _, c := range []struct{ msgs, want uint64 }{{0, 0}, {1, 100}, {10, 1000}, {20, 1000}} {
 		if got := shareOf(st, c.msgs); got != c.want {
 			t.Errorf("shareOf(%d): %d, want %d", c.msgs, got, c.want)
 		}
 	}
-	if got := shareOf(jetstream.StreamState{}, 5); got != 0 {
+	if got := shareOf(&store.ShardInfo{}, 5); got != 0 {
 		t.Errorf("shareOf of an empty stream: %d", got)
 	}
 }
@@ -54,20 +53,18 @@ func TestShareOf(t *testing.T) {
 // leader that has led longer than ReplicaSilence (but not by a new leader,
 // which has no time to give yet). Outside a cluster the lists are empty.
 func TestPlacement(t *testing.T) {
-	nodes, current, silent := placement(&jetstream.StreamInfo{})
+	nodes, current, silent := placement(&store.ShardInfo{})
 	if len(nodes) != 0 || len(current) != 0 || silent != nil || nodes == nil || current == nil {
 		t.Fatalf("no cluster: %q %q %q", nodes, current, silent)
 	}
 	now := time.Now()
-	info := func(led time.Duration) *jetstream.StreamInfo {
-		since := now.Add(-led)
-		return &jetstream.StreamInfo{
-			TimeStamp: now,
-			Cluster: &jetstream.ClusterInfo{Leader: "n1", LeaderSince: &since, Replicas: []*jetstream.PeerInfo{
+	info := func(led time.Duration) *store.ShardInfo {
+		return &store.ShardInfo{
+			At: now,
+			Cluster: &store.Cluster{Leader: "n1", LeaderSince: now.Add(-led), Replicas: []store.Replica{
 				{Name: "n2", Current: true, Active: time.Second},
 				{Name: "n3", Current: true, Active: 2 * ReplicaSilence},
 				{Name: "n4"}, // never heard from
-				nil,
 			}},
 		}
 	}

@@ -2,11 +2,8 @@ package view
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -92,11 +89,11 @@ type Peeked struct {
 // when the queue does not exist.
 func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
-	st, err := r.core.Stream(ctx, queue)
+	sh, err := r.core.Shard(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	levels, err := waitingLevels(ctx, st, queue)
+	levels, err := waitingLevels(ctx, sh, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -105,33 +102,24 @@ func (r *Reader) Peek(ctx context.Context, queue string, n int) ([]Peeked, error
 		if len(out) == n {
 			break
 		}
-		from, err := levelFrom(ctx, st, queue, p)
+		from, err := levelFrom(ctx, sh, queue, p)
 		if err != nil {
 			return out, err
 		}
-		ps, err := r.peekMerged(ctx, st, levelSubjects(queue, p), from, n-len(out))
+		ps, err := r.peekMerged(ctx, sh, mapping.LevelSubjects(queue, p), from, n-len(out))
 		out = append(out, ps...)
 		if err != nil {
 			return out, err
 		}
 	}
 	if len(out) < n {
-		ps, err := r.peekBacklog(ctx, st, queue, n-len(out))
+		ps, err := r.peekBacklog(ctx, sh, queue, n-len(out))
 		out = append(out, ps...)
 		if err != nil {
 			return out, err
 		}
 	}
 	return out, nil
-}
-
-// levelSubjects are the subjects the consumer of the queue's priority level
-// p reads: level 0's reads its groups' heads beside the queue's subject.
-func levelSubjects(queue string, p int) []string {
-	if p > 0 {
-		return []string{mapping.PrioritySubject(queue, p)}
-	}
-	return []string{mapping.QueueSubject(queue), mapping.HeadWildcard(queue)}
 }
 
 // MaxBacklogScan bounds the groups' backlog messages one Peek reads to find
@@ -149,15 +137,15 @@ const MaxBacklogScan = 4096
 // copy stands for (listed as that copy, at level 0, or in flight), or, for
 // an instant, one whose copy is being stored or whose group just finished
 // with it. Either way it is not listed here.
-func (r *Reader) peekBacklog(ctx context.Context, st jetstream.Stream, queue string, n int) ([]Peeked, error) {
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.GroupWildcard(queue)))
+func (r *Reader) peekBacklog(ctx context.Context, sh *store.Shard, queue string, n int) ([]Peeked, error) {
+	backlogs, err := sh.SubjectCounts(ctx, mapping.GroupWildcard(queue))
 	if err != nil {
-		return nil, store.Classify("peek", err)
+		return nil, fmt.Errorf("peek: %w", err)
 	}
 	// Messages behind their group's current one, now: no scan when there
 	// are none, and none beyond the last of them.
 	var behind uint64
-	for _, c := range info.State.Subjects {
+	for _, c := range backlogs {
 		if c > 1 {
 			behind += c - 1
 		}
@@ -167,14 +155,14 @@ func (r *Reader) peekBacklog(ctx context.Context, st jetstream.Stream, queue str
 	seen := make(map[string]bool)
 	from := uint64(1)
 	for reads := 0; len(out) < n && reads < MaxBacklogScan; reads++ {
-		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(mapping.GroupWildcard(queue)))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		raw, err := sh.Next(ctx, mapping.GroupWildcard(queue), from)
+		if err != nil {
+			return out, fmt.Errorf("peek: %w", err)
+		}
+		if raw == nil {
 			break
 		}
-		if err != nil {
-			return out, store.Classify("peek", err)
-		}
-		from = raw.Sequence + 1
+		from = raw.Seq + 1
 		if !seen[raw.Subject] {
 			seen[raw.Subject] = true // the group's current message
 			continue
@@ -190,21 +178,21 @@ func (r *Reader) peekBacklog(ctx context.Context, st jetstream.Stream, queue str
 // need not be the one waiting longest). Zero when none is waiting or its
 // push time is unknown; store.ErrNotFound when the queue does not exist.
 func (r *Reader) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
-	st, err := r.core.Stream(ctx, queue)
+	sh, err := r.core.Shard(ctx, queue)
 	if err != nil {
 		return time.Time{}, err
 	}
-	levels, err := waitingLevels(ctx, st, queue)
+	levels, err := waitingLevels(ctx, sh, queue)
 	if err != nil {
 		return time.Time{}, err
 	}
 	var oldest time.Time
 	for _, p := range levels {
-		from, err := levelFrom(ctx, st, queue, p)
+		from, err := levelFrom(ctx, sh, queue, p)
 		if err != nil {
 			return time.Time{}, err
 		}
-		ps, err := r.peekMerged(ctx, st, levelSubjects(queue, p), from, 1)
+		ps, err := r.peekMerged(ctx, sh, mapping.LevelSubjects(queue, p), from, 1)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -218,14 +206,14 @@ func (r *Reader) OldestWaiting(ctx context.Context, queue string) (time.Time, er
 // waitingLevels returns the queue's priority levels that may hold waiting
 // messages, highest first: those of 1..MaxPriority whose subjects hold
 // messages (one stream info request filtered to them), then always 0.
-func waitingLevels(ctx context.Context, st jetstream.Stream, queue string) ([]int, error) {
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(mapping.PriorityWildcard(queue)))
+func waitingLevels(ctx context.Context, sh *store.Shard, queue string) ([]int, error) {
+	counts, err := sh.SubjectCounts(ctx, mapping.PriorityWildcard(queue))
 	if err != nil {
-		return nil, store.Classify("peek", err)
+		return nil, fmt.Errorf("peek: %w", err)
 	}
 	levels := make([]int, 0, 2)
 	for p := mapping.MaxPriority; p >= 1; p-- {
-		if info.State.Subjects[mapping.PrioritySubject(queue, p)] > 0 {
+		if counts[mapping.PrioritySubject(queue, p)] > 0 {
 			levels = append(levels, p)
 		}
 	}
@@ -236,22 +224,19 @@ func waitingLevels(ctx context.Context, st jetstream.Stream, queue string) ([]in
 // start: just after the last one its consumer handed out, 1 when the level
 // has no consumer (none made yet, or removed unused: then nothing of it is
 // in flight).
-func levelFrom(ctx context.Context, st jetstream.Stream, queue string, p int) (uint64, error) {
+func levelFrom(ctx context.Context, sh *store.Shard, queue string, p int) (uint64, error) {
 	name := mapping.ConsumerName(queue)
 	if p > 0 {
 		name = mapping.PriorityConsumerName(queue, p)
 	}
-	c, err := st.Consumer(ctx, name)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	c, found, err := sh.Consumer(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("peek: %w", err)
+	}
+	if !found {
 		return 1, nil
 	}
-	if err != nil {
-		return 0, store.Classify("peek", err)
-	}
-	if ci := c.CachedInfo(); ci != nil {
-		return ci.Delivered.Stream + 1, nil
-	}
-	return 1, nil
+	return c.Delivered + 1, nil
 }
 
 // PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
@@ -259,32 +244,28 @@ func levelFrom(ctx context.Context, st jetstream.Stream, queue string, p int) (u
 // and after how many deliveries. store.ErrNotFound when the queue does not exist.
 func (r *Reader) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	n = min(max(n, 0), MaxPeek)
-	st, err := r.core.Stream(ctx, queue)
+	sh, err := r.core.Shard(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	return r.peekMerged(ctx, st, []string{mapping.DeadSubject(queue)}, 1, n)
+	return r.peekMerged(ctx, sh, []string{mapping.DeadSubject(queue)}, 1, n)
 }
 
 // peekMerged reads up to n messages of subjects (wildcards allowed) from
 // stream sequence from on, merged by sequence: one direct "next by subject"
 // read per subject to start, then one per message returned.
-func (r *Reader) peekMerged(ctx context.Context, st jetstream.Stream, subjects []string, from uint64, n int) ([]Peeked, error) {
+func (r *Reader) peekMerged(ctx context.Context, sh *store.Shard, subjects []string, from uint64, n int) ([]Peeked, error) {
 	out := make([]Peeked, 0, n)
 	if n <= 0 {
 		return out, nil
 	}
-	next := make([]*jetstream.RawStreamMsg, len(subjects))
+	next := make([]*store.StoredMsg, len(subjects))
 	read := func(i int, from uint64) error {
-		raw, err := st.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subjects[i]))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			next[i] = nil
-			return nil
-		}
+		raw, err := sh.Next(ctx, subjects[i], from)
 		if err != nil {
-			return store.Classify("peek", err)
+			return fmt.Errorf("peek: %w", err)
 		}
-		next[i] = raw
+		next[i] = raw // nil: none left
 		return nil
 	}
 	for i := range subjects {
@@ -295,7 +276,7 @@ func (r *Reader) peekMerged(ctx context.Context, st jetstream.Stream, subjects [
 	for len(out) < n {
 		first := -1
 		for i, m := range next {
-			if m != nil && (first < 0 || m.Sequence < next[first].Sequence) {
+			if m != nil && (first < 0 || m.Seq < next[first].Seq) {
 				first = i
 			}
 		}
@@ -307,7 +288,7 @@ func (r *Reader) peekMerged(ctx context.Context, st jetstream.Stream, subjects [
 		if len(out) == n {
 			break
 		}
-		if err := read(first, m.Sequence+1); err != nil {
+		if err := read(first, m.Seq+1); err != nil {
 			return out, err
 		}
 	}
@@ -315,14 +296,11 @@ func (r *Reader) peekMerged(ctx context.Context, st jetstream.Stream, subjects [
 }
 
 // peeked decodes one stored message for Peek, within its bounds.
-func (r *Reader) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked {
-	h := raw.Header
-	if h == nil {
-		h = nats.Header{}
-	}
+func (r *Reader) peeked(ctx context.Context, raw *store.StoredMsg) Peeked {
+	h := raw.Header // a nil one reads as empty
 	s := store.ReadStamps(h)
 	p := Peeked{
-		Seq:         raw.Sequence,
+		Seq:         raw.Seq,
 		Priority:    store.MessagePriority(raw.Subject, h),
 		ContentType: h.Get(mapping.HdrContentType),
 		Retry:       s.Retry,
@@ -383,7 +361,7 @@ func (r *Reader) peeked(ctx context.Context, raw *jetstream.RawStreamMsg) Peeked
 // messageGroup is the group of a stored message: its header, or failing
 // that (anyone may publish on a group's subjects) its subject's; "" for
 // none.
-func messageGroup(subject string, h nats.Header) string {
+func messageGroup(subject string, h store.Headers) string {
 	if g := h.Get(mapping.HdrGroup); g != "" && mapping.ValidateGroup(g) == nil {
 		return g
 	}

@@ -4,15 +4,13 @@
 // and dead letters as the web console and GET /queues/{name}/messages show
 // them (Peek), and the oldest dead letter (DeadHead). Looking never takes,
 // delays or changes a message.
-// It reads through package store's shard streams; what a queue is (its
+// It reads through package store's shard handles (store.Shard); what a queue is (its
 // name's validity, whether it exists, its properties) it asks of the core
 // (Core).
 package view
 
 import (
 	"context"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -22,10 +20,10 @@ import (
 type Core struct {
 	// Store holds the queues' shard streams.
 	Store *store.Store
-	// Stream is an existing queue's shard stream; an error wrapping
-	// store.ErrInvalid for a bad name, store.ErrNotFound when the queue
-	// does not exist.
-	Stream func(ctx context.Context, queue string) (jetstream.Stream, error)
+	// Shard is the handle on an existing queue's shard stream; an error
+	// wrapping store.ErrInvalid for a bad name, store.ErrNotFound when the
+	// queue does not exist.
+	Shard func(ctx context.Context, queue string) (*store.Shard, error)
 	// Names lists the queues that exist (the core's registry).
 	Names func() []string
 	// Props is a queue's effective properties.

@@ -36,7 +36,7 @@ func newFixture(t *testing.T, queues ...string) *fixture {
 	}
 	r := view.New(view.Core{
 		Store: s,
-		Stream: func(ctx context.Context, queue string) (jetstream.Stream, error) {
+		Shard: func(ctx context.Context, queue string) (*store.Shard, error) {
 			if !exists[queue] {
 				return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // JetStream's message vocabulary: the acknowledgement bodies a consumer's
@@ -62,6 +63,18 @@ func SetScheduleAt(m *nats.Msg, due time.Time, target string) {
 // SetScheduleTarget names the subject a schedule fires to.
 func SetScheduleTarget(m *nats.Msg, target string) {
 	m.Header.Set(scheduleTargetHeader, target)
+}
+
+// SetMsgID gives m a de-duplication id (Nats-Msg-Id): within the stream's
+// duplicate window JetStream stores one message of an id and answers the
+// others as duplicates.
+func SetMsgID(m *nats.Msg, id string) { m.Header.Set(jetstream.MsgIDHeader, id) }
+
+// SetExpectLastSubjectSeq makes the store of m conditional: JetStream
+// stores it only while the last message on its subject is at sequence seq
+// (0: while the subject holds none), else it answers "wrong last sequence".
+func SetExpectLastSubjectSeq(m *nats.Msg, seq uint64) {
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
 }
 
 // SetTTL lets JetStream remove m once ttl has passed: whole seconds,

@@ -35,7 +35,6 @@ var natsImporters = map[string]string{
 var notYetBehindStore = map[string]string{
 	"gateway":          "the connection, subscriptions, *nats.Msg of deliveries",
 	"gateway/dispatch": "pull subscriptions and *nats.Msg deliveries, the stream handle",
-	"gateway/view":     "stream reads",
 	"server":           "the connection's wiring",
 	"accumulator":      "the liveness subscription",
 	"internal/peers":   "heartbeats on a subject",
