@@ -26,21 +26,20 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	life, stop := context.WithCancel(context.Background())
 	var fs []*kvfollow.Follower
 	t.Cleanup(func() {
-		stop()
 		for _, f := range fs {
 			f.Stop()
 		}
 	})
 	follow := func(ctx context.Context, kv *store.KV, what string,
 		apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
-		f, err := kvfollow.Follow(ctx, life, kv, slog.Default(), what, apply, replayed)
-		if err == nil {
-			fs = append(fs, f)
+		f := kvfollow.New(kv, slog.Default(), what, apply, replayed)
+		if err := f.Start(ctx); err != nil {
+			return nil, err
 		}
-		return f, err
+		fs = append(fs, f)
+		return f, nil
 	}
 	if a, err = props.Open(ctx, kv, nil, follow); err != nil {
 		t.Fatal(err)

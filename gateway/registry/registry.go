@@ -77,7 +77,8 @@ func Open(ctx, life context.Context, cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("queue registry: %w", err)
 	}
 	r.kv = kv
-	if r.f, err = kvfollow.Follow(ctx, life, kv, cfg.Logger, "queue registry", r.apply, r.replayed); err != nil {
+	r.f = kvfollow.New(kv, cfg.Logger, "queue registry", r.apply, r.replayed)
+	if err := r.f.Start(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.adopt(ctx); err != nil {
