@@ -351,16 +351,18 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, fmt.Errorf("peers: %w", err)
 	}
-	if g.reg, err = registry.Open(ctx, g.work.Context(), registry.Config{
+	reg := registry.New(registry.Config{
 		Store:     g.store,
 		Replicas:  cfg.Replicas,
 		MaxQueues: cfg.MaxQueues,
 		Logger:    g.log,
 		OnDrop:    g.disp.Dropped,
-	}); err != nil {
+	})
+	if err := reg.Start(ctx); err != nil {
 		g.Close()
 		return nil, err
 	}
+	g.reg = reg
 	g.disp.Start(g.reg)
 	g.bg.Add(1)
 	go func() {
