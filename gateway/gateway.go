@@ -235,13 +235,11 @@ type Gateway struct {
 	metaKV   *store.KV
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
-	// bg counts the core's long-lived goroutines (peers; the dispatcher
-	// owns its own); work counts everything started on the way and holds
-	// the context that lives as long as the gateway (lifecycle.Work). Close
-	// waits for both.
-	bg    sync.WaitGroup
-	work  *lifecycle.Work
-	peers *peers.Peers
+	// work counts everything started on the way and holds the context that
+	// lives as long as the gateway (lifecycle.Work); Close waits for it.
+	work    *lifecycle.Work
+	peers   *peers.Peers
+	peersOn bool
 }
 
 const (
@@ -297,7 +295,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
-	g.peers = peers.New(nc, idb)
+	g.peers = peers.New(nc, idb, g.counted, g.closing)
 	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 	if err != nil {
 		g.Close()
@@ -345,12 +343,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("subscribe control: %w", err)
 	}
 	g.subs = append(g.subs, sub)
-	subs, err = g.peers.Start(g.counted)
-	g.subs = append(g.subs, subs...)
-	if err != nil {
+	if err := g.peers.Start(ctx); err != nil {
 		g.Close()
 		return nil, fmt.Errorf("peers: %w", err)
 	}
+	g.peersOn = true
 	reg := registry.New(registry.Config{
 		Store:     g.store,
 		Replicas:  cfg.Replicas,
@@ -364,11 +361,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	}
 	g.reg = reg
 	g.disp.Start(g.reg)
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		g.peers.Run(g.closing)
-	}()
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB
@@ -423,9 +415,11 @@ func (g *Gateway) Close() {
 		if g.disp != nil {
 			g.disp.Shutdown()
 		}
+		if g.peersOn {
+			g.peers.Stop()
+		}
 		g.dels.stopTimers()
 		g.work.Close()
-		g.bg.Wait()
 		if g.disp != nil {
 			g.disp.Close()
 		}
