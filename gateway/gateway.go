@@ -240,6 +240,7 @@ type Gateway struct {
 	work    *lifecycle.Work
 	peers   *peers.Peers
 	peersOn bool
+	dispOn  bool
 }
 
 const (
@@ -305,12 +306,23 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.Close()
 		return nil, err
 	}
+	// The registry's drops end the dispatcher's state of a queue; g.disp
+	// is set before the registry starts.
+	reg := registry.New(registry.Config{
+		Store:     g.store,
+		Replicas:  cfg.Replicas,
+		MaxQueues: cfg.MaxQueues,
+		Logger:    g.log,
+		OnDrop:    func(queue string) func() { return g.disp.Dropped(queue) },
+	})
 	g.disp = dispatch.New(dispatch.Config{
 		NC:             nc,
 		Store:          g.store,
 		Props:          g.props,
+		Registry:       reg,
 		Work:           g.work,
 		Closing:        g.closing,
+		Wrap:           g.counted,
 		Peers:          g.peers,
 		Logger:         g.log,
 		Noise:          g.noise,
@@ -325,12 +337,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.props.OnChange(g.disp.PropsChanged)
 	g.views = newViews(g)
-	subs, err := g.disp.Subscribe(g.counted)
-	g.subs = append(g.subs, subs...)
-	if err != nil {
-		g.Close()
-		return nil, err
-	}
 	sub, err := nc.Subscribe(controlPrefix+g.id+".reply", g.counted(g.onRelayedReply))
 	if err != nil {
 		g.Close()
@@ -348,19 +354,16 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("peers: %w", err)
 	}
 	g.peersOn = true
-	reg := registry.New(registry.Config{
-		Store:     g.store,
-		Replicas:  cfg.Replicas,
-		MaxQueues: cfg.MaxQueues,
-		Logger:    g.log,
-		OnDrop:    g.disp.Dropped,
-	})
 	if err := reg.Start(ctx); err != nil {
 		g.Close()
 		return nil, err
 	}
 	g.reg = reg
-	g.disp.Start(g.reg)
+	if err := g.disp.Start(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.dispOn = true
 	// Pull requests in flight when the connection dropped get no answer:
 	// chained onto the connection's own handler (the daemon logs there).
 	prev := nc.Opts.ReconnectedCB
@@ -412,17 +415,14 @@ func (g *Gateway) Close() {
 		if g.reg != nil {
 			g.reg.Stop()
 		}
-		if g.disp != nil {
-			g.disp.Shutdown()
+		if g.dispOn {
+			g.disp.Stop()
 		}
 		if g.peersOn {
 			g.peers.Stop()
 		}
 		g.dels.stopTimers()
 		g.work.Close()
-		if g.disp != nil {
-			g.disp.Close()
-		}
 	})
 }
 
