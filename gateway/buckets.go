@@ -8,8 +8,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// followBucket follows kv (kvfollow.Follow) for the gateway's lifetime:
-// Close stops the follower and waits for it.
+// followBucket follows kv (a kvfollow.Follower, started here) for the
+// gateway's lifetime: Close stops the follower and waits for it.
 func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
 	apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 	f := kvfollow.New(kv, g.log, what, apply, replayed)

@@ -2,11 +2,9 @@ package props_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
-	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -26,26 +24,13 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []*kvfollow.Follower
-	t.Cleanup(func() {
-		for _, f := range fs {
-			f.Stop()
+	open := func(context.Context) (*store.KV, error) { return kv, nil }
+	a, b = props.New(open, nil), props.New(open, nil)
+	for _, c := range []*props.Cache{a, b} {
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
 		}
-	})
-	follow := func(ctx context.Context, kv *store.KV, what string,
-		apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
-		f := kvfollow.New(kv, slog.Default(), what, apply, replayed)
-		if err := f.Start(ctx); err != nil {
-			return nil, err
-		}
-		fs = append(fs, f)
-		return f, nil
-	}
-	if a, err = props.Open(ctx, kv, nil, follow); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = props.Open(ctx, kv, nil, follow); err != nil {
-		t.Fatal(err)
+		t.Cleanup(c.Stop)
 	}
 	return a, b
 }

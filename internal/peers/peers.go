@@ -29,6 +29,7 @@ package peers
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -98,13 +99,13 @@ func (p *Peers) Start(context.Context) error {
 		sub, err := p.nc.Subscribe(subj, p.wrap(p.onHello))
 		if err != nil {
 			p.unsubscribe()
-			return err
+			return fmt.Errorf("peers: %w", err)
 		}
 		p.subs = append(p.subs, sub)
 	}
 	if err := p.Announce(); err != nil {
 		p.unsubscribe()
-		return err
+		return fmt.Errorf("peers: %w", err)
 	}
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	go p.run()
