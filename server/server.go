@@ -302,13 +302,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	s.acc, err = retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (*accumulator.Accumulator, error) {
-		return accumulator.New(ctx, s.nc, s.core, accumulator.Config{Replicas: cfg.Replicas, Domain: cfg.NATS.Domain, Logger: s.log})
-	})
-	if err != nil {
+	s.acc = accumulator.New(s.nc, s.core, accumulator.Config{Replicas: cfg.Replicas, Domain: cfg.NATS.Domain, Logger: s.log})
+	if _, err = retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.acc.Start(ctx)
+	}); err != nil {
 		return nil, err
 	}
-	undo = append(undo, s.acc.Close)
+	undo = append(undo, s.acc.Stop)
 	s.core.SetAccumulator(s.acc)
 
 	opsOpt := ops.Options{
@@ -664,7 +664,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		bgCancel()
 	}
 	s.bg.Wait()
-	s.acc.Close()
+	s.acc.Stop()
 	s.core.Close()
 	// 6. NATS last: everything above may still publish.
 	s.closeNATS()
