@@ -48,6 +48,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/httpapi/route"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
@@ -213,12 +214,11 @@ type Server struct {
 	// goroutines before Shutdown began, and Shutdown stops them, or Serve
 	// sees stopping closed and starts nothing.
 	mu       sync.Mutex
-	serving  bool               // Serve was called
-	stopping chan struct{}      // closed when Shutdown starts
-	bgCancel context.CancelFunc // ends the background work; nil before Serve
-	errc     chan error         // a serve loop's failure, for Serve
-	front    sync.WaitGroup     // the HTTP and RPC serve loops
-	bg       sync.WaitGroup     // statistics meters and StatsD
+	serving  bool             // Serve was called
+	stopping chan struct{}    // closed when Shutdown starts
+	bg       *lifecycle.Group // statistics meters, the console's sampler, StatsD; nil before Serve
+	errc     chan error       // a serve loop's failure, for Serve
+	front    sync.WaitGroup   // the HTTP and RPC serve loops
 
 	shutOnce sync.Once
 	shutErr  error
@@ -510,21 +510,27 @@ func (s *Server) start(ctx context.Context) error {
 	if s.isStopping() {
 		return nil
 	}
-	// Background work (meters, StatsD) outlives ctx: Shutdown stops it after
-	// the front ends, so that StatsD's last flush counts their last requests.
-	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.bgCancel = cancel
-	s.bg.Go(func() { s.stats.Run(bgCtx, s.core.QueueNames) })
+	// Background services (meters, the console's sampler, StatsD) outlive
+	// ctx: Shutdown stops them after the front ends, so that StatsD's last
+	// flush counts their last requests.
+	bg := []lifecycle.Service{s.stats.Meters(s.core.QueueNames)}
 	if s.ui != nil {
-		s.bg.Go(func() { s.ui.Run(bgCtx) })
+		bg = append(bg, s.ui)
 	}
 	if s.cfg.StatsDAddr != "" {
+		// StatsD that cannot start is logged, not fatal: metrics are no
+		// reason to stop serving the API.
 		sd := s.ops.NewStatsD(s.cfg.StatsDAddr, s.cfg.StatsDInterval)
-		s.bg.Go(func() {
-			if err := sd.Run(bgCtx); err != nil {
+		bg = append(bg, lifecycle.Func(func(ctx context.Context) error {
+			if err := sd.Start(ctx); err != nil {
 				s.log.Error("statsd", "err", err)
 			}
-		})
+			return nil
+		}, sd.Stop))
+	}
+	s.bg = lifecycle.NewGroup(bg...)
+	if err := s.bg.Start(ctx); err != nil {
+		return err
 	}
 
 	s.front.Go(func() {
@@ -596,7 +602,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// come back on a new connection.)
 	s.mu.Lock()
 	close(s.stopping)
-	bgCancel := s.bgCancel
+	bg := s.bg
 	s.mu.Unlock()
 	s.ops.Drain()
 	_ = s.hl.Close()
@@ -660,10 +666,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// 5. StatsD's last flush, then the accumulator (pushes to accumulating
 	// queues are over; windows left open are closed by another gateway, or
 	// by this one after a restart), then the core.
-	if bgCancel != nil {
-		bgCancel()
+	if bg != nil {
+		bg.Stop()
 	}
-	s.bg.Wait()
 	s.acc.Stop()
 	s.core.Close()
 	// 6. NATS last: everything above may still publish.

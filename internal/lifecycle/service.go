@@ -118,3 +118,38 @@ func (g *Group) stopLocked() {
 		g.services[g.started-1].Stop()
 	}
 }
+
+// Loop is a Service that runs a function on a goroutine of its own from
+// Start until Stop: Stop cancels the function's context and returns when it
+// returned. For a service that is one loop (a ticker, a sampler).
+type Loop struct {
+	run    func(ctx context.Context)
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewLoop returns the Loop of run, which must return soon after its
+// context ends.
+func NewLoop(run func(ctx context.Context)) *Loop { return &Loop{run: run} }
+
+// Start starts run on its goroutine, under a context of its own (not ctx:
+// the loop lives until Stop).
+func (l *Loop) Start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go func() {
+		defer close(l.done)
+		l.run(ctx)
+	}()
+	return nil
+}
+
+// Stop cancels run's context and waits for it to return; nothing to do when
+// the loop never started.
+func (l *Loop) Stop() {
+	if l.cancel == nil {
+		return
+	}
+	l.cancel()
+	<-l.done
+}

@@ -101,3 +101,23 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Fatalf("started after Stop: %v, %v", err, log)
 	}
 }
+
+// TestLoop: a Loop runs until Stop, which returns once the loop returned.
+func TestLoop(t *testing.T) {
+	running := make(chan struct{})
+	returned := false
+	l := NewLoop(func(ctx context.Context) {
+		close(running)
+		<-ctx.Done()
+		returned = true
+	})
+	NewLoop(func(context.Context) {}).Stop() // never started: nothing to do
+	if err := l.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	l.Stop()
+	if !returned {
+		t.Fatal("Stop returned before the loop")
+	}
+}
