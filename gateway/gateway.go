@@ -252,8 +252,10 @@ const (
 	opTimeout     = 10 * time.Second
 )
 
-// New connects the core to JetStream over nc and loads the queue registry and
-// properties. ctx bounds the start-up.
+// New connects the core to JetStream over nc and starts its services in
+// order (lifecycle.Group): the properties, the queue registry, the
+// dispatcher, the control subscriptions, the peers. ctx bounds the
+// start-up. When one fails, those started are stopped again, in reverse.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
