@@ -51,9 +51,10 @@ type Config struct {
 }
 
 // Accumulator implements gateway.Accumulator on JetStream. Create it with New
-// after the core, install it with Gateway.SetAccumulator, and Close it before
-// the core.
+// after the core, Start it, install it with Gateway.SetAccumulator, and Stop
+// it before the core.
 type Accumulator struct {
+	cfg  Config
 	core *gateway.Gateway
 	nc   *nats.Conn
 	kv   *store.KV
@@ -85,38 +86,20 @@ type cached struct {
 	rev uint64
 }
 
-// New creates the mapping.AccumBucket bucket on nc's JetStream if needed,
-// loads the open windows and close jobs, and starts the scheduler that closes
-// windows on time. Parts and compound messages go through core, which owns
-// the queue streams; the bucket is the accumulator's own. ctx bounds the
-// start-up.
-func New(ctx context.Context, nc *nats.Conn, core *gateway.Gateway, cfg Config) (*Accumulator, error) {
+// New returns the accumulator of core on nc's JetStream; nothing happens
+// until Start. Parts and compound messages go through core, which owns the
+// queue streams; the bucket mapping.AccumBucket is the accumulator's own.
+func New(nc *nats.Conn, core *gateway.Gateway, cfg Config) *Accumulator {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	js, err := jsapi.New(nc, cfg.Domain, cfg.APIPrefix)
-	if err != nil {
-		return nil, err
-	}
-	kv, err := store.OpenKV(ctx, js, store.KVConfig{
-		Bucket:      mapping.AccumBucket,
-		Description: "lmq-gateway accumulation: open windows and close jobs",
-		Replicas:    cfg.Replicas,
-		// Needed for the TTL of the markers left by removed keys: every
-		// window leaves one, and they would otherwise pile up.
-		MarkerTTL: markerTTL,
-		Create:    store.KVCreateOrUpdate,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("accumulation bucket: %w", err)
-	}
-	a := &Accumulator{
+	return &Accumulator{
+		cfg:     cfg,
 		core:    core,
 		nc:      nc,
-		kv:      kv,
 		log:     cfg.Logger.With("component", "accumulator"),
 		id:      core.ID(),
 		lease:   defaultLease,
@@ -124,33 +107,62 @@ func New(ctx context.Context, nc *nats.Conn, core *gateway.Gateway, cfg Config) 
 		cache:   make(map[string]cached),
 		closing: make(chan struct{}),
 	}
+}
+
+// Start creates the bucket if needed, loads the open windows and close
+// jobs, and starts the scheduler that closes windows on time
+// (lifecycle.Service). ctx bounds the start. On failure nothing is left
+// running, and Start may be tried again.
+func (a *Accumulator) Start(ctx context.Context) error {
+	js, err := jsapi.New(a.nc, a.cfg.Domain, a.cfg.APIPrefix)
+	if err != nil {
+		return err
+	}
+	kv, err := store.OpenKV(ctx, js, store.KVConfig{
+		Bucket:      mapping.AccumBucket,
+		Description: "lmq-gateway accumulation: open windows and close jobs",
+		Replicas:    a.cfg.Replicas,
+		// Needed for the TTL of the markers left by removed keys: every
+		// window leaves one, and they would otherwise pile up.
+		MarkerTTL: markerTTL,
+		Create:    store.KVCreateOrUpdate,
+	})
+	if err != nil {
+		return fmt.Errorf("accumulation bucket: %w", err)
+	}
+	a.kv = kv
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
 	// "no responders" at once.
-	a.sub, err = a.nc.Subscribe(aliveSubject(a.id), func(m *nats.Msg) { _ = m.Respond(nil) })
+	sub, err := a.nc.Subscribe(aliveSubject(a.id), func(m *nats.Msg) { _ = m.Respond(nil) })
 	if err != nil {
-		return nil, fmt.Errorf("subscribe liveness: %w", err)
+		return fmt.Errorf("subscribe liveness: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	if a.sched, err = newScheduler(ctx, runCtx, a); err != nil {
+	sched, err := newScheduler(ctx, runCtx, a)
+	if err != nil {
 		cancel()
-		_ = a.sub.Unsubscribe()
-		return nil, err
+		_ = sub.Unsubscribe()
+		return err
 	}
+	a.sub, a.cancel, a.sched = sub, cancel, sched
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		a.sched.loop(runCtx)
 	}()
-	return a, nil
+	return nil
 }
 
-// Close stops the scheduler and the closes under way (a close job left
-// unfinished is resumed by another gateway, or by this one after a restart).
-func (a *Accumulator) Close() {
+// Stop stops the scheduler and the closes under way (a close job left
+// unfinished is resumed by another gateway, or by this one after a restart)
+// and waits for them (lifecycle.Service). Pushes fail from then on.
+func (a *Accumulator) Stop() {
 	a.once.Do(func() {
 		close(a.closing)
+		if a.sub == nil {
+			return // not started
+		}
 		_ = a.sub.Unsubscribe()
 		a.cancel()
 		a.wg.Wait()

@@ -45,7 +45,7 @@ type gw struct {
 }
 
 func (g *gw) close() {
-	g.acc.Close()
+	g.acc.Stop()
 	g.core.Close()
 	g.nc.Close()
 }
@@ -79,8 +79,8 @@ func startGW(t *testing.T, ns *embedded.Server) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc, err := New(ctx, nc, core, Config{})
-	if err != nil {
+	acc := New(nc, core, Config{})
+	if err := acc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	core.SetAccumulator(acc)

@@ -31,6 +31,9 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/route"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
+
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
@@ -111,6 +114,10 @@ type Console struct {
 	log    *slog.Logger
 	assets map[string]*asset
 	rates  *sampler
+	// Set by Start, ended by Stop: the sampling and, when the Core is a
+	// RatesBus, the subscription to the other gateways' samples.
+	sampler *lifecycle.Loop
+	unsub   func()
 }
 
 // asset is one embedded file, ready to serve plain or gzipped.
@@ -169,24 +176,39 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 	return c, nil
 }
 
-// Run samples the per-queue push and pull counters every SampleInterval for
-// the rates and charts, until ctx ends.
+// Start samples the per-queue push and pull counters every SampleInterval
+// for the rates and charts, on a goroutine of its own until Stop
+// (lifecycle.Service).
 //
-// When the Core is a RatesBus, Run also shares the samples with the other
-// gateways' consoles, and sums theirs into the cluster's rates.
-func (c *Console) Run(ctx context.Context) {
+// When the Core is a RatesBus, the console also shares the samples with the
+// other gateways' consoles, and sums theirs into the cluster's rates; when
+// it cannot subscribe, the cluster's rates are off (logged), this
+// gateway's still on.
+func (c *Console) Start(context.Context) error {
 	if bus, ok := c.core.(RatesBus); ok {
 		stop, err := bus.SubscribeRates(c.rates.heard)
 		if err != nil {
 			c.log.Warn("console: the cluster's rates are off", "err", err)
 		} else {
-			defer stop()
+			c.unsub = stop
 			c.rates.mu.Lock()
 			c.rates.bus = bus
 			c.rates.mu.Unlock()
 		}
 	}
-	c.rates.run(ctx)
+	c.sampler = lifecycle.NewLoop(c.rates.run)
+	return c.sampler.Start(context.Background())
+}
+
+// Stop ends the sampling and waits for it, then stops sharing the samples
+// (lifecycle.Service).
+func (c *Console) Stop() {
+	if c.sampler != nil {
+		c.sampler.Stop()
+	}
+	if c.unsub != nil {
+		c.unsub()
+	}
 }
 
 // Mount adds the console's routes to the API's route table (so that they

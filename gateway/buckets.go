@@ -8,12 +8,12 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// followBucket follows kv (kvfollow.Follow) for the gateway's lifetime:
-// Close stops the follower and waits for it.
+// followBucket follows kv (a kvfollow.Follower, started here) for the
+// gateway's lifetime: Close stops the follower and waits for it.
 func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
 	apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
-	f, err := kvfollow.Follow(ctx, g.work.Context(), kv, g.log, what, apply, replayed)
-	if err != nil {
+	f := kvfollow.New(kv, g.log, what, apply, replayed)
+	if err := f.Start(ctx); err != nil {
 		return nil, err
 	}
 	g.followMu.Lock()

@@ -114,7 +114,8 @@
 // peeks, the oldest dead letter), internal/kvfollow (following a KV
 // bucket, skipping echoes of own writes: the registry and properties),
 // internal/peers (the other gateways, by heartbeats), internal/lifecycle
-// (background work owned and waited for by Close), internal/noise
+// (the services New starts in order and Close stops in reverse, and the
+// background work owned and waited for by Close), internal/noise
 // (log-noise limiter), internal/recent (recently acked ids) and mapping's
 // compound body format.
 package gateway
@@ -226,9 +227,10 @@ type Gateway struct {
 	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
 	pulls   waitingPulls // who those pulls are (waitlimit.go)
 
-	subs    []*nats.Subscription
+	subs    []*nats.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
-	// followers mirror KV buckets (buckets.go); Close stops them.
+	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
+	// stops them.
 	followMu  sync.Mutex
 	followers []*kvfollow.Follower
 	// left is what deleted queues left behind for want of room in the
@@ -239,13 +241,14 @@ type Gateway struct {
 	metaKV   *store.KV
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
-	// bg counts the core's long-lived goroutines (peers; the dispatcher
-	// owns its own); work counts everything started on the way and holds
-	// the context that lives as long as the gateway (lifecycle.Work). Close
-	// waits for both.
-	bg    sync.WaitGroup
+	// work counts everything started on the way and holds the context that
+	// lives as long as the gateway (lifecycle.Work); Close waits for it.
 	work  *lifecycle.Work
 	peers *peers.Peers
+	// life is the core's services, started by New in order, stopped by
+	// Close in reverse (New's list); stopped is set once they stop.
+	life    *lifecycle.Group
+	stopped atomic.Bool
 }
 
 const (
@@ -253,8 +256,10 @@ const (
 	opTimeout     = 10 * time.Second
 )
 
-// New connects the core to JetStream over nc and loads the queue registry and
-// properties. ctx bounds the start-up.
+// New connects the core to JetStream over nc and starts its services in
+// order (lifecycle.Group): the properties, the queue registry, the
+// dispatcher, the control subscriptions, the peers. ctx bounds the
+// start-up. When one fails, those started are stopped again, in reverse.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
@@ -301,22 +306,31 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
-	g.peers = peers.New(nc, idb)
-	kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("properties: %w", err)
-	}
-	if g.props, err = props.Open(ctx, kv, g.log, g.followBucket); err != nil {
-		g.Close()
-		return nil, err
-	}
+	g.peers = peers.New(nc, idb, g.counted, g.closing)
+	g.props = props.New(func(ctx context.Context) (*store.KV, error) {
+		kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
+		if err != nil {
+			return nil, fmt.Errorf("properties: %w", err)
+		}
+		return kv, nil
+	}, g.log)
+	// The registry's drops end the dispatcher's state of a queue; g.disp
+	// is set before the registry starts.
+	g.reg = registry.New(registry.Config{
+		Store:     g.store,
+		Replicas:  cfg.Replicas,
+		MaxQueues: cfg.MaxQueues,
+		Logger:    g.log,
+		OnDrop:    func(queue string) func() { return g.disp.Dropped(queue) },
+	})
 	g.disp = dispatch.New(dispatch.Config{
 		NC:             nc,
 		Store:          g.store,
 		Props:          g.props,
+		Registry:       g.reg,
 		Work:           g.work,
 		Closing:        g.closing,
+		Wrap:           g.counted,
 		Peers:          g.peers,
 		Logger:         g.log,
 		Noise:          g.noise,
@@ -331,69 +345,90 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.props.OnChange(g.disp.PropsChanged)
 	g.views = newViews(g)
-	subs, err := g.disp.Subscribe(g.counted)
-	g.subs = append(g.subs, subs...)
-	if err != nil {
-		g.Close()
+
+	// The services, in start order; Close stops them in reverse, and so
+	// does a failed start (lifecycle.Group): each one's Stop may rely on
+	// everything before it still running.
+	g.life = lifecycle.NewGroup(
+		// Last to stop: the delivery timers, then the work owner, once
+		// nothing else can start work (every subscription is gone).
+		lifecycle.Func(nil, func() {
+			g.dels.stopTimers()
+			g.work.Close()
+		}),
+		// The buckets opened later by OpenSharedBucket (auth's tokens).
+		lifecycle.Func(nil, g.stopFollowers),
+		g.props,
+		g.reg,
+		g.disp,
+		// Replies relayed from other gateways, and their questions about
+		// this one's deliveries.
+		lifecycle.Func(g.subscribeControl, g.unsubscribeControl),
+		g.peers,
+		// Pull requests in flight when the connection dropped get no
+		// answer: chained onto the connection's own handler (the daemon
+		// logs there); off once the core stops.
+		lifecycle.Func(func(context.Context) error {
+			prev := nc.Opts.ReconnectedCB
+			nc.SetReconnectHandler(func(c *nats.Conn) {
+				if prev != nil {
+					prev(c)
+				}
+				if g.stopped.Load() {
+					return
+				}
+				select {
+				case <-g.closing:
+				default:
+					_ = g.peers.Announce()
+					g.disp.OnReconnect()
+				}
+			})
+			return nil
+		}, func() { g.stopped.Store(true) }),
+		// Every subscription above is known to the server before New
+		// returns. FlushWithContext insists on a deadline; the caller's
+		// ctx need not have one, or may have used up the one it has.
+		lifecycle.Func(func(ctx context.Context) error {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+			defer cancel()
+			if err := nc.FlushWithContext(fctx); err != nil {
+				return fmt.Errorf("flush: %w", err)
+			}
+			return nil
+		}, nil),
+	)
+	if err := g.life.Start(ctx); err != nil {
 		return nil, err
-	}
-	sub, err := nc.Subscribe(controlPrefix+g.id+".reply", g.counted(g.onRelayedReply))
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("subscribe control: %w", err)
-	}
-	g.subs = append(g.subs, sub)
-	sub, err = nc.Subscribe(controlPrefix+g.id+".deliveries", g.counted(g.onDeliveriesRequest))
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("subscribe control: %w", err)
-	}
-	g.subs = append(g.subs, sub)
-	subs, err = g.peers.Start(g.counted)
-	g.subs = append(g.subs, subs...)
-	if err != nil {
-		g.Close()
-		return nil, fmt.Errorf("peers: %w", err)
-	}
-	if g.reg, err = registry.Open(ctx, g.work.Context(), registry.Config{
-		Store:     g.store,
-		Replicas:  cfg.Replicas,
-		MaxQueues: cfg.MaxQueues,
-		Logger:    g.log,
-		OnDrop:    g.disp.Dropped,
-	}); err != nil {
-		g.Close()
-		return nil, err
-	}
-	g.disp.Start(g.reg)
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		g.peers.Run(g.closing)
-	}()
-	// Pull requests in flight when the connection dropped get no answer:
-	// chained onto the connection's own handler (the daemon logs there).
-	prev := nc.Opts.ReconnectedCB
-	nc.SetReconnectHandler(func(c *nats.Conn) {
-		if prev != nil {
-			prev(c)
-		}
-		select {
-		case <-g.closing:
-		default:
-			_ = g.peers.Announce()
-			g.disp.OnReconnect()
-		}
-	})
-	// FlushWithContext insists on a deadline; the caller's ctx need not have
-	// one, or may have used up the one it has.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-	defer cancel()
-	if err := nc.FlushWithContext(fctx); err != nil {
-		g.Close()
-		return nil, fmt.Errorf("flush: %w", err)
 	}
 	return g, nil
+}
+
+// subscribeControl subscribes to this gateway's control subjects: replies
+// relayed from other gateways, and their questions about its deliveries.
+func (g *Gateway) subscribeControl(context.Context) error {
+	for _, c := range []struct {
+		subj string
+		h    nats.MsgHandler
+	}{
+		{controlPrefix + g.id + ".reply", g.onRelayedReply},
+		{controlPrefix + g.id + ".deliveries", g.onDeliveriesRequest},
+	} {
+		sub, err := g.nc.Subscribe(c.subj, g.counted(c.h))
+		if err != nil {
+			g.unsubscribeControl()
+			return fmt.Errorf("subscribe control: %w", err)
+		}
+		g.subs = append(g.subs, sub)
+	}
+	return nil
+}
+
+func (g *Gateway) unsubscribeControl() {
+	for _, s := range g.subs {
+		_ = s.Unsubscribe()
+	}
+	g.subs = nil
 }
 
 // SetAccumulator installs the handler of pushes to accumulating queues (it is
@@ -415,22 +450,7 @@ func (g *Gateway) Peers() []string { return g.peers.List() }
 func (g *Gateway) Close() {
 	g.closeOne.Do(func() {
 		g.StopWaiting()
-		for _, s := range g.subs {
-			_ = s.Unsubscribe()
-		}
-		g.stopFollowers()
-		if g.reg != nil {
-			g.reg.Stop()
-		}
-		if g.disp != nil {
-			g.disp.Shutdown()
-		}
-		g.dels.stopTimers()
-		g.work.Close()
-		g.bg.Wait()
-		if g.disp != nil {
-			g.disp.Close()
-		}
+		g.life.Stop()
 	})
 }
 

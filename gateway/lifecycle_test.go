@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+
+	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
 // coreGoroutines returns the stacks of the goroutines that run code of
@@ -181,5 +185,85 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	for _, s := range left {
 		t.Errorf("goroutine of the core still running after Close:\n%s", s)
+	}
+}
+
+// ownGoroutines returns the stacks of the goroutines that run (or were
+// started by) code of this module but its tests and test helpers: the core
+// and every package under it (followers, peers, the store's watchers), by
+// goroutine id, leaving out the ids in skip.
+func ownGoroutines(skip map[string]bool) map[string]string {
+	out := make(map[string]string)
+	for id, s := range allGoroutines() {
+		if skip[id] {
+			continue
+		}
+		for _, line := range strings.Split(s, "\n") {
+			if strings.Contains(line, "lmq-gateway/lmq-gateway/") && !strings.Contains(line, "_test.") &&
+				!strings.Contains(line, "lmq-gateway/internal/test") {
+				out[id] = s
+				break
+			}
+		}
+	}
+	return out
+}
+
+// allGoroutines returns the stacks of every goroutine, by id.
+func allGoroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := make(map[string]string)
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		head, _, _ := strings.Cut(string(g), " [")
+		out[strings.TrimPrefix(head, "goroutine ")] = string(g)
+	}
+	return out
+}
+
+// TestNewUndoesAFailedStart: when one of the core's services fails to start
+// (here the queue registry: a stream holds its bucket's name but is no KV
+// bucket), New stops those started before it (the properties' follower
+// and its watch, the work owner) and starts none after it (the dispatcher,
+// the peers): once New returned its error, nothing of the module runs.
+//
+// Not parallel: it looks at the goroutines of the whole process (those
+// running before New are left out by id).
+func TestNewUndoesAFailedStart(t *testing.T) {
+	ns := testnats.Start(t)
+	nc := testnats.Connect(t, ns, "undo")
+	bogus := "KV_" + mapping.QueuesBucket
+	if _, err := testnats.JetStream(t, nc).CreateStream(ctxT(t), jetstream.StreamConfig{
+		Name: bogus, Subjects: []string{"$KV." + mapping.QueuesBucket + ".>"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	skip := make(map[string]bool)
+	for id := range allGoroutines() {
+		skip[id] = true
+	}
+	g, err := gateway.New(ctxT(t), nc, gateway.Config{})
+	if err == nil {
+		g.Close()
+		t.Fatal("New started on a registry bucket that is no KV bucket")
+	}
+	if !strings.Contains(err.Error(), "queue registry") {
+		t.Fatalf("New failed with %v, want the queue registry's failure", err)
+	}
+	// Stop returned when every goroutine ended; one may still be between
+	// its last deferred call and its end, hence the wait.
+	var left map[string]string
+	if testwait.Until(testwait.Bound, func() bool { left = ownGoroutines(skip); return len(left) == 0 }) {
+		return
+	}
+	for _, s := range left {
+		t.Errorf("goroutine still running after a failed New:\n%s", s)
 	}
 }

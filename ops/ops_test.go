@@ -473,7 +473,7 @@ func TestStatsDFlush(t *testing.T) {
 	}
 }
 
-func TestStatsDRunSendsUDP(t *testing.T) {
+func TestStatsDStopSendsUDP(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -482,13 +482,11 @@ func TestStatsDRunSendsUDP(t *testing.T) {
 	stats := NewStats(StatsOptions{})
 	o := New(newFakeCore(), stats, Options{})
 	stats.Pushed("u", 1)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- o.NewStatsD(pc.LocalAddr().String(), time.Hour).Run(ctx) }()
-	cancel() // the final flush sends what was counted
-	if err := <-done; err != nil {
+	sd := o.NewStatsD(pc.LocalAddr().String(), time.Hour)
+	if err := sd.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	sd.Stop() // the final flush sends what was counted
 	_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 2048)
 	n, _, err := pc.ReadFrom(buf)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 )
 
 // StatsOptions configures Stats. The zero value is usable.
@@ -391,9 +392,15 @@ func (s *Stats) Prune(exists []string, idle time.Duration) {
 	})
 }
 
-// Run ticks the meters every TickInterval and prunes deleted queues every
-// minute, until ctx ends. names lists the existing queues.
-func (s *Stats) Run(ctx context.Context, names func() []string) {
+// Meters is the service that ticks the meters every TickInterval and
+// prunes deleted queues every minute, from Start to Stop (a
+// lifecycle.Service). names lists the existing queues.
+func (s *Stats) Meters(names func() []string) lifecycle.Service {
+	return lifecycle.NewLoop(func(ctx context.Context) { s.run(ctx, names) })
+}
+
+// run ticks the meters until ctx ends.
+func (s *Stats) run(ctx context.Context, names func() []string) {
 	t := time.NewTicker(TickInterval)
 	defer t.Stop()
 	for n := 1; ; n++ {

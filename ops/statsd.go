@@ -16,11 +16,17 @@ import (
 // lmq.<queue>.size and lmq.<queue>.memory. LMQ sent an event per push and
 // pull; this batches them once per interval, which a StatsD server adds up
 // the same way.
+//
+// A StatsD is a lifecycle.Service: Start dials, sends every interval until
+// Stop, and Stop sends once more (the events of the last interval).
 type StatsD struct {
 	o        *Ops
 	addr     string
 	interval time.Duration
 	prefix   string
+
+	cancel context.CancelFunc // set by Start: ends the sender
+	done   chan struct{}      // closed when the sender returned
 }
 
 // maxPacket keeps a datagram within a typical Ethernet MTU.
@@ -34,23 +40,47 @@ func (o *Ops) NewStatsD(addr string, interval time.Duration) *StatsD {
 	return &StatsD{o: o, addr: addr, interval: interval, prefix: "lmq."}
 }
 
-// Run sends every interval until ctx ends, then sends once more (the events
-// of the last interval) and returns.
-func (s *StatsD) Run(ctx context.Context) error {
+// Start dials addr and sends every interval on a goroutine of its own
+// until Stop (lifecycle.Service).
+func (s *StatsD) Start(context.Context) error {
 	conn, err := net.Dial("udp", s.addr)
 	if err != nil {
 		return fmt.Errorf("statsd: %w", err)
 	}
-	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		defer conn.Close()
+		s.run(ctx, conn)
+	}()
+	return nil
+}
+
+// Stop sends the events of the last interval (within finalFlush) and
+// returns when the sender ended; nothing to do when Start failed.
+func (s *StatsD) Stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+}
+
+// finalFlush bounds Stop's last flush.
+const finalFlush = 5 * time.Second
+
+// run sends every interval until ctx ends, then sends once more.
+func (s *StatsD) run(ctx context.Context, conn net.Conn) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlush)
 			s.Flush(fctx, conn)
 			cancel()
-			return nil
+			return
 		case <-t.C:
 			s.Flush(ctx, conn)
 		}

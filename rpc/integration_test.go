@@ -44,11 +44,11 @@ func startCore(t *testing.T) *gateway.Gateway {
 	}
 	t.Cleanup(nc.Close)
 	g := testcore.New(t, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
-	acc, err := accumulator.New(t.Context(), nc, g, accumulator.Config{Logger: quietLogger()})
-	if err != nil {
+	acc := accumulator.New(nc, g, accumulator.Config{Logger: quietLogger()})
+	if err := acc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(acc.Close)
+	t.Cleanup(acc.Stop)
 	g.SetAccumulator(acc)
 	return g
 }

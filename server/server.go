@@ -48,6 +48,9 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/internal/route"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
+
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
@@ -195,6 +198,9 @@ type Server struct {
 	acc   *accumulator.Accumulator
 	ops   *ops.Ops
 	ui    *console.Console // nil with Config.NoUI
+	// life is what New started, in order (New's list): NATS, the core, the
+	// accumulator, the listeners; Shutdown stops it in reverse.
+	life *lifecycle.Group
 
 	hl       *stopListener
 	http     *http.Server
@@ -213,12 +219,11 @@ type Server struct {
 	// goroutines before Shutdown began, and Shutdown stops them, or Serve
 	// sees stopping closed and starts nothing.
 	mu       sync.Mutex
-	serving  bool               // Serve was called
-	stopping chan struct{}      // closed when Shutdown starts
-	bgCancel context.CancelFunc // ends the background work; nil before Serve
-	errc     chan error         // a serve loop's failure, for Serve
-	front    sync.WaitGroup     // the HTTP and RPC serve loops
-	bg       sync.WaitGroup     // statistics meters and StatsD
+	serving  bool             // Serve was called
+	stopping chan struct{}    // closed when Shutdown starts
+	bg       *lifecycle.Group // statistics meters, the console's sampler, StatsD; nil before Serve
+	errc     chan error       // a serve loop's failure, for Serve
+	front    sync.WaitGroup   // the HTTP and RPC serve loops
 
 	shutOnce sync.Once
 	shutErr  error
@@ -229,7 +234,7 @@ type Server struct {
 // bounds the start (a signal during it ends the start); its deadline does
 // not cut a layout upgrade short (package upgrade). On failure everything
 // started is stopped again.
-func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -241,32 +246,60 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		errc:     make(chan error, 2),
 	}
 	// Before anything starts: a wrong origin is a mistake in the settings.
+	var err error
 	if s.cop, err = httpapi.NewCrossOriginProtection(cfg.AllowedOrigins); err != nil {
 		return nil, fmt.Errorf("allowed origins: %w", err)
 	}
-	// undo stops what was started, in reverse, when New fails.
-	var undo []func()
-	defer func() {
-		if err != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
-		}
-	}()
-
-	if s.nc, s.ns, err = s.connectNATS(ctx); err != nil {
+	// What New starts, in order: Shutdown stops it in reverse after the
+	// front ends drained (steps 5 and 6 of the package doc), and so does a
+	// failed New (lifecycle.Group: one undo path).
+	s.life = lifecycle.NewGroup(
+		lifecycle.Func(s.startNATS, s.closeNATS),
+		lifecycle.Func(s.startCore, func() { s.core.Close() }),
+		// Queues of the one-stream-per-queue layout move into the shards
+		// before anything is served, and before the accumulator runs the
+		// close jobs the upgrade fixes. It returns at once when there is
+		// none; otherwise it may take longer than an attempt allows and
+		// ignores that deadline (not a cancel).
+		lifecycle.Func(func(ctx context.Context) error {
+			_, err := retryStart(ctx, s.log, "layout upgrade", func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.nc, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
+			})
+			return err
+		}, nil),
+		lifecycle.Func(s.startAccumulator, func() { s.acc.Stop() }),
+		// The listeners' Stop is Shutdown's step 1 (a second Close is a
+		// no-op); here only for a failed New.
+		lifecycle.Func(s.startFront, s.closeListeners),
+	)
+	if err := s.life.Start(ctx); err != nil {
 		return nil, err
 	}
-	undo = append(undo, s.closeNATS)
-	if a := s.natsAddrs(); cfg.NATSBound != nil && a != (Addrs{}) {
-		cfg.NATSBound(a)
+	return s, nil
+}
+
+// startNATS connects to NATS (starting the embedded server) and waits for
+// JetStream.
+func (s *Server) startNATS(ctx context.Context) error {
+	var err error
+	if s.nc, s.ns, err = s.connectNATS(ctx); err != nil {
+		return err
+	}
+	if a := s.natsAddrs(); s.cfg.NATSBound != nil && a != (Addrs{}) {
+		s.cfg.NATSBound(a)
 	}
 	// A cluster's nodes may start in any order: wait for a meta leader
 	// instead of failing the start (natsconn.WaitJetStream).
 	if err := natsconn.WaitJetStream(ctx, s.nc, s.cfg.NATS.Domain, s.log); err != nil {
-		return nil, err
+		s.closeNATS()
+		return err
 	}
+	return nil
+}
 
+// startCore starts the core, the observer of the statistics.
+func (s *Server) startCore(ctx context.Context) error {
+	cfg := s.cfg
 	s.stats = ops.NewStats(ops.StatsOptions{})
 	// The embedded server's store watchdog: a full disk shows in /readyz and
 	// fails pushes at once until it recovered (embedded/storewatch.go).
@@ -274,6 +307,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.ns != nil {
 		storeHealth = s.ns.StoreError
 	}
+	var err error
 	s.core, err = retryStart(ctx, s.log, "core", func(ctx context.Context) (*gateway.Gateway, error) {
 		return gateway.New(ctx, s.nc, gateway.Config{
 			Replicas:        cfg.Replicas,
@@ -288,29 +322,25 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			Logger:          s.log,
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, s.core.Close)
-	// Queues of the one-stream-per-queue layout move into the shards before
-	// anything is served, and before the accumulator runs the close jobs
-	// the upgrade fixes. It returns at once when there is none; otherwise it
-	// may take longer than an attempt allows and ignores that deadline (not
-	// a cancel).
-	if _, err = retryStart(ctx, s.log, "layout upgrade", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.nc, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
-	}); err != nil {
-		return nil, err
-	}
-	s.acc, err = retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (*accumulator.Accumulator, error) {
-		return accumulator.New(ctx, s.nc, s.core, accumulator.Config{Replicas: cfg.Replicas, Domain: cfg.NATS.Domain, Logger: s.log})
-	})
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, s.acc.Close)
-	s.core.SetAccumulator(s.acc)
+	return err
+}
 
+// startAccumulator starts the accumulator and installs it in the core.
+func (s *Server) startAccumulator(ctx context.Context) error {
+	s.acc = accumulator.New(s.nc, s.core, accumulator.Config{Replicas: s.cfg.Replicas, Domain: s.cfg.NATS.Domain, Logger: s.log})
+	if _, err := retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.acc.Start(ctx)
+	}); err != nil {
+		return err
+	}
+	s.core.SetAccumulator(s.acc)
+	return nil
+}
+
+// startFront opens the access tokens, builds the operations endpoints and
+// binds the front ends' listeners (served by Serve).
+func (s *Server) startFront(ctx context.Context) error {
+	cfg := s.cfg
 	opsOpt := ops.Options{
 		Logger:    s.log,
 		AccessLog: cfg.AccessLog,
@@ -322,7 +352,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// Watched until the core closes (the core owns the watcher).
 		tokens, err := auth.Open(ctx, s.core, s.log)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		opsOpt.Tokens = tokens
 		if !cfg.Auth.Enabled() && tokens.Len() == 0 {
@@ -335,11 +365,20 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		// signatures (auth.AuthenticateSigV4 says how they map).
 		s.cfg.SQSAuthenticate = sigV4For(guard)
 	}
+	return s.listen()
+}
 
-	if err := s.listen(); err != nil {
-		return nil, err
+// closeListeners closes the front ends' listeners: Shutdown's step 1, and
+// the undo of a failed New.
+func (s *Server) closeListeners() {
+	_ = s.hl.Close()
+	if s.rl != nil {
+		_ = s.rl.Close()
 	}
-	return s, nil
+	_ = s.sl.Close()
+	if s.dl != nil {
+		_ = s.dl.Close()
+	}
 }
 
 // listen binds the HTTP and RPC listeners and builds their servers.
@@ -510,21 +549,27 @@ func (s *Server) start(ctx context.Context) error {
 	if s.isStopping() {
 		return nil
 	}
-	// Background work (meters, StatsD) outlives ctx: Shutdown stops it after
-	// the front ends, so that StatsD's last flush counts their last requests.
-	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.bgCancel = cancel
-	s.bg.Go(func() { s.stats.Run(bgCtx, s.core.QueueNames) })
+	// Background services (meters, the console's sampler, StatsD) outlive
+	// ctx: Shutdown stops them after the front ends, so that StatsD's last
+	// flush counts their last requests.
+	bg := []lifecycle.Service{s.stats.Meters(s.core.QueueNames)}
 	if s.ui != nil {
-		s.bg.Go(func() { s.ui.Run(bgCtx) })
+		bg = append(bg, s.ui)
 	}
 	if s.cfg.StatsDAddr != "" {
+		// StatsD that cannot start is logged, not fatal: metrics are no
+		// reason to stop serving the API.
 		sd := s.ops.NewStatsD(s.cfg.StatsDAddr, s.cfg.StatsDInterval)
-		s.bg.Go(func() {
-			if err := sd.Run(bgCtx); err != nil {
+		bg = append(bg, lifecycle.Func(func(ctx context.Context) error {
+			if err := sd.Start(ctx); err != nil {
 				s.log.Error("statsd", "err", err)
 			}
-		})
+			return nil
+		}, sd.Stop))
+	}
+	s.bg = lifecycle.NewGroup(bg...)
+	if err := s.bg.Start(ctx); err != nil {
+		return err
 	}
 
 	s.front.Go(func() {
@@ -596,18 +641,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// come back on a new connection.)
 	s.mu.Lock()
 	close(s.stopping)
-	bgCancel := s.bgCancel
+	bg := s.bg
 	s.mu.Unlock()
 	s.ops.Drain()
-	_ = s.hl.Close()
-	if s.rl != nil {
-		_ = s.rl.Close()
-	}
-	_ = s.sl.Close()
+	s.closeListeners()
 	if s.debug != nil {
 		// Profiles in progress are cut: nothing depends on them.
 		_ = s.debug.Close()
-		_ = s.dl.Close()
 	}
 	// 2. Waiting pulls answer empty: 204 over HTTP, "empty" over RPC.
 	s.core.StopWaiting()
@@ -657,17 +697,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.log.Info("released unanswered deliveries", "count", n)
 	}
 	rcancel()
-	// 5. StatsD's last flush, then the accumulator (pushes to accumulating
-	// queues are over; windows left open are closed by another gateway, or
-	// by this one after a restart), then the core.
-	if bgCancel != nil {
-		bgCancel()
+	// 5. StatsD's last flush (the background services), then what New
+	// started, in reverse: the accumulator (pushes to accumulating queues
+	// are over; windows left open are closed by another gateway, or by this
+	// one after a restart), then the core;
+	// 6. and NATS last: everything above may still publish.
+	if bg != nil {
+		bg.Stop()
 	}
-	s.bg.Wait()
-	s.acc.Close()
-	s.core.Close()
-	// 6. NATS last: everything above may still publish.
-	s.closeNATS()
+	s.life.Stop()
 	if drainErr != nil {
 		return fmt.Errorf("shutdown: connections closed while busy: %w", drainErr)
 	}

@@ -55,18 +55,22 @@ func (d *Dispatcher) PropsChanged() {
 }
 
 // controlLoop applies property changes to this gateway's queues until
-// Closing.
+// Closing or Stop.
 func (d *Dispatcher) controlLoop() {
 	defer d.bg.Done()
 	for {
 		select {
 		case <-d.closing:
 			return
+		case <-d.stopped:
+			return
 		case <-d.changed:
 		}
-		d.within(func(life context.Context) {
+		// Under the dispatcher's context (a child of the work owner's), so
+		// that Stop cuts a change being applied short instead of waiting.
+		d.within(func(context.Context) {
 			for _, q := range d.queues.all() {
-				ctx, cancel := context.WithTimeout(life, opTimeout)
+				ctx, cancel := context.WithTimeout(d.run, opTimeout)
 				if err := q.applyControl(ctx); err != nil {
 					if n, ok := d.noise.Allow("applying max_inflight failed"); ok {
 						d.log.Warn("applying max_inflight to the queue's consumer failed", "queue", q.name, "err", err, "suppressed", n)

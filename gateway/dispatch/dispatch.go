@@ -32,10 +32,11 @@
 // to notify), internal/wakeups (timed pokes of queues and dispatchers),
 // internal/lifecycle (the core's work owner) and internal/noise.
 //
-// Lifecycle: New, then Subscribe (the notifications and the pull replies),
-// then Start once the registry is open (its OnDrop is Dropped); Shutdown
-// when the gateway closes (waiting clients answer empty), Close after the
-// work owner closed: it waits for the dispatcher's goroutines.
+// Lifecycle (lifecycle.Service): New, then Start once the registry started
+// (its OnDrop is Dropped): the subscriptions (the notifications and the pull
+// replies) and the dispatcher's goroutines; Stop before the work owner
+// closes: the subscriptions end, waiting clients answer empty, and it
+// returns once the dispatcher's goroutines ended.
 package dispatch
 
 import (
@@ -83,10 +84,15 @@ type Config struct {
 	NC    *nats.Conn
 	Store *store.Store
 	Props *props.Cache
+	// Registry is which queues exist; started before the dispatcher.
+	Registry *registry.Registry
 	// Work owns the background work (lifecycle.Work); Closing is closed
 	// when the gateway stops waiting (StopWaiting): waits end empty.
 	Work    *lifecycle.Work
 	Closing <-chan struct{}
+	// Wrap wraps the subscriptions' handlers (the core counts them as its
+	// work).
+	Wrap func(nats.MsgHandler) nats.MsgHandler
 	// Peers says whether other gateways run (notifications are published
 	// only then) and learns of those that notify.
 	Peers  *peers.Peers
@@ -124,12 +130,19 @@ type Dispatcher struct {
 	rr       atomic.Uint64 // rotates pull-any's first queue
 	wakes    *wakeups.Timer[wakeTarget]
 
-	bg sync.WaitGroup // the re-poll loop and the wake-ups (Close waits)
+	// Set by Start, ended by Stop: the subscriptions, the goroutines (the
+	// re-poll and control loops, the wake-ups), stopped (closed by Stop)
+	// and run (the goroutines' context, cancelled by Stop).
+	subs    []*nats.Subscription
+	bg      sync.WaitGroup
+	stopped chan struct{}
+	run     context.Context
+	cancel  context.CancelFunc
 	// changed signals controlLoop (control.go).
 	changed chan struct{}
 }
 
-// New makes a dispatcher; nothing runs until Subscribe and Start.
+// New makes a dispatcher; nothing runs until Start.
 func New(cfg Config) *Dispatcher {
 	d := &Dispatcher{
 		cfg:     cfg,
@@ -144,60 +157,71 @@ func New(cfg Config) *Dispatcher {
 		rules:   cfg.Rules,
 		idPfx:   cfg.ID,
 		changed: make(chan struct{}, 1),
+		stopped: make(chan struct{}),
 	}
 	for p := 1; p <= mapping.MaxPriority; p++ {
 		d.prioPfx[p] = append(append([]byte(nil), cfg.ID...), byte(p))
 	}
 	d.queues = newLocals(d)
+	d.queues.reg = cfg.Registry
 	d.pulls = newPullTable(cfg.NC.NewInbox())
 	d.wakes = newWakeups(d)
 	return d
 }
 
-// Subscribe makes the dispatcher's subscriptions, each handler wrapped
-// (the core counts them as work), and returns them for the caller to end:
-// every gateway's notifications, and the answers to this one's pull
-// requests.
-func (d *Dispatcher) Subscribe(wrap func(nats.MsgHandler) nats.MsgHandler) ([]*nats.Subscription, error) {
-	var subs []*nats.Subscription
-	sub, err := d.nc.Subscribe(mapping.NotifyPrefix+"*", wrap(d.onNotify))
+// Start makes the dispatcher's subscriptions, each handler wrapped by
+// Config.Wrap (every gateway's notifications, and the answers to this
+// one's pull requests), and starts its goroutines: the re-poll and control
+// loops (until Closing or Stop) and the wake-ups (until Stop)
+// (lifecycle.Service). On failure nothing is left subscribed.
+func (d *Dispatcher) Start(context.Context) error {
+	sub, err := d.nc.Subscribe(mapping.NotifyPrefix+"*", d.cfg.Wrap(d.onNotify))
 	if err != nil {
-		return nil, fmt.Errorf("subscribe notifications: %w", err)
+		return fmt.Errorf("subscribe notifications: %w", err)
 	}
-	subs = append(subs, sub)
+	d.subs = append(d.subs, sub)
 	// One subscription takes the answers to every queue's pull requests; it
 	// must never drop one (a dropped message waits out its AckWait).
-	if sub, err = d.nc.Subscribe(d.pulls.inbox+"*", wrap(d.onPullReply)); err == nil {
+	if sub, err = d.nc.Subscribe(d.pulls.inbox+"*", d.cfg.Wrap(d.onPullReply)); err == nil {
+		d.subs = append(d.subs, sub)
 		err = sub.SetPendingLimits(-1, -1)
-		subs = append(subs, sub)
 	}
 	if err != nil {
-		return subs, fmt.Errorf("subscribe pull replies: %w", err)
+		d.unsubscribe()
+		return fmt.Errorf("subscribe pull replies: %w", err)
 	}
-	return subs, nil
-}
-
-// Start hands the dispatcher the open registry and starts its goroutines:
-// the re-poll loop (until Closing) and the wake-ups (until the work owner's
-// context ends).
-func (d *Dispatcher) Start(reg *registry.Registry) {
-	d.queues.reg = reg
+	d.run, d.cancel = context.WithCancel(d.work.Context())
 	d.bg.Add(3)
 	go d.repollLoop()
 	go d.controlLoop()
 	go func() {
 		defer d.bg.Done()
-		d.wakes.Run(d.work.Context())
+		d.wakes.Run(d.run)
 	}()
+	return nil
 }
 
-// Shutdown ends every queue's dispatcher: their waiting clients answer
-// empty.
-func (d *Dispatcher) Shutdown() { d.queues.stop() }
+// Stop ends the subscriptions and every queue's dispatcher (their waiting
+// clients answer empty), then the goroutines, and waits for them
+// (lifecycle.Service). Work they started is the work owner's, which closes
+// next.
+func (d *Dispatcher) Stop() {
+	d.unsubscribe()
+	d.queues.stop()
+	if d.cancel == nil {
+		return // not started
+	}
+	close(d.stopped)
+	d.cancel()
+	d.bg.Wait()
+}
 
-// Close waits for the dispatcher's goroutines: call it once Closing is
-// closed and the work owner closed.
-func (d *Dispatcher) Close() { d.bg.Wait() }
+func (d *Dispatcher) unsubscribe() {
+	for _, s := range d.subs {
+		_ = s.Unsubscribe()
+	}
+	d.subs = nil
+}
 
 // spawn runs f on a goroutine of the work owner's; false (and f not run)
 // when closing. A message left unhandled that way stays pending in

@@ -449,6 +449,8 @@ func (d *Dispatcher) repollLoop() {
 		select {
 		case <-d.closing:
 			return
+		case <-d.stopped:
+			return
 		case <-t.C:
 		}
 		// Only the queues with waiting clients or a request out: with
@@ -458,6 +460,8 @@ func (d *Dispatcher) repollLoop() {
 			t.Stop()
 			select {
 			case <-d.closing:
+				return
+			case <-d.stopped:
 				return
 			case <-d.queues.activeWake:
 			}

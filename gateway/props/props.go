@@ -33,6 +33,7 @@ const (
 // bucket) empties it, so it never answers with properties older than own
 // and defaults; changes are rare next to messages.
 type Cache struct {
+	open     func(ctx context.Context) (*store.KV, error)
 	kv       *store.KV
 	log      *slog.Logger
 	mu       sync.RWMutex
@@ -65,24 +66,35 @@ func (c *Cache) changed() {
 // emptied and fills again with the queues in use (an entry is ~100 bytes).
 const maxResolved = 1 << 16
 
-// FollowFunc follows kv for its owner's lifetime (kvfollow.Follow), handing
-// every entry to apply and the keys present after each replay to replayed.
-// The core passes its own, which Gateway.Close stops with the others.
-type FollowFunc func(ctx context.Context, kv *store.KV, what string,
-	apply func(store.KVEntry), replayed func(present map[string]bool)) (*kvfollow.Follower, error)
-
-// Open loads the bucket kv (ctx bounds the wait) and follows it with follow.
-func Open(ctx context.Context, kv *store.KV, log *slog.Logger, follow FollowFunc) (*Cache, error) {
+// New returns the properties of the bucket open returns, mirrored from
+// Start to Stop (lifecycle.Service); nothing happens until Start.
+func New(open func(ctx context.Context) (*store.KV, error), log *slog.Logger) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Cache{kv: kv, log: log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
-	f, err := follow(ctx, kv, "properties", c.apply, c.replayed)
+	return &Cache{open: open, log: log, own: make(map[string]mapping.Props), resolved: make(map[string]mapping.Effective)}
+}
+
+// Start opens the bucket, loads it (ctx bounds the wait) and follows it
+// until Stop. The Cache is used only once Start succeeded.
+func (c *Cache) Start(ctx context.Context) error {
+	kv, err := c.open(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c.f = f
-	return c, nil
+	f := kvfollow.New(kv, c.log, "properties", c.apply, c.replayed)
+	if err := f.Start(ctx); err != nil {
+		return err
+	}
+	c.kv, c.f = kv, f
+	return nil
+}
+
+// Stop ends following the bucket and waits for the follower.
+func (c *Cache) Stop() {
+	if c.f != nil {
+		c.f.Stop()
+	}
 }
 
 // replayed forgets cached values the bucket no longer has.

@@ -2,13 +2,12 @@ package props_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
-	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -26,27 +25,13 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	life, stop := context.WithCancel(context.Background())
-	var fs []*kvfollow.Follower
-	t.Cleanup(func() {
-		stop()
-		for _, f := range fs {
-			f.Stop()
+	open := func(context.Context) (*store.KV, error) { return kv, nil }
+	a, b = props.New(open, nil), props.New(open, nil)
+	for _, c := range []*props.Cache{a, b} {
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
 		}
-	})
-	follow := func(ctx context.Context, kv *store.KV, what string,
-		apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
-		f, err := kvfollow.Follow(ctx, life, kv, slog.Default(), what, apply, replayed)
-		if err == nil {
-			fs = append(fs, f)
-		}
-		return f, err
-	}
-	if a, err = props.Open(ctx, kv, nil, follow); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = props.Open(ctx, kv, nil, follow); err != nil {
-		t.Fatal(err)
+		t.Cleanup(c.Stop)
 	}
 	return a, b
 }

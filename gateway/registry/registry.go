@@ -4,7 +4,7 @@
 // bucket, followed with internal/kvfollow. It creates a queue (its shard
 // stream through package store, then its key), bounds how many exist
 // (Config.MaxQueues), deletes a queue's key, lists and matches names, and at
-// Open registers queues found holding messages without a key (adopt.go).
+// Start registers queues found holding messages without a key (adopt.go).
 //
 // It owns names only: what a gateway keeps per queue (its dispatcher, its
 // waiting clients) is the core's, told by Config.OnDrop when a queue stops
@@ -58,37 +58,48 @@ type Registry struct {
 	pending map[string]int    // encoded name → reservations of a queue being created (Reserve)
 }
 
-// Open opens the registry bucket (creating it the first time), replays it
-// and follows it until Stop or until life ends, then adopts the queues that
-// hold messages without a key. ctx bounds the opening.
-func Open(ctx, life context.Context, cfg Config) (*Registry, error) {
-	r := &Registry{
+// New returns the registry of cfg; nothing happens until Start.
+func New(cfg Config) *Registry {
+	return &Registry{
 		cfg:     cfg,
 		known:   make(map[string]string),
 		pending: make(map[string]int),
 	}
-	kv, err := cfg.Store.OpenKV(ctx, store.KVConfig{
+}
+
+// Start opens the registry bucket (creating it the first time), replays it
+// and follows it until Stop, then adopts the queues that hold messages
+// without a key (lifecycle.Service). ctx bounds the start. The Registry is
+// used only once Start succeeded.
+func (r *Registry) Start(ctx context.Context) error {
+	kv, err := r.cfg.Store.OpenKV(ctx, store.KVConfig{
 		Bucket:      mapping.QueuesBucket,
 		Description: "lmq-gateway queues: a queue exists while its key does",
-		Replicas:    cfg.Replicas,
+		Replicas:    r.cfg.Replicas,
 		Create:      store.KVCreateOnce,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue registry: %w", err)
+		return fmt.Errorf("queue registry: %w", err)
 	}
-	r.kv = kv
-	if r.f, err = kvfollow.Follow(ctx, life, kv, cfg.Logger, "queue registry", r.apply, r.replayed); err != nil {
-		return nil, err
+	f := kvfollow.New(kv, r.cfg.Logger, "queue registry", r.apply, r.replayed)
+	r.kv, r.f = kv, f
+	if err := f.Start(ctx); err != nil {
+		return err
 	}
 	if err := r.adopt(ctx); err != nil {
-		r.f.Stop()
-		return nil, err
+		f.Stop()
+		return err
 	}
-	return r, nil
+	return nil
 }
 
-// Stop ends following the bucket and waits for the follower.
-func (r *Registry) Stop() { r.f.Stop() }
+// Stop ends following the bucket and waits for the follower
+// (lifecycle.Service).
+func (r *Registry) Stop() {
+	if r.f != nil {
+		r.f.Stop()
+	}
+}
 
 // apply follows one change of the registry bucket.
 func (r *Registry) apply(e store.KVEntry) {

@@ -60,8 +60,8 @@ func (s *server) open(t *testing.T, maxQueues int, d *drops) *registry.Registry 
 	if d != nil {
 		cfg.OnDrop = d.onDrop
 	}
-	r, err := registry.Open(testCtx(t), context.Background(), cfg)
-	if err != nil {
+	r := registry.New(cfg)
+	if err := r.Start(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
@@ -154,7 +154,7 @@ func TestAcrossRegistries(t *testing.T) {
 }
 
 // TestAdopt: a queue holding messages without a registry key (published by
-// a NATS program straight into its subject) is registered at Open, even
+// a NATS program straight into its subject) is registered at Start, even
 // beyond MaxQueues.
 func TestAdopt(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,7 @@
-// Package kvfollow mirrors a KV bucket (a *store.KV) in memory for as long
-// as its owner lives: it replays the bucket's current values, then applies
-// every change made by any gateway, and skips the late echoes of the
-// owner's own writes (ownwrites.go). The core's bucket mirrors (the queue
+// Package kvfollow mirrors a KV bucket (a *store.KV) in memory from Start
+// to Stop (the lifecycle.Service contract): it replays the bucket's current
+// values, then applies every change made by any gateway, and skips the late
+// echoes of the owner's own writes (ownwrites.go). The core's bucket mirrors (the queue
 // registry, the properties, the access tokens) are built on it; opening a
 // bucket is package store's (store.OpenKV).
 package kvfollow
@@ -33,30 +33,36 @@ type Follower struct {
 	// replayed runs at the end of each replay with the keys that hold a
 	// value now, so that the mirror can forget what the bucket lost.
 	replayed func(present map[string]bool)
-	cancel   context.CancelFunc
-	done     chan struct{}
+	cancel   context.CancelFunc // set by Start: ends the follow
+	done     chan struct{}      // closed when the follow ended
 
 	mu      sync.Mutex
 	applied uint64          // the revision of the last entry seen
 	marks   map[string]mark // own writes not yet echoed (ownwrites.go)
 }
 
-// Follow replays kv (ctx bounds the wait) and follows it on a goroutine of
-// its own until Stop or until life ends. what names the bucket in errors and
-// logs; apply takes every entry, replayed (may be nil) the keys present at
-// the end of each replay.
-func Follow(ctx, life context.Context, kv *store.KV, log *slog.Logger, what string,
-	apply func(store.KVEntry), replayed func(present map[string]bool)) (*Follower, error) {
-	wctx, cancel := context.WithCancel(life)
-	f := &Follower{kv: kv, log: log, what: what, apply: apply, replayed: replayed, cancel: cancel, done: make(chan struct{}),
+// New returns a follower of kv; nothing happens until Start. what names
+// the bucket in errors and logs; apply takes every entry, replayed (may be
+// nil) the keys present at the end of each replay.
+func New(kv *store.KV, log *slog.Logger, what string,
+	apply func(store.KVEntry), replayed func(present map[string]bool)) *Follower {
+	return &Follower{kv: kv, log: log, what: what, apply: apply, replayed: replayed,
 		marks: make(map[string]mark)}
+}
+
+// Start replays the bucket (ctx bounds the wait) and follows it on a
+// goroutine of its own until Stop (lifecycle.Service). On failure nothing
+// is left running.
+func (f *Follower) Start(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(context.Background())
 	w, err := f.replay(ctx, wctx)
 	if err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
+	f.cancel, f.done = cancel, make(chan struct{})
 	go f.follow(wctx, w)
-	return f, nil
+	return nil
 }
 
 func (f *Follower) replay(ctx, wctx context.Context) (*store.KVWatcher, error) {
@@ -134,8 +140,12 @@ func (f *Follower) Pending() int {
 	return len(f.marks)
 }
 
-// Stop ends the follower and waits for its goroutine.
+// Stop ends the follower and waits for its goroutine (lifecycle.Service);
+// nothing to do when it never started.
 func (f *Follower) Stop() {
+	if f.cancel == nil {
+		return
+	}
 	f.cancel()
 	<-f.done
 }

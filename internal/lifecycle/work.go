@@ -1,7 +1,3 @@
-// Package lifecycle owns work that runs outside a client's request, for a
-// service that must not return from Close while any of it still runs: every
-// piece is counted, runs under one context that lives as long as the
-// service, and is waited for by Close.
 package lifecycle
 
 import (

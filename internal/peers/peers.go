@@ -11,8 +11,8 @@
 //     the newcomer knows the others within a round trip, and they know it;
 //   - a hello every helloEvery; a gateway not heard from for peerLapse
 //     (three missed hellos: it died, or its network did) is dropped;
-//   - a bye when it stops waiting (the stop channel given to Run: the
-//     core's StopWaiting, at the start of a graceful shutdown), so the
+//   - a bye when it stops waiting (the channel given to New: the core's
+//     StopWaiting, at the start of a graceful shutdown), or at Stop, so the
 //     others stop notifying it at once;
 //   - a gateway that sends notifications is a peer too (older versions send
 //     no hellos): its notifications keep it alive (Heard).
@@ -27,7 +27,9 @@
 package peers
 
 import (
+	"context"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,15 +38,22 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Peers is this gateway's view of the others. Create it with New, then
-// Start it and Run it on a goroutine its owner waits for.
+// Peers is this gateway's view of the others. Create it with New; Start
+// and Stop it (lifecycle.Service).
 type Peers struct {
 	nc    *nats.Conn
-	id    []byte // this gateway's id (raw bytes)
-	reply string // where the others answer this gateway's hello
-	hello []byte // 'H' + id
-	bye   []byte // 'B' + id
+	wrap  func(nats.MsgHandler) nats.MsgHandler
+	bye   <-chan struct{} // closed when the gateway stops waiting: say bye
+	id    []byte          // this gateway's id (raw bytes)
+	reply string          // where the others answer this gateway's hello
+	hello []byte          // 'H' + id
+	byeM  []byte          // 'B' + id
 	now   func() time.Time
+
+	// Set by Start, ended by Stop.
+	subs []*nats.Subscription
+	stop chan struct{}
+	done chan struct{}
 
 	mu   sync.Mutex
 	seen map[string]time.Time // peer id prefix (raw bytes) → last heard
@@ -62,14 +71,18 @@ const (
 )
 
 // New returns the peers of the gateway with this id (the raw bytes its
-// delivery ids start with) on nc.
-func New(nc *nats.Conn, id []byte) *Peers {
+// delivery ids start with) on nc. wrap wraps the subscriptions' handler
+// (the owner counts them as its work); bye, when closed, has the gateway
+// say bye (it stops waiting) before Stop. Nothing happens until Start.
+func New(nc *nats.Conn, id []byte, wrap func(nats.MsgHandler) nats.MsgHandler, bye <-chan struct{}) *Peers {
 	return &Peers{
 		nc:    nc,
+		wrap:  wrap,
+		bye:   bye,
 		id:    id,
 		reply: "lmq.gw." + hex.EncodeToString(id) + ".hello",
 		hello: append([]byte{'H'}, id...),
-		bye:   append([]byte{'B'}, id...),
+		byeM:  append([]byte{'B'}, id...),
 		now:   time.Now,
 		seen:  make(map[string]time.Time),
 	}
@@ -78,20 +91,43 @@ func New(nc *nats.Conn, id []byte) *Peers {
 // Any reports whether another gateway may have waiting clients.
 func (p *Peers) Any() bool { return p.some.Load() }
 
-// Start subscribes to hellos and announces this gateway, asking the others
-// to answer at once. wrap wraps the subscriptions' handler (the owner counts
-// them as its work); the subscriptions made are returned, on failure too,
-// for the owner to end.
-func (p *Peers) Start(wrap func(nats.MsgHandler) nats.MsgHandler) ([]*nats.Subscription, error) {
-	var subs []*nats.Subscription
+// Start subscribes to hellos, announces this gateway, asking the others
+// to answer at once, and sends the periodic hello on a goroutine of its own
+// until Stop (lifecycle.Service). On failure nothing is left subscribed.
+func (p *Peers) Start(context.Context) error {
 	for _, subj := range []string{helloSubject, p.reply} {
-		sub, err := p.nc.Subscribe(subj, wrap(p.onHello))
+		sub, err := p.nc.Subscribe(subj, p.wrap(p.onHello))
 		if err != nil {
-			return subs, err
+			p.unsubscribe()
+			return fmt.Errorf("peers: %w", err)
 		}
-		subs = append(subs, sub)
+		p.subs = append(p.subs, sub)
 	}
-	return subs, p.Announce()
+	if err := p.Announce(); err != nil {
+		p.unsubscribe()
+		return fmt.Errorf("peers: %w", err)
+	}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go p.run()
+	return nil
+}
+
+// Stop says bye (unless the gateway stopped waiting already and said it),
+// ends the periodic hello and waits for it, and unsubscribes
+// (lifecycle.Service).
+func (p *Peers) Stop() {
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+	}
+	p.unsubscribe()
+}
+
+func (p *Peers) unsubscribe() {
+	for _, s := range p.subs {
+		_ = s.Unsubscribe()
+	}
+	p.subs = nil
 }
 
 // Announce sends a hello that every other gateway answers at once: at
@@ -101,15 +137,19 @@ func (p *Peers) Announce() error {
 	return p.nc.PublishMsg(&nats.Msg{Subject: helloSubject, Reply: p.reply, Data: p.hello})
 }
 
-// Run sends the periodic hello and drops peers gone silent, until stop is
-// closed (the gateway stops waiting); then it says bye.
-func (p *Peers) Run(stop <-chan struct{}) {
+// run sends the periodic hello and drops peers gone silent, until the
+// gateway stops waiting or Stop; then it says bye.
+func (p *Peers) run() {
+	defer close(p.done)
 	t := time.NewTicker(helloEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
-			_ = p.nc.Publish(helloSubject, p.bye)
+		case <-p.bye:
+			_ = p.nc.Publish(helloSubject, p.byeM)
+			return
+		case <-p.stop:
+			_ = p.nc.Publish(helloSubject, p.byeM)
 			return
 		case <-t.C:
 			_ = p.nc.Publish(helloSubject, p.hello)

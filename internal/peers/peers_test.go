@@ -8,7 +8,7 @@ import (
 // TestPeersLapse: a peer is dropped once it has been silent for peerLapse,
 // not before; a sign of life (a hello, or a notification) keeps it.
 func TestPeersLapse(t *testing.T) {
-	p := New(nil, []byte{1, 2, 3, 4})
+	p := New(nil, []byte{1, 2, 3, 4}, nil, nil)
 	now := time.Unix(1000, 0)
 	p.now = func() time.Time { return now }
 	if p.Any() {
