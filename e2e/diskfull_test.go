@@ -27,20 +27,7 @@ const diskFullPoll = 90 * time.Second
 // pushes back without a restart, and every message answered 200 is still
 // there.
 func TestDiskFullRecovers(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("needs a tmpfs mount (Linux)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, out)
-	}
-	// Registered before Start: cleanups run last-in first-out, so the
-	// gateway is stopped before the file system goes.
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
+	dir := smallTmpfs(t, "64m")
 	_, c := StartClient(t, "--data-dir", dir)
 	const q = "diskfull"
 
@@ -153,4 +140,26 @@ func TestDiskFullRecovers(t *testing.T) {
 		}
 	}
 	t.Logf("%d pushes answered 200, %d without a clear answer, %d pulled", len(answered), len(unknown), len(got))
+}
+
+// smallTmpfs mounts a tmpfs of size (mount's -o size=) on a new directory
+// for a test to fill, and unmounts it when the test ends; it skips the test
+// where that cannot be done (not Linux, not root). Call it before starting
+// the gateway: cleanups run last-in first-out, so the gateway is stopped
+// before the file system goes.
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("needs a tmpfs mount (Linux)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
 }

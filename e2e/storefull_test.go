@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,20 +21,7 @@ import (
 // deleting the full queue answers 204 and frees its space, and pushes are
 // answered 200 again.
 func TestStoreFullRestartDeletes(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("needs a tmpfs mount (Linux)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, out)
-	}
-	// Registered before Start: cleanups run last-in first-out, so the
-	// gateway is stopped before the file system goes.
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
+	dir := smallTmpfs(t, "64m")
 	g, c := StartClient(t, "--data-dir", dir)
 	free := func() int64 {
 		var st syscall.Statfs_t

@@ -1,14 +1,13 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/logbuf"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -56,24 +55,6 @@ func TestPlanStore(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestStoreLimitNotBelowHeld: a store filled to its limit and started
@@ -125,7 +106,7 @@ func TestStoreLimitNotBelowHeld(t *testing.T) {
 	if held <= limit {
 		t.Fatalf("the store's files hold %d bytes, no more than the limit %d: nothing to test", held, limit)
 	}
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	s = start(t, Options{DataDir: dir, MaxStore: limit, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if got := s.MaxStore(); got < held+storeHeadroom {
 		t.Errorf("MaxStore %d after a restart, below what the store holds (%d) plus %d", got, held, storeHeadroom)

@@ -1,7 +1,6 @@
 package natsconn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/logbuf"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testpki"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
@@ -148,26 +147,9 @@ func runServer(t *testing.T, edit func(*server.Options)) *server.Server {
 	return s
 }
 
-func testLogger(t *testing.T) (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func testLogger(t *testing.T) (*slog.Logger, *logbuf.Buffer) {
+	buf := &logbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func connectCtx(t *testing.T, o Options) (*nats.Conn, error) {

@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/logbuf"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
@@ -94,7 +93,7 @@ func startCore(t *testing.T, cfg gateway.Config) (*embedded.Server, *nats.Conn, 
 // close job), interrupts an upgrade after two messages, runs it again, and
 // accounts for every message.
 func TestUpgradeLegacy(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ns, nc, g := startCore(t, gateway.Config{Logger: log})
 	deps := Deps{NATS: nc, Core: g, Logger: log}
@@ -296,24 +295,6 @@ func TestUpgradeLegacy(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the test reads while the core writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestUpgradeLegacyTwoGateways: two gateways upgrade the same old layout at
 // once; one holds the lock, the other waits, and every message is moved
 // exactly once.
@@ -323,9 +304,9 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var deps []Deps
-	var logs []*syncBuffer
+	var logs []*logbuf.Buffer
 	for i := range 2 {
-		buf := &syncBuffer{}
+		buf := &logbuf.Buffer{}
 		log := slog.New(slog.NewTextHandler(buf, nil))
 		nc := testnats.Connect(t, ns, fmt.Sprint("core", i))
 		g, err := gateway.New(ctx, nc, gateway.Config{Logger: log})

@@ -13,4 +13,5 @@
 //   - testpki: a throw-away certificate authority, server and client
 //   - lmqexporter: the /stats shape LMQ's exporters decode
 //   - alloctest: what a piece of code allocates
+//   - logbuf: a log destination read while the code under test writes
 package lmqtest
