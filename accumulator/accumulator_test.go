@@ -17,6 +17,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -50,11 +51,45 @@ func (g *gw) close() {
 	g.nc.Close()
 }
 
-// mustNotShow gives something that must not happen (a goroutine per
-// window, a compound delivered twice) time to show before the test looks:
-// when the right outcome is that nothing happens, there is no condition to
-// wait for.
-func mustNotShow() { time.Sleep(200 * time.Millisecond) }
+// settled returns once the bucket holds exactly the keys keep (sorted) and
+// the scheduler runs no close (quiet): the windows the test closed are done
+// with, and a compound that must not be there would be by now.
+func settled(t *testing.T, g *gw, keep ...string) {
+	t.Helper()
+	testwait.ForDetail(t, "the bucket to hold only the keys kept", func() (bool, string) {
+		keys, err := g.acc.kv.Keys(ctxT(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Equal(keys, keep), fmt.Sprintf("keys %q", keys)
+	})
+	quiet(t, g)
+}
+
+// quiet returns once the scheduler runs no close: with the windows' keys
+// gone from the bucket, nothing can store another compound after that
+// point, so a test may look for one that must not be there. It asks the
+// scheduler's goroutine itself: it hands it the result of a close that
+// never ran (a window that no key names, which the loop only forgets) and
+// takes the WindowClosed signal reporting it, with the closes still
+// running; while some run, it waits for one to finish and asks again.
+func quiet(t *testing.T, g *gw) {
+	t.Helper()
+	sig := &g.acc.TestSignals.WindowClosed
+	sig.Init(t)
+	for i := 0; ; i++ {
+		probe := "quiet-probe-" + strconv.Itoa(i)
+		select {
+		case g.acc.sched.results <- result{window: probe}:
+		case <-time.After(testsignal.Bound): // a guard against a hang
+			t.Fatal("the scheduler does not take results")
+		}
+		if c := sig.WaitFor("the probe's result", func(c Closed) bool { return c.Window == probe }); c.Running == 0 {
+			return
+		}
+		sig.WaitOrTimeout() // a close finished
+	}
+}
 
 // restartAfter stops the gateway and its NATS server, and starts both
 // again on dir once down has passed: the time down is the test's input (a
@@ -63,7 +98,7 @@ func restartAfter(t *testing.T, dir string, ns *embedded.Server, g *gw, down tim
 	t.Helper()
 	g.close()
 	ns.Shutdown(context.Background())
-	time.Sleep(down)
+	time.Sleep(down) // the time down is the input: windows fall due meanwhile
 	ns = startServer(t, dir)
 	return ns, startGW(t, ns)
 }
@@ -218,7 +253,8 @@ func TestWindowBecomesOneCompound(t *testing.T) {
 	if d.RetryRemaining != 4 {
 		t.Fatalf("retry remaining %d, want 4 (retry 4 fixed at opening)", d.RetryRemaining)
 	}
-	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+	settled(t, g)
+	if d := pull(t, g, q, 0); d != nil {
 		t.Fatalf("second message: %+v", d)
 	}
 	// Everything of the window is gone: parts, pointer, job.
@@ -390,7 +426,8 @@ func TestRestart(t *testing.T) {
 			if d == nil || !slices.Equal(bodies(d), want) {
 				t.Fatalf("after restart: %+v", d)
 			}
-			if d := pull(t, g, q, 500*time.Millisecond); d != nil {
+			settled(t, g)
+			if d := pull(t, g, q, 0); d != nil {
 				t.Fatalf("delivered twice: %+v", d)
 			}
 		})
@@ -455,12 +492,22 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 		}
 	}
 	before := accumGoroutines()
+	g.acc.TestSignals.ChangeApplied.Init(t)
+	windows := make(map[string]bool)
 	for i := range n {
-		if st := push(t, g, "acc/many/"+strconv.Itoa(i), "x"); st != gateway.AccumNew {
+		q := "acc/many/" + strconv.Itoa(i)
+		windows[ptrKey(mapping.EncodeName(q))] = true
+		if st := push(t, g, q, "x"); st != gateway.AccumNew {
 			t.Fatal(st)
 		}
 	}
-	mustNotShow() // a goroutine per window
+	// Once the scheduler has taken in every window (from its watch), a
+	// goroutine or timer it made per window would be there.
+	g.acc.TestSignals.ChangeApplied.WaitN(n, "the scheduler to apply every window", func(key string) bool {
+		ok := windows[key]
+		delete(windows, key)
+		return ok
+	})
 	if after := accumGoroutines(); after != before {
 		t.Fatalf("accumulator goroutines %d → %d with %d open windows", before, after, n)
 	}
@@ -494,7 +541,7 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 			t.Fatalf("%s: %+v", q, d)
 		}
 	}
-	mustNotShow() // a second compound
+	settled(t, g) // a second compound would be stored by now
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 0); d != nil {

@@ -127,6 +127,10 @@ type Dispatcher struct {
 	bg sync.WaitGroup // the re-poll loop and the wake-ups (Close waits)
 	// changed signals controlLoop (control.go).
 	changed chan struct{}
+
+	// TestSignals report events to tests (signals.go); set nothing here
+	// outside tests.
+	TestSignals Signals
 }
 
 // New makes a dispatcher; nothing runs until Subscribe and Start.
