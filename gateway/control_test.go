@@ -41,6 +41,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	testwait.For(t, "b sees the pause", func() bool { return b.props.Effective("pq").Paused })
 	got := make(chan string, 2)
 	for _, g := range []*Gateway{a, b} {
+		g.disp.TestSignals.WaiterParked.Init(t)
 		go func() {
 			d, err := g.Pull(ctx, "pq", 30*time.Second)
 			if err != nil || d == nil {
@@ -50,9 +51,9 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 			got <- string(d.Message.Body)
 		}()
 	}
-	testwait.For(t, "both pulls waiting", func() bool {
-		return a.disp.Waiting("pq") > 0 && b.disp.Waiting("pq") > 0
-	})
+	for _, g := range []*Gateway{a, b} {
+		waitParkedOn(g, "pq")
+	}
 	select {
 	case m := <-got:
 		t.Fatalf("a pull of a paused queue got %q", m)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
@@ -227,15 +228,17 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	// A waiter that goes away.
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	sig := gateway.DispatchSignals(g)
+	sig.WaiterParked.Init(t)
 	go func() {
 		defer close(done)
 		_, _ = g.Pull(cctx, "w", -1)
 	}()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	waitParked(sig, "w")
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
-	got := waitingPull(t, g, func() *gateway.Delivery {
+	got := waitingPull(t, g, "w", func() *gateway.Delivery {
 		d, _ := g.Pull(ctx, "w", -1)
 		return d
 	})
@@ -245,14 +248,34 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	}
 }
 
-// waitingPull runs pull in a goroutine and returns once the core counts it
-// as its one waiting pull; what it gets arrives on the channel.
-func waitingPull(t *testing.T, g *gateway.Gateway, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
+// waitingPull runs pull, a pull on queue ("": a pull-any), in a goroutine
+// and returns once it waits: registered on the queue's dispatcher, or the
+// pull-any done looking and asleep (dispatch.Signals). What it gets arrives
+// on the channel.
+func waitingPull(t *testing.T, g *gateway.Gateway, queue string, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
 	t.Helper()
+	sig := gateway.DispatchSignals(g)
+	if queue == "" {
+		sig.PullAnyParked.Init(t)
+	} else {
+		sig.WaiterParked.Init(t)
+	}
 	got := make(chan *gateway.Delivery, 1)
 	go func() { got <- pull() }()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	if queue == "" {
+		sig.PullAnyParked.WaitOrTimeout()
+	} else {
+		waitParked(sig, queue)
+	}
 	return got
+}
+
+// waitParked waits for a pull that may wait to register on queue's
+// dispatcher (sig.WaiterParked on before the pull started).
+func waitParked(sig *dispatch.Signals, queue string) {
+	sig.WaiterParked.WaitFor("a pull waiting on "+queue, func(p dispatch.Parked) bool {
+		return p.Queue == queue && !p.NoWait
+	})
 }
 
 // woken is what a waiting pull got once a push woke it.
@@ -328,7 +351,7 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	got := waitingPull(t, g, func() *gateway.Delivery {
+	got := waitingPull(t, g, "", func() *gateway.Delivery {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
 		return d
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -309,13 +310,12 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 	wantOrder(t, g2, "po", "p8-1 p2-1 p2-2 p0-1")
 	// A waiting pull on g2 is woken by g1's notification of a priority.
 	done := make(chan *Delivery, 1)
+	g2.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
 		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
 		done <- d
 	}()
-	testwait.For(t, "a waiter on po", func() bool {
-		return g2.disp.Waiting("po") > 0
-	})
+	waitParkedOn(g2, "po")
 	pushP(t, g1, "po", "p3-1", 3)
 	d := <-done
 	if d == nil || string(d.Message.Body) != "p3-1" || d.Priority != 3 {
@@ -512,6 +512,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 	got := make(chan *Delivery, 1)
+	g.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
 		d, err := g.Pull(prioCtx(t), q, msgWait)
 		if err != nil {
@@ -519,7 +520,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 		}
 		got <- d
 	}()
-	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })
+	waitParkedOn(g, q)
 	if _, err := js.Publish(prioCtx(t), mapping.PrioritySubject(q, 7), []byte("native p7")); err != nil {
 		t.Fatal(err)
 	}
@@ -527,4 +528,13 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 	if d == nil || string(d.Message.Body) != "native p7" || d.Priority != 7 {
 		t.Fatalf("waiting pull got %+v, want the native priority-7 message", d)
 	}
+}
+
+// waitParkedOn waits for a pull that may wait to register on queue's
+// dispatcher at g (g.disp.TestSignals.WaiterParked on before the pull
+// started).
+func waitParkedOn(g *Gateway, queue string) {
+	g.disp.TestSignals.WaiterParked.WaitFor("a pull waiting on "+queue, func(p dispatch.Parked) bool {
+		return p.Queue == queue && !p.NoWait
+	})
 }
