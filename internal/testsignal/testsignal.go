@@ -139,6 +139,26 @@ func (s *Signal[T]) WaitN(n int, what string, match func(T) bool) []T {
 	return got
 }
 
+// WaitUntil returns once cond holds, looking at it now and again after
+// each value signalled (the values are dropped), up to Bound in all; it
+// fails the test, naming what, if cond never holds. For a condition that
+// only the signalled event can make true: with the signal turned on before
+// the test caused the event, no event is missed.
+func (s *Signal[T]) WaitUntil(what string, cond func() bool) {
+	st := s.state()
+	st.t.Helper()
+	timeout := time.NewTimer(Bound)
+	defer timeout.Stop()
+	for !cond() {
+		select {
+		case <-st.ch:
+		case <-timeout.C:
+			st.t.Fatalf("testsignal: not within %v: %s", Bound, what)
+			return
+		}
+	}
+}
+
 // RequireEmpty fails the test if a value was signalled and not taken (or
 // was dropped): for a test whose point is that an event did not happen.
 func (s *Signal[T]) RequireEmpty() {
