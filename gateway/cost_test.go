@@ -43,7 +43,7 @@ func BenchmarkIdlePullAnyCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = spy.Flush()
-	parked := &gateway.DispatchSignals(g).PullAnyParked
+	parked := &gateway.Signals(g).Dispatch.PullAnyParked
 	b.ResetTimer()
 	var rate, load float64
 	for range b.N {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -228,7 +229,7 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	// A waiter that goes away.
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	sig := gateway.DispatchSignals(g)
+	sig := gateway.Signals(g).Dispatch
 	sig.WaiterParked.Init(t)
 	go func() {
 		defer close(done)
@@ -254,7 +255,7 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 // on the channel.
 func waitingPull(t *testing.T, g *gateway.Gateway, queue string, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
 	t.Helper()
-	sig := gateway.DispatchSignals(g)
+	sig := gateway.Signals(g).Dispatch
 	if queue == "" {
 		sig.PullAnyParked.Init(t)
 	} else {
@@ -268,6 +269,17 @@ func waitingPull(t *testing.T, g *gateway.Gateway, queue string, pull func() *ga
 		waitParked(sig, queue)
 	}
 	return got
+}
+
+// knowEachOther waits until a and b list each other as peers (their
+// hellos, signalled as they are applied).
+func knowEachOther(t *testing.T, a, b *gateway.Gateway) {
+	t.Helper()
+	for _, p := range [][2]*gateway.Gateway{{a, b}, {b, a}} {
+		heard := gateway.Signals(p[0]).PeerHeard
+		heard.Init(t)
+		heard.WaitUntil("the gateways to know each other", func() bool { return slices.Contains(p[0].Peers(), p[1].ID()) })
+	}
 }
 
 // waitParked waits for a pull that may wait to register on queue's

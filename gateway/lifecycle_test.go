@@ -123,7 +123,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
-	sig := gateway.DispatchSignals(a)
+	sig := gateway.Signals(a).Dispatch
 	sig.WaiterParked.Init(t)
 	go func() {
 		_, err := a.Pull(context.Background(), "idle", -1)

@@ -331,9 +331,10 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
 	g1, g2 := gatewayOn(t, ns, "g1"), gatewayOn(t, ns, "g2")
-	testwait.For(t, "the gateways to know each other", func() bool {
-		return g1.peers.Any() && g2.peers.Any()
-	})
+	for _, g := range []*Gateway{g1, g2} {
+		g.peers.TestHeard.Init(t)
+		g.peers.TestHeard.WaitUntil("the gateways to know each other", g.peers.Any)
+	}
 	// Two queues of one shard: g2's first use of the first one looks at
 	// the shard.
 	first, second := "nf-0", ""
@@ -346,9 +347,11 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	if d := pullP(t, g2, first); string(d.Message.Body) != "x" {
 		t.Fatalf("pulled %q", d.Message.Body)
 	}
+	notified := &g2.disp.TestSignals.Notified
+	notified.Init(t)
 	pushP(t, g1, second, "p0", 0)
 	pushP(t, g1, second, "p5", 5)
-	testwait.For(t, "g1's notification of priority 5 at g2", func() bool {
+	notified.WaitUntil("g1's notification of priority 5 at g2", func() bool {
 		return g2.disp.NotifiedBeforeUse(second)&(1<<5) != 0
 	})
 	d, err := g2.Pull(prioCtx(t), second, time.Second)

@@ -74,7 +74,7 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 		return len(infoReqs)
 	}
 
-	parked := &gateway.DispatchSignals(g).PullAnyParked
+	parked := &gateway.Signals(g).Dispatch.PullAnyParked
 	parked.Init(t)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {

@@ -1,9 +1,24 @@
 package gateway
 
-import "github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+import (
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
+)
 
-// DispatchSignals is g's dispatcher's test signals (dispatch.Signals): a
-// test of any package turns one on (Init) to wait for the dispatcher's
-// events (a pull request issued, a pull waiting, …) instead of polling for
-// their effects. Nothing else uses them; off, each costs a nil check.
-func DispatchSignals(g *Gateway) *dispatch.Signals { return &g.disp.TestSignals }
+// TestSignals are the events of a core's parts that a test may wait for
+// instead of polling for their effects (internal/testsignal): a test of
+// any package turns one on (Init) before it causes the event. Nothing else
+// uses them; off, each costs a nil check where it fires.
+type TestSignals struct {
+	// Dispatch is the dispatcher's: a pull request issued, a pull
+	// waiting, a waiting pull handed a message, a pull-any asleep.
+	Dispatch *dispatch.Signals
+	// PeerHeard: a hello ('H') or bye ('B') of another gateway applied to
+	// the peers this core knows.
+	PeerHeard *testsignal.Signal[byte]
+}
+
+// Signals is g's TestSignals.
+func Signals(g *Gateway) TestSignals {
+	return TestSignals{Dispatch: &g.disp.TestSignals, PeerHeard: &g.peers.TestHeard}
+}

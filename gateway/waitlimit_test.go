@@ -30,7 +30,7 @@ func TestWaitingPullLimit(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first, second := make(chan result, 1), make(chan result, 1)
-	sig := gateway.DispatchSignals(g)
+	sig := gateway.Signals(g).Dispatch
 	sig.WaiterParked.Init(t)
 	sig.PullAnyParked.Init(t)
 	go func() {

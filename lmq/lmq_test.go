@@ -214,7 +214,7 @@ func TestPullEnds(t *testing.T) {
 	}
 
 	errc := make(chan error, 1)
-	parked := &gateway.DispatchSignals(qs.Gateway()).PullAnyParked
+	parked := &gateway.Signals(qs.Gateway()).Dispatch.PullAnyParked
 	parked.Init(t)
 	go func() {
 		_, err := qs.PullAny(ctx, regexp.MustCompile("^nothing"))

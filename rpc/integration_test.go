@@ -59,7 +59,7 @@ func startCore(t *testing.T) *gateway.Gateway {
 // returns a function that waits for a pull that may wait to register on
 // queue: call it before the pull is sent, the function after.
 func pullWaits(t *testing.T, g *gateway.Gateway, queue string) func() {
-	sig := &gateway.DispatchSignals(g).WaiterParked
+	sig := &gateway.Signals(g).Dispatch.WaiterParked
 	sig.Init(t)
 	return func() {
 		t.Helper()

@@ -136,7 +136,7 @@ func TestClientGoneIsNoFailure(t *testing.T) {
 	// A long poll aborted while it waits.
 	pctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
-	parked := &gateway.DispatchSignals(core).WaiterParked
+	parked := &gateway.Signals(core).Dispatch.WaiterParked
 	parked.Init(t)
 	go func() {
 		_, _, err := goneCall(t, pctx, srv, poll)

@@ -16,6 +16,9 @@ type Signals struct {
 	// WaiterWoken: a pulled message of the queue (its name) was handed to
 	// a waiting client.
 	WaiterWoken testsignal.Signal[string]
+	// Notified: another gateway's notification of a new message of the
+	// queue (its encoded name) was applied here.
+	Notified testsignal.Signal[string]
 	// PullAnyParked: a pull-any has looked at every queue it had to (how
 	// many it tried) and sleeps until a notification or the next re-poll.
 	PullAnyParked testsignal.Signal[int]
