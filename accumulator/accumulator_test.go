@@ -190,10 +190,12 @@ func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
 }
 
 // waitAccum waits until g sees the queue accumulate (props of another
-// gateway arrive through a KV watch).
+// gateway arrive through a KV watch, signalled as applied).
 func waitAccum(t *testing.T, g *gw, queue string) {
 	t.Helper()
-	testwait.For(t, queue+" accumulates", func() bool {
+	applied := gateway.Signals(g.core).PropsApplied
+	applied.Init(t)
+	applied.WaitUntil(queue+" accumulates", func() bool {
 		p, err := g.core.QueueProps(context.Background(), queue)
 		return err == nil && p.Accum > 0
 	})

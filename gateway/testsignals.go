@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // TestSignals are the events of a core's parts that a test may wait for
@@ -16,9 +17,18 @@ type TestSignals struct {
 	// PeerHeard: a hello ('H') or bye ('B') of another gateway applied to
 	// the peers this core knows.
 	PeerHeard *testsignal.Signal[byte]
+	// PropsApplied and QueuesApplied: an entry of the properties bucket,
+	// of the queue registry's bucket, applied by its follower here (a
+	// change made through any gateway).
+	PropsApplied, QueuesApplied *testsignal.Signal[store.KVEntry]
 }
 
 // Signals is g's TestSignals.
 func Signals(g *Gateway) TestSignals {
-	return TestSignals{Dispatch: &g.disp.TestSignals, PeerHeard: &g.peers.TestHeard}
+	return TestSignals{
+		Dispatch:      &g.disp.TestSignals,
+		PeerHeard:     &g.peers.TestHeard,
+		PropsApplied:  g.props.TestApplied(),
+		QueuesApplied: g.reg.TestApplied(),
+	}
 }

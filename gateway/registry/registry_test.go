@@ -126,7 +126,7 @@ func TestAcrossRegistries(t *testing.T) {
 	ctx := testCtx(t)
 	var d1, d2 drops
 	r1, r2 := s.open(t, 0, &d1), s.open(t, 0, &d2)
-	applied := &registry.Follower(r2).TestApplied
+	applied := r2.TestApplied()
 	applied.Init(t)
 	if err := r1.Register(ctx, "shared"); err != nil {
 		t.Fatal(err)
