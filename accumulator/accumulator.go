@@ -78,6 +78,10 @@ type Accumulator struct {
 	closing chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
+
+	// TestSignals report the scheduler's events to tests (signals.go);
+	// set nothing here outside tests.
+	TestSignals Signals
 }
 
 // cached is a pointer as last seen: w is nil when the key is removed.

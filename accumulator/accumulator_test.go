@@ -2,6 +2,8 @@ package accumulator
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -50,22 +53,101 @@ func (g *gw) close() {
 	g.nc.Close()
 }
 
-// mustNotShow gives something that must not happen (a goroutine per
-// window, a compound delivered twice) time to show before the test looks:
-// when the right outcome is that nothing happens, there is no condition to
-// wait for.
-func mustNotShow() { time.Sleep(200 * time.Millisecond) }
+// settled returns once the bucket holds exactly the keys keep (sorted) and
+// the scheduler runs no close (quiet): the windows the test closed are done
+// with, and a compound that must not be there would be by now.
+func settled(t *testing.T, g *gw, keep ...string) {
+	t.Helper()
+	testwait.ForDetail(t, "the bucket to hold only the keys kept", func() (bool, string) {
+		keys, err := g.acc.kv.Keys(ctxT(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Equal(keys, keep), fmt.Sprintf("keys %q", keys)
+	})
+	quiet(t, g)
+}
 
-// restartAfter stops the gateway and its NATS server, and starts both
-// again on dir once down has passed: the time down is the test's input (a
-// window falls due meanwhile), nothing runs to be observed.
-func restartAfter(t *testing.T, dir string, ns *embedded.Server, g *gw, down time.Duration) (*embedded.Server, *gw) {
+// quiet returns once the scheduler runs no close: with the windows' keys
+// gone from the bucket, nothing can store another compound after that
+// point, so a test may look for one that must not be there. It asks the
+// scheduler's goroutine itself: it hands it the result of a close that
+// never ran (a window that no key names, which the loop only forgets) and
+// takes the WindowClosed signal reporting it, with the closes still
+// running; while some run, it waits for one to finish and asks again.
+func quiet(t *testing.T, g *gw) {
+	t.Helper()
+	sig := &g.acc.TestSignals.WindowClosed
+	sig.Init(t)
+	for i := 0; ; i++ {
+		probe := "quiet-probe-" + strconv.Itoa(i)
+		select {
+		case g.acc.sched.results <- result{window: probe}:
+		case <-time.After(testsignal.Bound): // a guard against a hang
+			t.Fatal("the scheduler does not take results")
+		}
+		if c := sig.WaitFor("the probe's result", func(c Closed) bool { return c.Window == probe }); c.Running == 0 {
+			return
+		}
+		sig.WaitOrTimeout() // a close finished
+	}
+}
+
+// restart stops the gateway and its NATS server, and starts both again
+// on dir. With overdue, the open windows fall due while it is down: their
+// pointers, rewritten with a connection of the test's own once the gateway
+// has stopped, say that their deadline passed an hour ago.
+func restart(t *testing.T, dir string, ns *embedded.Server, g *gw, overdue bool) (*embedded.Server, *gw) {
 	t.Helper()
 	g.close()
+	if overdue {
+		makeOverdue(t, ns)
+	}
 	ns.Shutdown(context.Background())
-	time.Sleep(down)
 	ns = startServer(t, dir)
 	return ns, startGW(t, ns)
+}
+
+// makeOverdue rewrites every window pointer of the bucket with a deadline
+// an hour ago.
+func makeOverdue(t *testing.T, ns *embedded.Server) {
+	t.Helper()
+	nc, err := ns.Connect("test-writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := ctxT(t, 20*time.Second)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, mapping.AccumBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, ptrPrefix) {
+			continue
+		}
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w window
+		if err := json.Unmarshal(e.Value(), &w); err != nil {
+			t.Fatal(err)
+		}
+		w.Deadline = time.Now().Add(-time.Hour).UnixNano()
+		b, _ := json.Marshal(w)
+		if _, err := kv.Update(ctx, k, b, e.Revision()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func startGW(t *testing.T, ns *embedded.Server) *gw {
@@ -108,10 +190,12 @@ func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
 }
 
 // waitAccum waits until g sees the queue accumulate (props of another
-// gateway arrive through a KV watch).
+// gateway arrive through a KV watch, signalled as applied).
 func waitAccum(t *testing.T, g *gw, queue string) {
 	t.Helper()
-	testwait.For(t, queue+" accumulates", func() bool {
+	applied := gateway.Signals(g.core).PropsApplied
+	applied.Init(t)
+	applied.WaitUntil(queue+" accumulates", func() bool {
 		p, err := g.core.QueueProps(context.Background(), queue)
 		return err == nil && p.Accum > 0
 	})
@@ -218,7 +302,8 @@ func TestWindowBecomesOneCompound(t *testing.T) {
 	if d.RetryRemaining != 4 {
 		t.Fatalf("retry remaining %d, want 4 (retry 4 fixed at opening)", d.RetryRemaining)
 	}
-	if d := pull(t, g, q, 300*time.Millisecond); d != nil {
+	settled(t, g)
+	if d := pull(t, g, q, 0); d != nil {
 		t.Fatalf("second message: %+v", d)
 	}
 	// Everything of the window is gone: parts, pointer, job.
@@ -368,10 +453,10 @@ func TestRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		accum float64
-		down  time.Duration
+		due   bool
 	}{
-		{"open", 1.5, 0},
-		{"closed while down", 0.2, 600 * time.Millisecond},
+		{"open", 1.5, false},
+		{"closed while down", 1.5, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -382,15 +467,18 @@ func TestRestart(t *testing.T) {
 			for _, b := range want {
 				push(t, g, q, b)
 			}
-			_, g = restartAfter(t, dir, ns, g, tc.down)
-			if d := pull(t, g, q, 0); d != nil && tc.accum > 1 {
-				t.Fatalf("window delivered before its deadline: %+v", d)
+			_, g = restart(t, dir, ns, g, tc.due)
+			if !tc.due {
+				if d := pull(t, g, q, 0); d != nil {
+					t.Fatalf("window delivered before its deadline: %+v", d)
+				}
 			}
 			d := pull(t, g, q, 5*time.Second)
 			if d == nil || !slices.Equal(bodies(d), want) {
 				t.Fatalf("after restart: %+v", d)
 			}
-			if d := pull(t, g, q, 500*time.Millisecond); d != nil {
+			settled(t, g)
+			if d := pull(t, g, q, 0); d != nil {
 				t.Fatalf("delivered twice: %+v", d)
 			}
 		})
@@ -413,7 +501,7 @@ func TestHourWindow(t *testing.T) {
 	if d := pull(t, g, q, 200*time.Millisecond); d != nil {
 		t.Fatalf("pulled from an open window: %+v", d)
 	}
-	_, g = restartAfter(t, dir, ns, g, 0)
+	_, g = restart(t, dir, ns, g, false)
 	if st := push(t, g, q, "c"); st != gateway.AccumYes {
 		t.Fatalf("push after restart: %v", st)
 	}
@@ -455,12 +543,22 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 		}
 	}
 	before := accumGoroutines()
+	g.acc.TestSignals.ChangeApplied.Init(t)
+	windows := make(map[string]bool)
 	for i := range n {
-		if st := push(t, g, "acc/many/"+strconv.Itoa(i), "x"); st != gateway.AccumNew {
+		q := "acc/many/" + strconv.Itoa(i)
+		windows[ptrKey(mapping.EncodeName(q))] = true
+		if st := push(t, g, q, "x"); st != gateway.AccumNew {
 			t.Fatal(st)
 		}
 	}
-	mustNotShow() // a goroutine per window
+	// Once the scheduler has taken in every window (from its watch), a
+	// goroutine or timer it made per window would be there.
+	g.acc.TestSignals.ChangeApplied.WaitN(n, "the scheduler to apply every window", func(key string) bool {
+		ok := windows[key]
+		delete(windows, key)
+		return ok
+	})
 	if after := accumGoroutines(); after != before {
 		t.Fatalf("accumulator goroutines %d → %d with %d open windows", before, after, n)
 	}
@@ -482,19 +580,19 @@ func TestManyWindowsDueAtRestart(t *testing.T) {
 	const n = 3 * workers
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
-		setAccum(t, g, q, 0.2, 2)
+		setAccum(t, g, q, 60, 2)
 		push(t, g, q, "a")
 		push(t, g, q, "b")
 	}
-	// The windows (0.2s) fall due while down.
-	_, g = restartAfter(t, dir, ns, g, 300*time.Millisecond)
+	// The windows (a minute) fall due while down.
+	_, g = restart(t, dir, ns, g, true)
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 5*time.Second); d == nil || !slices.Equal(bodies(d), []string{"a", "b"}) {
 			t.Fatalf("%s: %+v", q, d)
 		}
 	}
-	mustNotShow() // a second compound
+	settled(t, g) // a second compound would be stored by now
 	for i := range n {
 		q := "acc/due/" + strconv.Itoa(i)
 		if d := pull(t, g, q, 0); d != nil {

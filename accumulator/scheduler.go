@@ -144,6 +144,7 @@ func (s *scheduler) loop(ctx context.Context) {
 			}
 			if e != nil {
 				s.apply(*e, false)
+				s.a.TestSignals.ChangeApplied.Signal(e.Key)
 			}
 		case r := <-s.results:
 			delete(s.running, r.window)
@@ -159,6 +160,7 @@ func (s *scheduler) loop(ctx context.Context) {
 				// was busy here.
 				s.scheduleJob(jk, je, false)
 			}
+			s.a.TestSignals.WindowClosed.Signal(Closed{Window: r.window, Retry: !r.again.IsZero(), Running: len(s.running)})
 		case now := <-timer.C:
 			s.fire(ctx, now)
 		}

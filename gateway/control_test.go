@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -31,6 +30,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)
+	b.props.TestApplied().Init(t)
 	setProps(t, a, "pq", `{"paused":true}`)
 	pushP(t, a, "pq", "m1", -1)
 	pushP(t, a, "pq", "m2", -1)
@@ -38,9 +38,10 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 		t.Fatalf("no-wait pull of a paused queue = %v, %v; want nothing", d, err)
 	}
 	// The other gateway sees the pause too (followed from the bucket).
-	testwait.For(t, "b sees the pause", func() bool { return b.props.Effective("pq").Paused })
+	b.props.TestApplied().WaitUntil("b sees the pause", func() bool { return b.props.Effective("pq").Paused })
 	got := make(chan string, 2)
 	for _, g := range []*Gateway{a, b} {
+		g.disp.TestSignals.WaiterParked.Init(t)
 		go func() {
 			d, err := g.Pull(ctx, "pq", 30*time.Second)
 			if err != nil || d == nil {
@@ -50,9 +51,9 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 			got <- string(d.Message.Body)
 		}()
 	}
-	testwait.For(t, "both pulls waiting", func() bool {
-		return a.disp.Waiting("pq") > 0 && b.disp.Waiting("pq") > 0
-	})
+	for _, g := range []*Gateway{a, b} {
+		waitParkedOn(g, "pq")
+	}
 	select {
 	case m := <-got:
 		t.Fatalf("a pull of a paused queue got %q", m)

@@ -65,12 +65,10 @@ func exercise(t *testing.T, g *gateway.Gateway) {
 	if d := mustPull(t, g, "dq", 10*time.Second); string(d.Message.Body) != "later" {
 		t.Fatalf("delayed: %q", d.Message.Body)
 	}
-	got := make(chan *gateway.Delivery, 1)
-	go func() {
+	got := waitingPull(t, g, "", func() *gateway.Delivery {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second, nil)
-		got <- d
-	}()
-	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })
+		return d
+	})
 	mustPush(t, g, "fresh", "f")
 	if d := <-got; d == nil || d.Queue != "fresh" {
 		t.Fatalf("pull-any: %+v", d)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
@@ -227,15 +229,17 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	// A waiter that goes away.
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	sig := gateway.Signals(g).Dispatch
+	sig.WaiterParked.Init(t)
 	go func() {
 		defer close(done)
 		_, _ = g.Pull(cctx, "w", -1)
 	}()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	waitParked(sig, "w")
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
-	got := waitingPull(t, g, func() *gateway.Delivery {
+	got := waitingPull(t, g, "w", func() *gateway.Delivery {
 		d, _ := g.Pull(ctx, "w", -1)
 		return d
 	})
@@ -245,14 +249,45 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	}
 }
 
-// waitingPull runs pull in a goroutine and returns once the core counts it
-// as its one waiting pull; what it gets arrives on the channel.
-func waitingPull(t *testing.T, g *gateway.Gateway, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
+// waitingPull runs pull, a pull on queue ("": a pull-any), in a goroutine
+// and returns once it waits: registered on the queue's dispatcher, or the
+// pull-any done looking and asleep (dispatch.Signals). What it gets arrives
+// on the channel.
+func waitingPull(t *testing.T, g *gateway.Gateway, queue string, pull func() *gateway.Delivery) <-chan *gateway.Delivery {
 	t.Helper()
+	sig := gateway.Signals(g).Dispatch
+	if queue == "" {
+		sig.PullAnyParked.Init(t)
+	} else {
+		sig.WaiterParked.Init(t)
+	}
 	got := make(chan *gateway.Delivery, 1)
 	go func() { got <- pull() }()
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	if queue == "" {
+		sig.PullAnyParked.WaitOrTimeout()
+	} else {
+		waitParked(sig, queue)
+	}
 	return got
+}
+
+// knowEachOther waits until a and b list each other as peers (their
+// hellos, signalled as they are applied).
+func knowEachOther(t *testing.T, a, b *gateway.Gateway) {
+	t.Helper()
+	for _, p := range [][2]*gateway.Gateway{{a, b}, {b, a}} {
+		heard := gateway.Signals(p[0]).PeerHeard
+		heard.Init(t)
+		heard.WaitUntil("the gateways to know each other", func() bool { return slices.Contains(p[0].Peers(), p[1].ID()) })
+	}
+}
+
+// waitParked waits for a pull that may wait to register on queue's
+// dispatcher (sig.WaiterParked on before the pull started).
+func waitParked(sig *dispatch.Signals, queue string) {
+	sig.WaiterParked.WaitFor("a pull waiting on "+queue, func(p dispatch.Parked) bool {
+		return p.Queue == queue && !p.NoWait
+	})
 }
 
 // woken is what a waiting pull got once a push woke it.
@@ -328,7 +363,7 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	got := waitingPull(t, g, func() *gateway.Delivery {
+	got := waitingPull(t, g, "", func() *gateway.Delivery {
 		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
 		return d
 	})

@@ -2,13 +2,11 @@ package gateway_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestDeliveriesAcrossGateways: two gateways each hold a delivery of one
@@ -26,9 +24,7 @@ func TestDeliveriesAcrossGateways(t *testing.T) {
 		return g
 	}
 	a, b := newOn("a"), newOn("b")
-	testwait.For(t, "the gateways to know each other", func() bool {
-		return slices.Contains(a.Peers(), b.ID()) && slices.Contains(b.Peers(), a.ID())
-	})
+	knowEachOther(t, a, b)
 	ctx := ctxT(t)
 	for i := 0; i < 3; i++ {
 		mustPush(t, a, "held", "m")

@@ -127,6 +127,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
+	sig := gateway.Signals(a).Dispatch
+	sig.WaiterParked.Init(t)
 	go func() {
 		_, err := a.Pull(context.Background(), "idle", -1)
 		waited <- err
@@ -134,7 +136,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		mustPush(t, b, "burst", "b")
 	}
-	testwait.For(t, "a pull waiting on a", func() bool { return a.WaitingPulls() > 0 })
+	waitParked(sig, "idle")
 
 	// Relayed nacks under way while a closes: each is a release to JetStream
 	// on a goroutine of a, which Close must wait for.

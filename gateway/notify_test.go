@@ -162,14 +162,18 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(other.Close)
-	testwait.For(t, "len(g.Peers()) == 1 && g.Peers()[0] == other.ID()", func() bool { return len(g.Peers()) == 1 && g.Peers()[0] == other.ID() })
-	testwait.For(t, "len(other.Peers()) == 1 && other.Peers()[0] == g.ID()", func() bool { return len(other.Peers()) == 1 && other.Peers()[0] == g.ID() })
+	knowEachOther(t, g, other)
+	if p, o := g.Peers(), other.Peers(); len(p) != 1 || len(o) != 1 {
+		t.Fatalf("peers %v and %v; want each other only", p, o)
+	}
 	if !notified() {
 		t.Fatal("no notification with another gateway running")
 	}
 
+	heard := gateway.Signals(g).PeerHeard
+	heard.Init(t)
 	other.Close() // says bye
-	testwait.For(t, "len(g.Peers()) == 0", func() bool { return len(g.Peers()) == 0 })
+	heard.WaitUntil("the other gateway's bye", func() bool { return len(g.Peers()) == 0 })
 	if notified() {
 		t.Fatal("a notification after the other gateway stopped")
 	}

@@ -142,11 +142,13 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`^gone/`)
+	learned := gateway.Signals(b).QueuesApplied
 	for round := range 20 {
 		name := fmt.Sprintf("gone/%d", round)
+		learned.Init(t)
 		mustPush(t, a, name, "x")
 		// b learns of the queue from the registry.
-		testwait.For(t, "slices.Contains(b.QueueNames(), name)", func() bool { return slices.Contains(b.QueueNames(), name) })
+		learned.WaitUntil("b to learn of "+name, func() bool { return slices.Contains(b.QueueNames(), name) })
 		if err := b.DeleteQueue(ctx, name); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -309,13 +310,12 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 	wantOrder(t, g2, "po", "p8-1 p2-1 p2-2 p0-1")
 	// A waiting pull on g2 is woken by g1's notification of a priority.
 	done := make(chan *Delivery, 1)
+	g2.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
 		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
 		done <- d
 	}()
-	testwait.For(t, "a waiter on po", func() bool {
-		return g2.disp.Waiting("po") > 0
-	})
+	waitParkedOn(g2, "po")
 	pushP(t, g1, "po", "p3-1", 3)
 	d := <-done
 	if d == nil || string(d.Message.Body) != "p3-1" || d.Priority != 3 {
@@ -331,9 +331,10 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
 	g1, g2 := gatewayOn(t, ns, "g1"), gatewayOn(t, ns, "g2")
-	testwait.For(t, "the gateways to know each other", func() bool {
-		return g1.peers.Any() && g2.peers.Any()
-	})
+	for _, g := range []*Gateway{g1, g2} {
+		g.peers.TestHeard.Init(t)
+		g.peers.TestHeard.WaitUntil("the gateways to know each other", g.peers.Any)
+	}
 	// Two queues of one shard: g2's first use of the first one looks at
 	// the shard.
 	first, second := "nf-0", ""
@@ -346,9 +347,11 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	if d := pullP(t, g2, first); string(d.Message.Body) != "x" {
 		t.Fatalf("pulled %q", d.Message.Body)
 	}
+	notified := &g2.disp.TestSignals.Notified
+	notified.Init(t)
 	pushP(t, g1, second, "p0", 0)
 	pushP(t, g1, second, "p5", 5)
-	testwait.For(t, "g1's notification of priority 5 at g2", func() bool {
+	notified.WaitUntil("g1's notification of priority 5 at g2", func() bool {
 		return g2.disp.NotifiedBeforeUse(second)&(1<<5) != 0
 	})
 	d, err := g2.Pull(prioCtx(t), second, time.Second)
@@ -512,6 +515,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 	got := make(chan *Delivery, 1)
+	g.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
 		d, err := g.Pull(prioCtx(t), q, msgWait)
 		if err != nil {
@@ -519,7 +523,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 		}
 		got <- d
 	}()
-	testwait.For(t, "g.WaitingPulls() > 0", func() bool { return g.WaitingPulls() > 0 })
+	waitParkedOn(g, q)
 	if _, err := js.Publish(prioCtx(t), mapping.PrioritySubject(q, 7), []byte("native p7")); err != nil {
 		t.Fatal(err)
 	}
@@ -527,4 +531,13 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 	if d == nil || string(d.Message.Body) != "native p7" || d.Priority != 7 {
 		t.Fatalf("waiting pull got %+v, want the native priority-7 message", d)
 	}
+}
+
+// waitParkedOn waits for a pull that may wait to register on queue's
+// dispatcher at g (g.disp.TestSignals.WaiterParked on before the pull
+// started).
+func waitParkedOn(g *Gateway, queue string) {
+	g.disp.TestSignals.WaiterParked.WaitFor("a pull waiting on "+queue, func(p dispatch.Parked) bool {
+		return p.Queue == queue && !p.NoWait
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -58,29 +56,39 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 
 	js := testnats.JetStream(t, nc)
 	spy := testnats.Connect(t, ns, "spy")
-	var lists, infos atomic.Int64
-	if _, err := spy.Subscribe("$JS.API.STREAM.LIST", func(*nats.Msg) { lists.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := spy.Subscribe("$JS.API.STREAM.INFO.>", func(*nats.Msg) { infos.Add(1) }); err != nil {
+	// A channel subscription: once the spy's Flush returns, every request
+	// the server routed to it before is in the channel (a handler would
+	// still be counting on its own goroutine).
+	infoReqs := make(chan *nats.Msg, 1<<16)
+	if _, err := spy.ChanSubscribe("$JS.API.STREAM.INFO.>", infoReqs); err != nil {
 		t.Fatal(err)
 	}
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	infos := func() int {
+		t.Helper()
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return len(infoReqs)
+	}
 
+	parked := &gateway.Signals(g).Dispatch.PullAnyParked
+	parked.Init(t)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
 		d, _ := g.PullAny(context.WithoutCancel(ctx), regexp.MustCompile(`^empty/`), 15*time.Second, nil)
 		got <- d
 	}()
-	// The first scan looks at the held message's shard (a scan lists, then
-	// looks: it is done when the second list is asked for); no other shard
-	// is looked at, and that one not again while it does not change.
-	testwait.For(t, "lists.Load() >= 2", func() bool { return lists.Load() >= 2 })
-	looked := infos.Load()
-	testwait.For(t, "lists.Load() >= 7", func() bool { return lists.Load() >= 7 })
-	if n := infos.Load(); n != looked || n > 3 {
+	// The first scan looks at the held message's shard; no other shard is
+	// looked at, and that one not again while it does not change. (Each
+	// look ends with the pull-any asleep again; the requests of a look
+	// were answered by then.)
+	parked.WaitOrTimeout()
+	looked := infos()
+	parked.WaitN(5, "five re-polls", func(int) bool { return true })
+	if n := infos(); n != looked || n > 3 {
 		t.Errorf("%d stream info requests in the first scan, %d in 5 re-polls after it; want at most 3 (a lookup and two looks at one shard), then none", looked, n-looked)
 	}
 

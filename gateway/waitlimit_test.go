@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
 
 // TestWaitingPullLimit: Config.MaxWaitingPulls bounds the pulls that may wait,
@@ -31,6 +30,9 @@ func TestWaitingPullLimit(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first, second := make(chan result, 1), make(chan result, 1)
+	sig := gateway.Signals(g).Dispatch
+	sig.WaiterParked.Init(t)
+	sig.PullAnyParked.Init(t)
 	go func() {
 		d, err := g.Pull(wctx, "wl-a", -1)
 		first <- result{d, err}
@@ -39,7 +41,11 @@ func TestWaitingPullLimit(t *testing.T) {
 		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour, nil)
 		second <- result{d, err}
 	}()
-	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
+	waitParked(sig, "wl-a")
+	sig.PullAnyParked.WaitOrTimeout()
+	if n := g.WaitingPulls(); n != 2 {
+		t.Fatalf("WaitingPulls %d with two pulls waiting, want 2", n)
+	}
 	// Both are listed for the console, with what they wait on.
 	pulls, byKind := g.WaitingClients()
 	var waits []string
@@ -79,13 +85,19 @@ func TestWaitingPullLimit(t *testing.T) {
 	if r := <-first; r.err != nil || r.d == nil || string(r.d.Message.Body) != "a" {
 		t.Fatalf("waiting pull: %v, %v", r.d, r.err)
 	}
-	testwait.For(t, "g.WaitingPulls() == 1", func() bool { return g.WaitingPulls() == 1 })
+	// (Its slot was given back before its Pull returned.)
+	if n := g.WaitingPulls(); n != 1 {
+		t.Fatalf("WaitingPulls %d once a pull got its message, want 1", n)
+	}
 	third := make(chan result, 1)
 	go func() {
 		d, err := g.Pull(wctx, "wl-c", time.Hour)
 		third <- result{d, err}
 	}()
-	testwait.For(t, "g.WaitingPulls() == 2", func() bool { return g.WaitingPulls() == 2 })
+	waitParked(sig, "wl-c")
+	if n := g.WaitingPulls(); n != 2 {
+		t.Fatalf("WaitingPulls %d with a pull in the freed slot, want 2", n)
+	}
 	mustPush(t, g, "wl-c", "c")
 	if r := <-third; r.err != nil || r.d == nil || string(r.d.Message.Body) != "c" {
 		t.Fatalf("pull in a freed slot: %v, %v", r.d, r.err)
@@ -94,5 +106,7 @@ func TestWaitingPullLimit(t *testing.T) {
 	if r := <-second; r.d != nil {
 		t.Errorf("cancelled pull-any got %v", r.d)
 	}
-	testwait.For(t, "g.WaitingPulls() == 0", func() bool { return g.WaitingPulls() == 0 })
+	if n := g.WaitingPulls(); n != 0 {
+		t.Fatalf("WaitingPulls %d once every pull returned, want 0", n)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/lmq"
 )
@@ -213,11 +214,13 @@ func TestPullEnds(t *testing.T) {
 	}
 
 	errc := make(chan error, 1)
+	parked := &gateway.Signals(qs.Gateway()).Dispatch.PullAnyParked
+	parked.Init(t)
 	go func() {
 		_, err := qs.PullAny(ctx, regexp.MustCompile("^nothing"))
 		errc <- err
 	}()
-	testwait.For(t, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	parked.WaitOrTimeout() // the pull waits
 	if err := qs.Close(); err != nil {
 		t.Fatal(err)
 	}

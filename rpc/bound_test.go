@@ -138,23 +138,25 @@ func TestUnreadAnswersBounded(t *testing.T) {
 func TestRequestDeadlineArmedWhenWaiting(t *testing.T) {
 	t.Parallel()
 	core := fakecore.New()
-	// The bound leaves the pieces below ~40 times their gap, so that a
-	// loaded machine does not cut them.
+	// The bound is generous, so that a loaded machine does not cut a
+	// request whose pieces are only as far apart as the server's read of
+	// the first one.
 	const bound = 2 * time.Second
-	addr, _ := startServer(t, core, Options{RequestTimeout: bound})
+	addr, s := startServer(t, core, Options{RequestTimeout: bound})
 	c := dialRPC(t, addr)
 
 	// Idle longer than the bound before the first byte: still served. The
 	// time must pass with nothing sent: a deadline that wrongly fired shows
 	// only in the answer that follows, no condition stands for it.
-	time.Sleep(bound + bound/4)
+	time.Sleep(bound + bound/4) // idle time is the input
 	c.ok("ok", "push", "q", "after idle")
 
 	// A request in two pieces, well within the bound.
 	req := encodeRequest(t, c.next, "push", "q", "in pieces")
 	c.next++
+	s.TestRequestWaits.Init(t)
 	c.write(req[:5])
-	time.Sleep(50 * time.Millisecond) // the gap is the input: the server reads the first piece alone and waits for the rest
+	s.TestRequestWaits.WaitOrTimeout() // the server read the first piece alone and waits for the rest
 	c.write(req[5:])
 	if r := c.recv(); r.err != nil {
 		t.Fatalf("push in pieces: %v", r.err)

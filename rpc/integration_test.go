@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -54,6 +55,18 @@ func startCore(t *testing.T) *gateway.Gateway {
 }
 
 // startReal serves RPC over a real core.
+// pullWaits turns on g's dispatcher's WaiterParked signal, afresh, and
+// returns a function that waits for a pull that may wait to register on
+// queue: call it before the pull is sent, the function after.
+func pullWaits(t *testing.T, g *gateway.Gateway, queue string) func() {
+	sig := &gateway.Signals(g).Dispatch.WaiterParked
+	sig.Init(t)
+	return func() {
+		t.Helper()
+		sig.WaitFor("the pull on "+queue+" waits", func(p dispatch.Parked) bool { return p.Queue == queue && !p.NoWait })
+	}
+}
+
 func startReal(t *testing.T, opt Options) (*testClient, *gateway.Gateway, string) {
 	t.Helper()
 	g := startCore(t)
@@ -263,8 +276,9 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 func TestIntegrationPipelining(t *testing.T) {
 	t.Parallel()
 	c, g, _ := startReal(t, Options{})
+	waits := pullWaits(t, g, "pipe")
 	pullID := c.send("pull", "pipe")
-	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	waits()
 	otherID := c.send("push", "elsewhere", 1)
 	if r := c.recv(); r.msgid != otherID || r.str(t) != "ok" {
 		t.Fatalf("push to another queue held up: %+v", r)
@@ -277,8 +291,9 @@ func TestIntegrationPipelining(t *testing.T) {
 func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	t.Parallel()
 	c, g, addr := startReal(t, Options{})
+	waits := pullWaits(t, g, "dq")
 	c.send("pull", "dq")
-	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	waits()
 	c.conn.Close()
 	testwait.For(t, "the pull is given up", func() bool { return g.WaitingPulls() == 0 })
 
@@ -297,8 +312,9 @@ func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	c2.ok("ok", "update_props", "race", map[string]any{"timeout": 0.5})
 	for i := range 5 {
 		c := dialRPC(t, addr)
+		waits := pullWaits(t, g, "race")
 		c.send("pull", "race")
-		testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+		waits()
 		c2.send("push", "race", i)
 		c.conn.Close()
 		if r := c2.recv(); r.str(t) != "ok" {
@@ -350,8 +366,9 @@ func TestIntegrationShutdown(t *testing.T) {
 	g := startCore(t)
 	addr, s := startServer(t, g, Options{})
 	c := dialRPC(t, addr)
+	waits := pullWaits(t, g, "sd")
 	id := c.send("pull", "sd")
-	testwait.For(t, "the pull waits", func() bool { return g.WaitingPulls() == 1 })
+	waits()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {

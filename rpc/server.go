@@ -25,6 +25,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -164,6 +165,12 @@ type Server struct {
 	// gone is signalled (on mu) when a connection ends or the server
 	// closes: a newcomer waiting for a slot looks again (idle.go).
 	gone *sync.Cond
+
+	// TestRequestWaits reports, to a test that turned it on
+	// (internal/testsignal), each request whose rest the server must wait
+	// for on the socket: it read what had come and arms the request's
+	// deadline (deadlineReader).
+	TestRequestWaits testsignal.Signal[struct{}]
 }
 
 // New returns a Server answering with core.
@@ -613,6 +620,7 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	if !r.set && !r.due.IsZero() {
 		r.c.setReadDeadline(r.due)
 		r.set = true
+		r.c.s.TestRequestWaits.Signal(struct{}{})
 	}
 	return r.c.nc.Read(p)
 }

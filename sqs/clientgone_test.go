@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
@@ -135,11 +136,13 @@ func TestClientGoneIsNoFailure(t *testing.T) {
 	// A long poll aborted while it waits.
 	pctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
+	parked := &gateway.Signals(core).Dispatch.WaiterParked
+	parked.Init(t)
 	go func() {
 		_, _, err := goneCall(t, pctx, srv, poll)
 		errc <- err
 	}()
-	testwait.For(t, "the long poll waiting", func() bool { return core.WaitingPulls() == 1 })
+	parked.WaitFor("the long poll waiting", func(p dispatch.Parked) bool { return !p.NoWait })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the aborted long poll: %v", err)

@@ -140,6 +140,10 @@ type Dispatcher struct {
 	cancel  context.CancelFunc
 	// changed signals controlLoop (control.go).
 	changed chan struct{}
+
+	// TestSignals report events to tests (signals.go); set nothing here
+	// outside tests.
+	TestSignals Signals
 }
 
 // New makes a dispatcher; nothing runs until Start.

@@ -261,6 +261,7 @@ func (q *Queue) add(w *waiter) {
 	q.waiters = append(q.waiters, waitEntry{w: w, seq: q.regSeq})
 	q.d.queues.busy(q)
 	q.kickLocked()
+	q.d.TestSignals.WaiterParked.Signal(Parked{Queue: q.name, NoWait: w.noWait})
 }
 
 func (q *Queue) remove(w *waiter) {
@@ -343,6 +344,7 @@ func (q *Queue) kickLocked() {
 		settle = settleWait
 	}
 	d.pulls.add(fr)
+	d.TestSignals.PullIssued.Signal(q.name)
 	if err := d.nc.PublishRequest(reqSub, d.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
 		d.log.Warn("pull request failed", "queue", q.name, "err", err)
 		d.pulls.remove(fr)
@@ -405,6 +407,7 @@ func (q *Queue) handoff(r *Raw) bool {
 		q.waiters = q.waiters[1:]
 		if w.claimed.CompareAndSwap(false, true) {
 			w.ch <- r
+			q.d.TestSignals.WaiterWoken.Signal(q.name)
 			return true
 		}
 	}

@@ -66,4 +66,5 @@ func (d *Dispatcher) onNotify(m *nats.Msg) {
 		d.queues.rememberLevel(enc, p)
 	}
 	d.queues.notifyAny(enc)
+	d.TestSignals.Notified.Signal(enc)
 }

@@ -92,6 +92,7 @@ func (d *Dispatcher) PullAny(ctx context.Context, matches func(queue string) boo
 			return nil, nil
 		}
 		scan = false
+		d.TestSignals.PullAnyParked.Signal(len(tried))
 		select {
 		case <-w.ch:
 		case <-tick:

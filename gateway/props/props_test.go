@@ -6,8 +6,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
-
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -16,8 +15,9 @@ import (
 func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // openPair opens two caches on one bucket of a fresh embedded server, as
-// two gateways sharing a JetStream would.
-func openPair(t *testing.T) (a, b *props.Cache) {
+// two gateways sharing a JetStream would; bApplied signals each entry b's
+// follower applied.
+func openPair(t *testing.T) (a, b *props.Cache, bApplied *testsignal.Signal[store.KVEntry]) {
 	t.Helper()
 	ctx := testCtx(t)
 	_, js := testnats.Client(t, "props-test")
@@ -33,7 +33,9 @@ func openPair(t *testing.T) (a, b *props.Cache) {
 		}
 		t.Cleanup(c.Stop)
 	}
-	return a, b
+	bApplied = b.TestApplied()
+	bApplied.Init(t)
+	return a, b, bApplied
 }
 
 func parseProps(t *testing.T, s string) mapping.Props {
@@ -50,7 +52,7 @@ func parseProps(t *testing.T, s string) mapping.Props {
 // and reaches the other cache through the bucket; Drop returns the queue
 // to the defaults everywhere.
 func TestUpdateReadsOwnWriteAndSpreads(t *testing.T) {
-	a, b := openPair(t)
+	a, b, bApplied := openPair(t)
 	ctx := testCtx(t)
 	if err := a.Update(ctx, "q1", parseProps(t, `{"retry":7}`)); err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestUpdateReadsOwnWriteAndSpreads(t *testing.T) {
 	if e := a.Effective("q1"); e.Retry != 7 || e.Timeout != 3 {
 		t.Fatalf("own write read back as %+v", e)
 	}
-	testwait.For(t, "the other cache to follow the update", func() bool {
+	bApplied.WaitUntil("the other cache to follow the update", func() bool {
 		e := b.Effective("q1")
 		return e.Retry == 7 && e.Timeout == 3
 	})
@@ -81,7 +83,7 @@ func TestUpdateReadsOwnWriteAndSpreads(t *testing.T) {
 	if e := a.Effective("q1"); e.Retry != def.Retry {
 		t.Fatalf("dropped properties still read: %+v", e)
 	}
-	testwait.For(t, "the other cache to follow the drop", func() bool {
+	bApplied.WaitUntil("the other cache to follow the drop", func() bool {
 		return b.Effective("q1").Retry == def.Retry && b.Own("q1").Retry == nil
 	})
 	if err := a.Drop(ctx, "never-set"); err != nil {
@@ -94,7 +96,7 @@ func TestUpdateReadsOwnWriteAndSpreads(t *testing.T) {
 // after it (the resolved cache never answers stale), and clearing the list
 // clears it in both caches.
 func TestDefaultsApplyAndClear(t *testing.T) {
-	a, b := openPair(t)
+	a, b, bApplied := openPair(t)
 	ctx := testCtx(t)
 	if err := a.Update(ctx, "job.own", parseProps(t, `{"retry":1}`)); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,7 @@ func TestDefaultsApplyAndClear(t *testing.T) {
 	if e := a.Effective("other"); e.Retry != before.Retry {
 		t.Fatalf("default applied to a queue it does not match: %+v", e)
 	}
-	testwait.For(t, "the other cache to follow the default list", func() bool {
+	bApplied.WaitUntil("the other cache to follow the default list", func() bool {
 		return len(b.Defaults()) == 1 && b.Effective("job.x").Retry == 5
 	})
 	if err := a.SetDefaults(ctx, nil); err != nil {
@@ -125,7 +127,7 @@ func TestDefaultsApplyAndClear(t *testing.T) {
 	if len(a.Defaults()) != 0 || a.Effective("job.x").Retry != before.Retry {
 		t.Fatal("cleared default list still applies")
 	}
-	testwait.For(t, "the other cache to follow the clear", func() bool {
+	bApplied.WaitUntil("the other cache to follow the clear", func() bool {
 		return len(b.Defaults()) == 0 && b.Effective("job.x").Retry == before.Retry
 	})
 }

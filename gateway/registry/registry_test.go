@@ -13,7 +13,6 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -127,13 +126,15 @@ func TestAcrossRegistries(t *testing.T) {
 	ctx := testCtx(t)
 	var d1, d2 drops
 	r1, r2 := s.open(t, 0, &d1), s.open(t, 0, &d2)
+	applied := r2.TestApplied()
+	applied.Init(t)
 	if err := r1.Register(ctx, "shared"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := r2.Exists(ctx, "shared"); err != nil || !ok {
 		t.Fatalf("Exists on the other registry: %v, %v", ok, err)
 	}
-	testwait.For(t, "the other registry to list the queue", func() bool {
+	applied.WaitUntil("the other registry to list the queue", func() bool {
 		return slices.Equal(r2.Names(), []string{"shared"})
 	})
 	if err := r1.Delete(ctx, "shared"); err != nil {
@@ -142,7 +143,7 @@ func TestAcrossRegistries(t *testing.T) {
 	if r1.Known("shared") || !d1.has("shared") {
 		t.Fatalf("after Delete: known %v, dropped %v", r1.Known("shared"), d1.has("shared"))
 	}
-	testwait.For(t, "the other registry to drop the queue", func() bool {
+	applied.WaitUntil("the other registry to drop the queue", func() bool {
 		return d2.has("shared") && !r2.Known("shared")
 	})
 	if err := r2.Delete(ctx, "shared"); !errors.Is(err, store.ErrNotFound) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -39,6 +40,11 @@ type Follower struct {
 	mu      sync.Mutex
 	applied uint64          // the revision of the last entry seen
 	marks   map[string]mark // own writes not yet echoed (ownwrites.go)
+
+	// TestApplied reports each entry applied (not the skipped echoes),
+	// once apply returned, to a test that turned it on
+	// (internal/testsignal); off otherwise.
+	TestApplied testsignal.Signal[store.KVEntry]
 }
 
 // New returns a follower of kv; nothing happens until Start. what names
@@ -129,6 +135,7 @@ func (f *Follower) follow(wctx context.Context, w *store.KVWatcher) {
 func (f *Follower) Offer(e store.KVEntry) {
 	if !f.skip(e) {
 		f.apply(e)
+		f.TestApplied.Signal(e)
 	}
 }
 

@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 )
 
 // Peers is this gateway's view of the others. Create it with New; Start
@@ -60,6 +62,11 @@ type Peers struct {
 	// some is whether seen holds anyone: read on every push (notifyLevel),
 	// so it is kept apart from the map and its lock.
 	some atomic.Bool
+
+	// TestHeard reports each hello ('H') or bye ('B') of another gateway
+	// once applied, to a test that turned it on (internal/testsignal);
+	// off otherwise.
+	TestHeard testsignal.Signal[byte]
 }
 
 // The hellos are on the gateways' control subjects (lmq.gw., the core's
@@ -178,6 +185,7 @@ func (p *Peers) onHello(m *nats.Msg) {
 		p.some.Store(len(p.seen) > 0)
 		p.mu.Unlock()
 	}
+	p.TestHeard.Signal(m.Data[0])
 }
 
 // Heard notes a sign of life from the gateway with this id: a hello, or a

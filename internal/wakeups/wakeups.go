@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 )
 
 const (
@@ -40,6 +41,10 @@ type Timer[T comparable] struct {
 	set  map[slotKey[T]]struct{} // pending merged wake-ups
 	kick chan struct{}           // the earliest entry changed
 	left int                     // wake-ups left out since the last log line
+
+	// TestFired reports each wake-up fired, once fire returned, to a test
+	// that turned it on (internal/testsignal); off otherwise.
+	TestFired testsignal.Signal[T]
 }
 
 type wake[T comparable] struct {
@@ -145,6 +150,7 @@ func (w *Timer[T]) Run(ctx context.Context) {
 		}
 		for _, e := range due {
 			w.fire(e.target)
+			w.TestFired.Signal(e.target)
 		}
 		t.Reset(next)
 		select {

@@ -3,6 +3,7 @@ package wakeups
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ func TestMergedAndExact(t *testing.T) {
 	if n := len(w.h); n != 3 {
 		t.Fatalf("%d pending, want 3 (one merged, two exact)", n)
 	}
+	w.TestFired.Init(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -32,10 +34,16 @@ func TestMergedAndExact(t *testing.T) {
 	for range 3 {
 		got[<-fired]++
 	}
+	// Each fired wake-up is signalled once fire returned.
+	signalled := w.TestFired.WaitN(3, "three wake-ups signalled", func(string) bool { return true })
 	cancel()
 	<-done
 	if got["a"] != 1 || got["b"] != 2 || len(fired) != 0 {
 		t.Fatalf("fired %v (+%d more), want a once, b twice", got, len(fired))
+	}
+	w.TestFired.RequireEmpty()
+	if slices.Sort(signalled); !slices.Equal(signalled, []string{"a", "b", "b"}) {
+		t.Fatalf("signalled %v, want a once, b twice", signalled)
 	}
 	if len(w.set) != 0 {
 		t.Fatalf("merged wake-ups left after firing: %v", w.set)

@@ -1,5 +1,7 @@
-// Package testwait is the repository's one way for a test to wait for a
-// condition: poll it on a short ticker until it holds. The bound is a
+// Package testwait is the repository's one way for a test to poll for a
+// condition: check it on a short ticker until it holds. Where a component
+// signals the event that makes the condition true (internal/testsignal),
+// a test waits on the signal instead. The bound is a
 // failure deadline only, generous so that a loaded machine still passes; a
 // test that passes never reaches it.
 package testwait

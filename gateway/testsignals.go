@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
+	"github.com/lmq-gateway/lmq-gateway/store"
+)
+
+// TestSignals are the events of a core's parts that a test may wait for
+// instead of polling for their effects (internal/testsignal): a test of
+// any package turns one on (Init) before it causes the event. Nothing else
+// uses them; off, each costs a nil check where it fires.
+type TestSignals struct {
+	// Dispatch is the dispatcher's: a pull request issued, a pull
+	// waiting, a waiting pull handed a message, a pull-any asleep.
+	Dispatch *dispatch.Signals
+	// PeerHeard: a hello ('H') or bye ('B') of another gateway applied to
+	// the peers this core knows.
+	PeerHeard *testsignal.Signal[byte]
+	// PropsApplied and QueuesApplied: an entry of the properties bucket,
+	// of the queue registry's bucket, applied by its follower here (a
+	// change made through any gateway).
+	PropsApplied, QueuesApplied *testsignal.Signal[store.KVEntry]
+}
+
+// Signals is g's TestSignals.
+func Signals(g *Gateway) TestSignals {
+	return TestSignals{
+		Dispatch:      &g.disp.TestSignals,
+		PeerHeard:     &g.peers.TestHeard,
+		PropsApplied:  g.props.TestApplied(),
+		QueuesApplied: g.reg.TestApplied(),
+	}
+}
