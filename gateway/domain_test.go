@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
@@ -123,6 +124,20 @@ func TestLeafNodeDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	// The leaf connection is up before the hub's interest in its JetStream
+	// API has crossed it: until then a request answers "no responders"
+	// (seen beside two CPU hogs). Wait until the hub's JetStream answers
+	// through the leaf, as an operator would before starting a gateway.
+	js, err := jetstream.NewWithDomain(nc, "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the hub's JetStream answering through the leaf", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
 	g, err := gateway.New(ctxT(t), nc, gateway.Config{Domain: "hub"})
 	if err != nil {
 		t.Fatal(err)
