@@ -108,16 +108,15 @@ func restart(t *testing.T, dir string, ns *embedded.Server, g *gw, overdue bool)
 	return ns, startGW(t, ns)
 }
 
-// makeOverdue rewrites every window pointer of the bucket with a deadline
-// an hour ago.
-func makeOverdue(t *testing.T, ns *embedded.Server) {
+// accumKV opens the accumulator's bucket on a connection of the test's
+// own (closed when the test ends), as another writer of the bucket.
+func accumKV(t *testing.T, ctx context.Context, ns *embedded.Server) jetstream.KeyValue {
 	t.Helper()
 	nc, err := ns.Connect("test-writer")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	ctx := ctxT(t, 20*time.Second)
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -126,26 +125,42 @@ func makeOverdue(t *testing.T, ns *embedded.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return kv
+}
+
+// makeOverdueKey rewrites the window pointer key with a deadline an hour
+// ago and returns the window.
+func makeOverdueKey(t *testing.T, ctx context.Context, kv jetstream.KeyValue, key string) window {
+	t.Helper()
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w window
+	if err := json.Unmarshal(e.Value(), &w); err != nil {
+		t.Fatal(err)
+	}
+	w.Deadline = time.Now().Add(-time.Hour).UnixNano()
+	b, _ := json.Marshal(w)
+	if _, err := kv.Update(ctx, key, b, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// makeOverdue rewrites every window pointer of the bucket with a deadline
+// an hour ago.
+func makeOverdue(t *testing.T, ns *embedded.Server) {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	kv := accumKV(t, ctx, ns)
 	keys, err := kv.Keys(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if !strings.HasPrefix(k, ptrPrefix) {
-			continue
-		}
-		e, err := kv.Get(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var w window
-		if err := json.Unmarshal(e.Value(), &w); err != nil {
-			t.Fatal(err)
-		}
-		w.Deadline = time.Now().Add(-time.Hour).UnixNano()
-		b, _ := json.Marshal(w)
-		if _, err := kv.Update(ctx, k, b, e.Revision()); err != nil {
-			t.Fatal(err)
+		if strings.HasPrefix(k, ptrPrefix) {
+			makeOverdueKey(t, ctx, kv, k)
 		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -185,36 +183,13 @@ func TestOverdueWindowWithJobAtRestart(t *testing.T) {
 
 	// What the stopped gateway left, written with a connection of its own:
 	// the job of a dead runner, and the pointer still there, overdue.
-	nc, err := ns.Connect("test-writer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	ctx := ctxT(t, 10*time.Second)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, mapping.AccumBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := accumKV(t, ctx, ns)
 	enc := mapping.EncodeName(q)
-	e, err := kv.Get(ctx, ptrKey(enc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w window
-	if err := json.Unmarshal(e.Value(), &w); err != nil {
-		t.Fatal(err)
-	}
-	w.Deadline = time.Now().Add(-time.Hour).UnixNano()
-	b, _ := json.Marshal(w)
-	if _, err := kv.Update(ctx, ptrKey(enc), b, e.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	w := makeOverdueKey(t, ctx, kv, ptrKey(enc))
 	j := job{window: w, State: stClosing, Owner: deadOwner, Lease: time.Now().Add(time.Hour).UnixNano()}
-	if b, err = json.Marshal(j); err != nil {
+	b, err := json.Marshal(j)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Create(ctx, jobKey(enc, w.ID), b); err != nil {

@@ -22,24 +22,11 @@ import (
 // package gateway (a frame of it anywhere on the stack), by goroutine id,
 // leaving out the ids in skip.
 func coreGoroutines(skip map[string]bool) map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	out := make(map[string]string)
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		s := string(g)
-		head, _, _ := strings.Cut(s, " [")
-		id := strings.TrimPrefix(head, "goroutine ")
-		if skip[id] || !strings.Contains(s, "/lmq-gateway/gateway.") {
-			continue
+	for id, s := range allGoroutines() {
+		if !skip[id] && strings.Contains(s, "/lmq-gateway/gateway.") {
+			out[id] = s
 		}
-		out[id] = s
 	}
 	return out
 }
@@ -202,7 +189,7 @@ func ownGoroutines(skip map[string]bool) map[string]string {
 		}
 		for _, line := range strings.Split(s, "\n") {
 			if strings.Contains(line, "lmq-gateway/lmq-gateway/") && !strings.Contains(line, "_test.") &&
-				!strings.Contains(line, "lmq-gateway/internal/test") {
+				!strings.Contains(line, "lmq-gateway/internal/lmqtest/") {
 				out[id] = s
 				break
 			}
