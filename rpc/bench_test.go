@@ -11,6 +11,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
 // discardCore answers every push at once and keeps nothing: what is left of
@@ -38,7 +39,7 @@ func BenchmarkPushRoundTrip(b *testing.B) {
 			return
 		}
 		defer nc.Close()
-		fr := newFrameReader(bufio.NewReader(nc), Limits{})
+		fr := wire.NewFrameReader(bufio.NewReader(nc), wire.Limits{})
 		for pb.Next() {
 			if _, err := nc.Write(req); err != nil {
 				b.Error(err)

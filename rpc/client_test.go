@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/msgpacktest"
 )
 
 // testClient is a MessagePack-RPC client built on vmihailenco/msgpack and
@@ -171,7 +173,7 @@ func (c *testClient) defaultPropsRoundTrip(accum any) {
 		[]any{".*", map[string]any{"retry": 0}},
 	})
 	r := c.call("get_default_props")
-	assertRawDialect(c.t, r.result)
+	msgpacktest.AssertRawDialect(c.t, r.result)
 	want := []any{
 		[]any{"accum/.*", map[string]any{"pack": int8(30), "timeout": 0.5}},
 		[]any{".*", map[string]any{"retry": int8(0)}},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -20,7 +21,7 @@ func TestErrorStringCancelled(t *testing.T) {
 		fmt.Errorf("peek: %w", context.DeadlineExceeded),
 		store.Classify("pull", context.DeadlineExceeded),
 	} {
-		if got := c.errorString(request{method: "pull"}, err); !strings.HasPrefix(got, "unavailable") {
+		if got := c.errorString(wire.Request{Method: "pull"}, err); !strings.HasPrefix(got, "unavailable") {
 			t.Errorf("errorString(%v) = %q, want unavailable", err, got)
 		}
 	}

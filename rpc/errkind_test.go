@@ -8,6 +8,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -55,7 +56,7 @@ func TestErrorStringAnswers(t *testing.T) {
 			if _, isRPC := tc.err.(*rpcError); isRPC {
 				want = tc.want // an rpcError answers its own text, however wrapped
 			}
-			if got := c.errorString(request{method: "push"}, err); got != want {
+			if got := c.errorString(wire.Request{Method: "push"}, err); got != want {
 				t.Errorf("errorString(%q) = %q, want %q", err, got, want)
 			}
 		}

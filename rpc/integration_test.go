@@ -17,9 +17,11 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/msgpacktest"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
 // startCore runs an in-process JetStream server and a real core on it.
@@ -80,7 +82,7 @@ func TestIntegrationMethods(t *testing.T) {
 
 	c.ok("ok", "push", "q", "one")
 	r := c.call("pull", "q", 5)
-	assertRawDialect(t, r.result)
+	msgpacktest.AssertRawDialect(t, r.result)
 	d := r.delivery(t)
 	if d.Queue != "q" || d.Type != "normal" || d.Retry != 2 || d.Content != "one" || len(d.ID) != 36 {
 		t.Fatalf("delivery %+v", d)
@@ -194,7 +196,7 @@ func richContent() map[string]any {
 func TestIntegrationContentRoundTrip(t *testing.T) {
 	t.Parallel()
 	g := startCore(t)
-	for _, d := range []Dialect{DialectRaw, DialectCurrent} {
+	for _, d := range []wire.Dialect{wire.DialectRaw, wire.DialectCurrent} {
 		t.Run(d.String(), func(t *testing.T) {
 			addr, _ := startServer(t, g, Options{Dialect: d})
 			c := dialRPC(t, addr)
@@ -210,8 +212,8 @@ func TestIntegrationContentRoundTrip(t *testing.T) {
 			if err := msgpack.Unmarshal(pushed, &want); err != nil {
 				t.Fatal(err)
 			}
-			if d == DialectRaw {
-				assertRawDialect(t, r.result)
+			if d == wire.DialectRaw {
+				msgpacktest.AssertRawDialect(t, r.result)
 				// LMQ's dialect has no binary type: binaries come back as raw strings.
 				want.(map[string]any)["bin"] = "\x00\x01\x02\xff"
 			} else if !bytes.Equal(dl.raw, pushed) {
@@ -257,7 +259,7 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := c.call("pull", "y", 5)
-		assertRawDialect(t, r.result)
+		msgpacktest.AssertRawDialect(t, r.result)
 		dl := r.delivery(t)
 		if dl.Content != string(m.Body) {
 			t.Fatalf("content %#v, want the bytes % x", dl.Content, m.Body)

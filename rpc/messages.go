@@ -8,6 +8,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
 // A queue's waiting messages by id (beyond LMQ), as HTTP's
@@ -70,7 +71,7 @@ func (c *conn) messages(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	now := time.Now()
-	b := appendArrayHeader(nil, len(ps))
+	b := wire.AppendArrayHeader(nil, len(ps))
 	for _, m := range ps {
 		b = c.appendWaiting(b, m, now, withBody)
 	}
@@ -100,35 +101,35 @@ func (c *conn) appendWaiting(b []byte, m gateway.Peeked, now time.Time, withBody
 	if withBody {
 		keys += 2
 	}
-	b = appendMapHeader(b, keys)
-	b = mpack.AppendUint(appendStr(b, "id", dl), m.Seq)
-	b = appendInt(appendStr(b, "priority", dl), int64(m.Priority))
+	b = wire.AppendMapHeader(b, keys)
+	b = mpack.AppendUint(wire.AppendStr(b, "id", dl), m.Seq)
+	b = wire.AppendInt(wire.AppendStr(b, "priority", dl), int64(m.Priority))
 	if m.Group != "" {
-		b = appendStr(appendStr(b, "group", dl), m.Group, dl)
+		b = wire.AppendStr(wire.AppendStr(b, "group", dl), m.Group, dl)
 	}
-	b = appendStr(appendStr(b, "content_type", dl), cmp.Or(m.ContentType, mapping.DefaultContentType), dl)
-	b = appendInt(appendStr(b, "size", dl), m.Size)
-	b = appendInt(appendStr(b, "delivered", dl), int64(m.Delivered))
+	b = wire.AppendStr(wire.AppendStr(b, "content_type", dl), cmp.Or(m.ContentType, mapping.DefaultContentType), dl)
+	b = wire.AppendInt(wire.AppendStr(b, "size", dl), m.Size)
+	b = wire.AppendInt(wire.AppendStr(b, "delivered", dl), int64(m.Delivered))
 	if m.Retry >= 0 {
-		b = appendInt(appendStr(b, "retry", dl), int64(m.Retry))
+		b = wire.AppendInt(wire.AppendStr(b, "retry", dl), int64(m.Retry))
 	}
-	b = appendBool(appendStr(b, "object", dl), m.Object)
-	b = appendBool(appendStr(b, "compound", dl), m.Compound)
+	b = wire.AppendBool(wire.AppendStr(b, "object", dl), m.Object)
+	b = wire.AppendBool(wire.AppendStr(b, "compound", dl), m.Compound)
 	if !m.PushedAt.IsZero() {
-		b = appendFloat64(appendStr(b, "pushed_at", dl), float64(m.PushedAt.UnixNano())/1e9)
-		b = appendFloat64(appendStr(b, "age", dl), max(now.Sub(m.PushedAt).Seconds(), 0))
+		b = wire.AppendFloat64(wire.AppendStr(b, "pushed_at", dl), float64(m.PushedAt.UnixNano())/1e9)
+		b = wire.AppendFloat64(wire.AppendStr(b, "age", dl), max(now.Sub(m.PushedAt).Seconds(), 0))
 	}
 	if withBody {
-		b = appendStr(b, "content", dl)
+		b = wire.AppendStr(b, "content", dl)
 		if m.Compound && m.PartsError == "" {
-			b = appendArrayHeader(b, len(m.Parts))
+			b = wire.AppendArrayHeader(b, len(m.Parts))
 			for _, part := range m.Parts {
 				b = c.appendContent(b, gateway.Message{ContentType: part.ContentType, Body: part.Body})
 			}
 		} else {
 			b = c.appendContent(b, gateway.Message{ContentType: m.ContentType, Body: m.Body})
 		}
-		b = appendBool(appendStr(b, "truncated", dl), m.Truncated)
+		b = wire.AppendBool(wire.AppendStr(b, "truncated", dl), m.Truncated)
 	}
 	return b
 }

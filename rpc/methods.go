@@ -12,63 +12,9 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/clientgone"
-	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
-
-// Message types of MessagePack-RPC.
-const (
-	typeRequest      = 0
-	typeResponse     = 1
-	typeNotification = 2
-)
-
-// maxParams is more than any method takes; longer params arrays are refused
-// without being split, so a hostile one costs nothing.
-const maxParams = 8
-
-// errNotRPC marks a well-formed MessagePack object that is not a
-// MessagePack-RPC request or notification; the connection is closed.
-var errNotRPC = errors.New("not a MessagePack-RPC request")
-
-// request is one decoded request or notification.
-type request struct {
-	notification bool
-	msgid        uint32
-	// method is "" when the method field is not a string.
-	method string
-	// params holds the raw bytes of each parameter; nil with paramsOK false
-	// when params is not an array.
-	params   [][]byte
-	paramsOK bool
-}
-
-// parseFrame checks the RPC envelope of one frame. Only a broken envelope
-// (not an array, wrong length, wrong type field, msgid not a uint32) is an
-// error; a bad method or params is answered as an RPC error.
-func parseFrame(frame []byte, lim Limits) (request, error) {
-	var req request
-	elems, ok := splitArray(frame, 4, lim.MaxDepth)
-	if !ok || len(elems) < 3 {
-		return req, fmt.Errorf("%w: not an array of 3 or 4", errNotRPC)
-	}
-	typ, ok := decodeUint32(elems[0])
-	switch {
-	case ok && typ == typeRequest && len(elems) == 4:
-		if req.msgid, ok = decodeUint32(elems[1]); !ok {
-			return req, fmt.Errorf("%w: msgid is not a 32-bit unsigned integer", errNotRPC)
-		}
-		elems = elems[2:]
-	case ok && typ == typeNotification && len(elems) == 3:
-		req.notification = true
-		elems = elems[1:]
-	default:
-		return req, fmt.Errorf("%w: bad type field or length", errNotRPC)
-	}
-	req.method, _ = decodeString(elems[0])
-	req.params, req.paramsOK = splitArray(elems[1], maxParams, lim.MaxDepth)
-	return req, nil
-}
 
 // rpcError is an error answered to the client as a string: code, or
 // "code: detail". Codes: undef, badarg, not_found, invalid_regexp,
@@ -113,24 +59,19 @@ func isListing(method string) bool {
 }
 
 // handle runs one request and queues its answer.
-func (c *conn) handle(req request) {
+func (c *conn) handle(req wire.Request) {
 	res, err := c.call(req)
 	resp := make([]byte, 0, 16+len(res.b))
-	resp = appendArrayHeader(resp, 4)
-	resp = mpack.AppendUint(resp, typeResponse)
-	resp = mpack.AppendUint(resp, uint64(req.msgid))
 	if err != nil {
-		resp = appendStr(resp, c.errorString(req, err), c.s.opt.Dialect)
-		resp = appendNil(resp)
+		resp = wire.AppendErrorResponse(resp, req.MsgID, c.errorString(req, err), c.s.opt.Dialect)
 	} else {
-		resp = appendNil(resp)
-		resp = append(resp, res.b...)
+		resp = wire.AppendResponse(resp, req.MsgID, res.b)
 	}
 	if res.delivery == nil {
 		switch {
 		case res.admitted:
 			c.out.sendAdmitted(resp, false)
-		case isListing(req.method):
+		case isListing(req.Method):
 			c.out.sendListing(resp)
 		default:
 			c.send(resp, false)
@@ -160,7 +101,7 @@ func (c *conn) handle(req request) {
 // errorString maps an error to the string sent to the client: an rpcError
 // as it says, the core's errors by their kind (gateway.KindOf, where their
 // precedence is decided).
-func (c *conn) errorString(req request, err error) string {
+func (c *conn) errorString(req wire.Request, err error) string {
 	var re *rpcError
 	if errors.As(err, &re) {
 		return re.Error()
@@ -180,12 +121,12 @@ func (c *conn) errorString(req request, err error) string {
 	case gateway.KindHeaderTooLarge:
 		return "badarg: " + err.Error()
 	case gateway.KindUnavailable:
-		c.log.Warn("rpc core unavailable", "method", req.method, "err", err)
+		c.log.Warn("rpc core unavailable", "method", req.Method, "err", err)
 		return "unavailable"
 	case gateway.KindUnknown:
 		// Distinct from "unavailable" (nothing happened): a push may be
 		// stored, an ack may be applied; retrying a push may duplicate it.
-		c.log.Warn("rpc outcome unknown", "method", req.method, "err", err)
+		c.log.Warn("rpc outcome unknown", "method", req.Method, "err", err)
 		return "unknown: " + err.Error()
 	case gateway.KindCanceled:
 		return "unavailable: request cancelled"
@@ -193,27 +134,27 @@ func (c *conn) errorString(req request, err error) string {
 	if errors.Is(err, errAnswerDropped) {
 		return "unavailable: request cancelled"
 	}
-	c.log.Error("rpc request failed", "method", req.method, "err", err)
+	c.log.Error("rpc request failed", "method", req.Method, "err", err)
 	return "internal_error"
 }
 
 // call dispatches a request to its method.
-func (c *conn) call(req request) (result, error) {
-	if req.method == "" {
+func (c *conn) call(req wire.Request) (result, error) {
+	if req.Method == "" {
 		return result{}, &rpcError{code: "undef", detail: "method is not a string"}
 	}
-	m, ok := methods[req.method]
+	m, ok := methods[req.Method]
 	if !ok {
 		// create was removed in LMQ 0.4; like LMQ, it is simply not there.
-		return result{}, &rpcError{code: "undef", detail: req.method}
+		return result{}, &rpcError{code: "undef", detail: req.Method}
 	}
-	if !req.paramsOK {
+	if !req.ParamsOK {
 		return result{}, badarg("params is not an array")
 	}
-	if len(req.params) < m.minArgs || len(req.params) > m.maxArgs {
-		return result{}, badarg("%s takes %s", req.method, m.usage)
+	if len(req.Params) < m.minArgs || len(req.Params) > m.maxArgs {
+		return result{}, badarg("%s takes %s", req.Method, m.usage)
 	}
-	return m.fn(c, req.params)
+	return m.fn(c, req.Params)
 }
 
 type method struct {
@@ -243,10 +184,10 @@ var methods = map[string]method{
 	"purge": {1, 1, "(name)", (*conn).purge},
 }
 
-func (c *conn) str(s string) result { return result{b: appendStr(nil, s, c.s.opt.Dialect)} }
+func (c *conn) str(s string) result { return result{b: wire.AppendStr(nil, s, c.s.opt.Dialect)} }
 
 func argString(p []byte, what string) (string, error) {
-	s, ok := decodeString(p)
+	s, ok := wire.DecodeString(p)
 	if !ok {
 		return "", badarg("%s must be a string", what)
 	}
@@ -271,7 +212,7 @@ func argWait(p [][]byte) (time.Duration, error) {
 	if len(p) < 2 {
 		return -1, nil
 	}
-	f, ok := decodeNumber(p[1])
+	f, ok := wire.DecodeNumber(p[1])
 	if !ok {
 		return 0, badarg("timeout must be a non-negative number of seconds")
 	}
@@ -415,15 +356,15 @@ func (c *conn) appendDelivery(b []byte, d *gateway.Delivery) []byte {
 	if d.Group != "" {
 		n++ // beyond LMQ too: "group", after priority
 	}
-	b = appendMapHeader(b, n)
+	b = wire.AppendMapHeader(b, n)
 	b = c.appendDeliveryFields(b, d)
 	if d.Priority > 0 {
-		b = appendStr(b, "priority", dl)
-		b = appendInt(b, int64(d.Priority))
+		b = wire.AppendStr(b, "priority", dl)
+		b = wire.AppendInt(b, int64(d.Priority))
 	}
 	if d.Group != "" {
-		b = appendStr(b, "group", dl)
-		b = appendStr(b, d.Group, dl)
+		b = wire.AppendStr(b, "group", dl)
+		b = wire.AppendStr(b, d.Group, dl)
 	}
 	return b
 }
@@ -431,23 +372,23 @@ func (c *conn) appendDelivery(b []byte, d *gateway.Delivery) []byte {
 // appendDeliveryFields writes appendDelivery's five LMQ keys.
 func (c *conn) appendDeliveryFields(b []byte, d *gateway.Delivery) []byte {
 	dl := c.s.opt.Dialect
-	b = appendStr(b, "queue", dl)
-	b = appendStr(b, d.Queue, dl)
-	b = appendStr(b, "id", dl)
-	b = appendStr(b, d.ID, dl)
-	b = appendStr(b, "type", dl)
+	b = wire.AppendStr(b, "queue", dl)
+	b = wire.AppendStr(b, d.Queue, dl)
+	b = wire.AppendStr(b, "id", dl)
+	b = wire.AppendStr(b, d.ID, dl)
+	b = wire.AppendStr(b, "type", dl)
 	if d.Compound {
-		b = appendStr(b, "package", dl)
+		b = wire.AppendStr(b, "package", dl)
 	} else {
-		b = appendStr(b, "normal", dl)
+		b = wire.AppendStr(b, "normal", dl)
 	}
-	b = appendStr(b, "retry", dl)
-	b = appendInt(b, int64(d.RetryRemaining))
-	b = appendStr(b, "content", dl)
+	b = wire.AppendStr(b, "retry", dl)
+	b = wire.AppendInt(b, int64(d.RetryRemaining))
+	b = wire.AppendStr(b, "content", dl)
 	if !d.Compound {
 		return c.appendContent(b, d.Message)
 	}
-	b = appendArrayHeader(b, len(d.Parts))
+	b = wire.AppendArrayHeader(b, len(d.Parts))
 	for _, part := range d.Parts {
 		b = c.appendContent(b, part)
 	}
@@ -459,11 +400,11 @@ func (c *conn) appendDeliveryFields(b []byte, d *gateway.Delivery) []byte {
 // MessagePack content that does not decode, as binary.
 func (c *conn) appendContent(b []byte, m gateway.Message) []byte {
 	if isMsgpack(m.ContentType) {
-		if out, err := transcode(b, m.Body, c.s.opt.Dialect, c.s.opt.Limits.MaxDepth); err == nil {
+		if out, err := wire.Transcode(b, m.Body, c.s.opt.Dialect, c.s.opt.Limits.MaxDepth); err == nil {
 			return out
 		}
 	}
-	return appendBin(b, m.Body, c.s.opt.Dialect)
+	return wire.AppendBin(b, m.Body, c.s.opt.Dialect)
 }
 
 func isMsgpack(contentType string) bool {
@@ -512,8 +453,7 @@ func (c *conn) deleteQueue(p [][]byte) (result, error) {
 
 // decodeArg decodes a structured argument into Go values within the limits.
 func (c *conn) decodeArg(p []byte) (any, error) {
-	budget := c.s.opt.Limits.MaxElements
-	v, _, err := decodeValue(p, c.s.opt.Limits.MaxDepth, &budget)
+	v, err := wire.DecodeValue(p, c.s.opt.Limits)
 	if err != nil {
 		return nil, badarg("%v", err)
 	}
@@ -579,7 +519,7 @@ func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
 		return result{}, err
 	}
 	// LMQ reported accum under its old name.
-	b, err := appendAny(nil, wholeAsInt(list.Slice("pack")), c.s.opt.Dialect)
+	b, err := wire.AppendAny(nil, wholeAsInt(list.Slice("pack")), c.s.opt.Dialect)
 	if err != nil {
 		return result{}, fmt.Errorf("encode default list: %w", err)
 	}

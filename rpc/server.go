@@ -1,12 +1,14 @@
 // Package rpc is lmq-gateway's MessagePack-RPC front end: LMQ's second API,
 // used by its older clients, over TCP (port 18800 by default). It is a thin
-// layer over the core (package gateway): it decodes requests
+// layer over the core (package gateway): it reads requests
 // [0, msgid, method, params], calls the core, and answers
 // [1, msgid, error, result], many requests in flight per connection.
 //
-// It reads both MessagePack dialects (LMQ's raw one and the current one with
-// str8 and bin) and answers in LMQ's raw dialect unless told otherwise, so that
-// client libraries older than the 2013 spec change keep working.
+// The wire itself (frames, the envelope, both MessagePack dialects and the
+// bounds on what a frame may make the server hold) is package rpc/wire; this
+// package holds the methods, the connections and what bounds their work.
+// Answers are in LMQ's raw dialect unless told otherwise, so that client
+// libraries older than the 2013 spec change keep working.
 package rpc
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
 // Core is what the front end needs of the core; *gateway.Gateway implements it.
@@ -68,10 +71,10 @@ var _ binder = (*gateway.Gateway)(nil)
 type Options struct {
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
-	// Dialect of the answers; DialectRaw (LMQ's) by default.
-	Dialect Dialect
+	// Dialect of the answers; wire.DialectRaw (LMQ's) by default.
+	Dialect wire.Dialect
 	// Limits on request frames.
-	Limits Limits
+	Limits wire.Limits
 	// MaxInFlight bounds the requests of one connection being handled at once
 	// (default 1024). When reached, the server stops reading from that
 	// connection until one finishes, so TCP pushes back on the client.
@@ -175,7 +178,7 @@ type Server struct {
 
 // New returns a Server answering with core.
 func New(core Core, opt Options) *Server {
-	opt.Limits = opt.Limits.withDefaults()
+	opt.Limits = opt.Limits.WithDefaults()
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -446,8 +449,8 @@ func (c *conn) serve() {
 		c.log.Debug("rpc connection closed by client")
 	case c.waitCtx.Err() != nil:
 		// Shutdown or teardown already under way: the read error is its echo.
-	case errors.Is(err, errMalformed), errors.Is(err, errTooLarge), errors.Is(err, errTooDeep),
-		errors.Is(err, errNotRPC):
+	case errors.Is(err, wire.ErrMalformed), errors.Is(err, wire.ErrTooLarge), errors.Is(err, wire.ErrTooDeep),
+		errors.Is(err, wire.ErrNotRPC):
 		c.log.Warn("rpc closing connection on bad frame", "err", err)
 		c.abort()
 	case errors.Is(err, errRequestTimeout), errors.Is(err, errSlowReader):
@@ -472,7 +475,7 @@ func (c *conn) serve() {
 func (c *conn) readLoop() error {
 	dr := &deadlineReader{c: c}
 	br := bufio.NewReaderSize(dr, 64<<10)
-	fr := newFrameReader(br, c.s.opt.Limits)
+	fr := wire.NewFrameReader(br, c.s.opt.Limits)
 	for {
 		// With the server-wide budget spent, stop reading (TCP then pushes
 		// back on the client) until answered requests release bytes.
@@ -501,12 +504,12 @@ func (c *conn) readLoop() error {
 			c.s.total.release(held)
 			return nil
 		}
-		req, err := parseFrame(frame, c.s.opt.Limits)
+		req, err := wire.ParseRequest(frame, c.s.opt.Limits)
 		if err != nil {
 			c.s.total.release(held)
 			return err
 		}
-		if req.notification {
+		if req.Notification {
 			c.s.total.release(held)
 			continue // accepted and ignored, as MessagePack-RPC allows
 		}
@@ -515,7 +518,7 @@ func (c *conn) readLoop() error {
 			c.s.total.release(held)
 			return nil
 		}
-		if isListing(req.method) {
+		if isListing(req.Method) {
 			// One listing at a time, and only while the answers pending
 			// are below the bound (those served since the check above
 			// count too): the next waits here, unread (outbox).
@@ -552,7 +555,7 @@ const maxIdleWorkers = 4
 
 // job is a request read, with what its reading charged.
 type job struct {
-	req        request
+	req        wire.Request
 	held, cost int
 }
 
@@ -586,7 +589,7 @@ func (c *conn) serveJob(j job) {
 
 // readFrame reads one request frame: it waits for the first byte as long as
 // it takes (an idle connection), then gives the rest RequestTimeout.
-func (c *conn) readFrame(br *bufio.Reader, fr *frameReader, dr *deadlineReader) ([]byte, error) {
+func (c *conn) readFrame(br *bufio.Reader, fr *wire.FrameReader, dr *deadlineReader) ([]byte, error) {
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}

@@ -15,8 +15,10 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/msgpacktest"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
 var _ Core = (*fakecore.Core)(nil)
@@ -70,7 +72,7 @@ func TestFakeMethods(t *testing.T) {
 	if !reflect.DeepEqual(d.Content, map[string]any{"a": int8(1)}) {
 		t.Fatalf("content %#v", d.Content)
 	}
-	assertRawDialect(t, r.result)
+	msgpacktest.AssertRawDialect(t, r.result)
 	c.ok("ok", "retain", "q", d.ID)
 	c.ok("ok", "done", "q", d.ID)
 	if e := c.fails("done", "q", d.ID); e != "not_found" {
@@ -196,7 +198,7 @@ func TestRawFrames(t *testing.T) {
 	wantContents := []any{"hello", []any{long, "\x01\x02\x03"}, long}
 	for i, wc := range wantContents {
 		r := c.call("pull", "q", 0)
-		assertRawDialect(t, r.result)
+		msgpacktest.AssertRawDialect(t, r.result)
 		d := r.delivery(t)
 		if !reflect.DeepEqual(d.Content, wc) {
 			t.Fatalf("pull %d: content %#v, want %#v", i, d.Content, wc)
@@ -210,7 +212,7 @@ func TestRawFrames(t *testing.T) {
 	wantRes := []byte{0x85,
 		0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'q',
 		0xa2, 'i', 'd'}
-	wantRes = appendStr(wantRes, d.ID, DialectRaw)
+	wantRes = wire.AppendStr(wantRes, d.ID, wire.DialectRaw)
 	wantRes = append(wantRes, 0xa4, 't', 'y', 'p', 'e', 0xa6, 'n', 'o', 'r', 'm', 'a', 'l',
 		0xa5, 'r', 'e', 't', 'r', 'y', 0x02,
 		0xa7, 'c', 'o', 'n', 't', 'e', 'n', 't', 0x91, 0xc0)
@@ -221,7 +223,7 @@ func TestRawFrames(t *testing.T) {
 
 func TestCurrentDialect(t *testing.T) {
 	t.Parallel()
-	c, core := startFake(t, Options{Dialect: DialectCurrent})
+	c, core := startFake(t, Options{Dialect: wire.DialectCurrent})
 	long := strings.Repeat("y", 40)
 	c.ok("ok", "push", "q", []any{long, []byte{9}})
 	core.Put("q", gateway.Message{Body: []byte("bytes")})
@@ -276,7 +278,7 @@ func TestNotificationIgnored(t *testing.T) {
 func TestHostileFrames(t *testing.T) {
 	t.Parallel()
 	core := fakecore.New()
-	addr, _ := startServer(t, core, Options{Limits: Limits{MaxFrameSize: 1 << 20}})
+	addr, _ := startServer(t, core, Options{Limits: wire.Limits{MaxFrameSize: 1 << 20}})
 	bystander := dialRPC(t, addr)
 	bystanderPull := bystander.send("pull", "bystander")
 

@@ -54,6 +54,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
@@ -111,7 +112,7 @@ type Config struct {
 	RPCTLS      *tls.Config
 	RPCClientCA string
 	// RPCDialect is the MessagePack dialect of RPC answers.
-	RPCDialect rpc.Dialect
+	RPCDialect wire.Dialect
 	// RPCMaxFrame bounds one RPC request; MaxRPCConns the connections open at
 	// once and RPCMaxInflightBytes the request bytes held across them (0: no
 	// bound).
@@ -479,7 +480,7 @@ func (s *Server) listen() error {
 	s.rpc = rpc.New(s.core, rpc.Options{
 		Logger:                s.log,
 		Dialect:               cfg.RPCDialect,
-		Limits:                rpc.Limits{MaxFrameSize: cfg.RPCMaxFrame},
+		Limits:                wire.Limits{MaxFrameSize: cfg.RPCMaxFrame},
 		MaxConns:              cfg.MaxRPCConns,
 		MaxTotalInFlightBytes: cfg.RPCMaxInflightBytes,
 		RequestTimeout:        cfg.RPCRequestTimeout,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/embedded"
-	"github.com/lmq-gateway/lmq-gateway/rpc"
+	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 	"github.com/lmq-gateway/lmq-gateway/server"
 )
 
@@ -76,7 +76,7 @@ func (c *config) serverConfig(log *slog.Logger) (server.Config, error) {
 		}
 		httpTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	dialect, err := rpc.ParseDialect(c.rpcDialect)
+	dialect, err := wire.ParseDialect(c.rpcDialect)
 	if err != nil {
 		return server.Config{}, err
 	}

@@ -14,4 +14,5 @@
 //   - lmqexporter: the /stats shape LMQ's exporters decode
 //   - alloctest: what a piece of code allocates
 //   - logbuf: a log destination read while the code under test writes
+//   - msgpacktest: checks of MessagePack answers independent of rpc/wire
 package lmqtest

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bufio"
@@ -8,90 +8,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
-	"strings"
-
-	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
-)
-
-// Dialect is the MessagePack dialect the server answers in. Both are always read.
-type Dialect int
-
-const (
-	// DialectRaw is LMQ's dialect, from before the 2013 spec change: strings and
-	// binaries are both "raw" (fixstr, str16, str32). Old client libraries
-	// cannot read str8 or bin, so this is the default.
-	DialectRaw Dialect = iota
-	// DialectCurrent is today's MessagePack: str8 for short strings, bin for
-	// binaries.
-	DialectCurrent
-)
-
-func (d Dialect) String() string {
-	switch d {
-	case DialectRaw:
-		return "raw"
-	case DialectCurrent:
-		return "current"
-	}
-	return fmt.Sprintf("Dialect(%d)", int(d))
-}
-
-// ParseDialect maps a flag value to a Dialect: "raw" (or "lmq", "old") and
-// "current" (or "new").
-func ParseDialect(s string) (Dialect, error) {
-	switch strings.ToLower(s) {
-	case "raw", "lmq", "old", "":
-		return DialectRaw, nil
-	case "current", "new":
-		return DialectCurrent, nil
-	}
-	return 0, fmt.Errorf("unknown MessagePack dialect %q (want raw or current)", s)
-}
-
-// Limits bound what one client can make the server hold. Zero fields take the
-// defaults.
-type Limits struct {
-	// MaxFrameSize is the largest request frame in bytes (default 64 MiB). A
-	// declared string, binary or container length that cannot fit in what is
-	// left of it closes the connection before anything is allocated for it.
-	MaxFrameSize int
-	// MaxDepth is the deepest nesting of arrays and maps (default 64), counting
-	// the frame's own array.
-	MaxDepth int
-	// MaxElements bounds the elements decoded into Go values for one argument
-	// (properties, the default list; default 65536). Pushed content is never
-	// decoded into Go values, only copied or re-encoded byte by byte.
-	MaxElements int
-}
-
-// Default limits.
-const (
-	DefaultMaxFrameSize = 64 << 20
-	DefaultMaxDepth     = 64
-	DefaultMaxElements  = 1 << 16
-)
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxFrameSize <= 0 {
-		l.MaxFrameSize = DefaultMaxFrameSize
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultMaxDepth
-	}
-	if l.MaxElements <= 0 {
-		l.MaxElements = DefaultMaxElements
-	}
-	return l
-}
-
-// Decoding errors. Any of them on a request frame closes the connection.
-var (
-	errMalformed = errors.New("malformed MessagePack")
-	errTooLarge  = errors.New("MessagePack frame too large")
-	errTooDeep   = errors.New("MessagePack nesting too deep")
 )
 
 // kind is the type of one MessagePack token.
@@ -159,10 +75,10 @@ func parseHeader(h []byte) (token, error) {
 	c := h[0]
 	t := token{hdr: headerSize(c)}
 	if t.hdr == 0 {
-		return t, fmt.Errorf("%w: type byte 0x%02x", errMalformed, c)
+		return t, fmt.Errorf("%w: type byte 0x%02x", ErrMalformed, c)
 	}
 	if len(h) < t.hdr {
-		return t, fmt.Errorf("%w: truncated header", errMalformed)
+		return t, fmt.Errorf("%w: truncated header", ErrMalformed)
 	}
 	be16 := func() uint32 { return uint32(binary.BigEndian.Uint16(h[1:])) }
 	be32 := func() uint32 { return binary.BigEndian.Uint32(h[1:]) }
@@ -266,17 +182,19 @@ func (t token) elements() uint64 {
 	return 0
 }
 
-// frameReader reads whole MessagePack objects from a stream, one per call,
+// FrameReader reads whole MessagePack objects from a stream, one per call,
 // checking limits as it goes, so that memory follows the bytes actually
 // received and never a declared length.
-type frameReader struct {
+type FrameReader struct {
 	br    *bufio.Reader
 	lim   Limits
 	stack []uint64
 }
 
-func newFrameReader(br *bufio.Reader, lim Limits) *frameReader {
-	return &frameReader{br: br, lim: lim.withDefaults()}
+// NewFrameReader returns a reader of the frames br holds, within lim (zero
+// fields take the defaults).
+func NewFrameReader(br *bufio.Reader, lim Limits) *FrameReader {
+	return &FrameReader{br: br, lim: lim.WithDefaults()}
 }
 
 // readChunk is how much a payload grows the buffer at a time: a client that
@@ -285,8 +203,8 @@ const readChunk = 64 << 10
 
 // ReadFrame returns the bytes of the next complete object. It returns io.EOF
 // when the stream ends cleanly between objects, and an error wrapping
-// io.ErrUnexpectedEOF, errMalformed, errTooLarge or errTooDeep otherwise.
-func (r *frameReader) ReadFrame() ([]byte, error) {
+// io.ErrUnexpectedEOF, ErrMalformed, ErrTooLarge or ErrTooDeep otherwise.
+func (r *FrameReader) ReadFrame() ([]byte, error) {
 	max := uint64(r.lim.MaxFrameSize)
 	buf := make([]byte, 0, 64)
 	r.stack = r.stack[:0]
@@ -301,10 +219,10 @@ func (r *frameReader) ReadFrame() ([]byte, error) {
 		}
 		hs := headerSize(c)
 		if hs == 0 {
-			return nil, fmt.Errorf("%w: type byte 0x%02x", errMalformed, c)
+			return nil, fmt.Errorf("%w: type byte 0x%02x", ErrMalformed, c)
 		}
 		if uint64(len(buf)+hs) > max {
-			return nil, errTooLarge
+			return nil, ErrTooLarge
 		}
 		start := len(buf)
 		buf = append(buf, c)
@@ -321,7 +239,7 @@ func (r *frameReader) ReadFrame() ([]byte, error) {
 		remaining--
 		if n := t.payloadLen(); n > 0 {
 			if n > max-uint64(len(buf)) {
-				return nil, fmt.Errorf("%w: declared length %d", errTooLarge, n)
+				return nil, fmt.Errorf("%w: declared length %d", ErrTooLarge, n)
 			}
 			if buf, err = readPayload(r.br, buf, int(n)); err != nil {
 				return nil, err
@@ -329,13 +247,13 @@ func (r *frameReader) ReadFrame() ([]byte, error) {
 		}
 		if t.kind == kArray || t.kind == kMap {
 			if len(r.stack)+1 > r.lim.MaxDepth {
-				return nil, errTooDeep
+				return nil, ErrTooDeep
 			}
 			// Every element takes at least one byte, so a count larger than
 			// what is left of the frame is a lie; refuse it now.
 			if n := t.elements(); n > 0 {
 				if n > max-uint64(len(buf)) {
-					return nil, fmt.Errorf("%w: declared %d elements", errTooLarge, n)
+					return nil, fmt.Errorf("%w: declared %d elements", ErrTooLarge, n)
 				}
 				r.stack = append(r.stack, remaining)
 				remaining = n
@@ -382,7 +300,7 @@ func walk(src []byte, maxDepth int, visit func(t token, hdr, payload []byte)) (i
 	pos := 0
 	for {
 		if pos >= len(src) {
-			return 0, fmt.Errorf("%w: truncated", errMalformed)
+			return 0, fmt.Errorf("%w: truncated", ErrMalformed)
 		}
 		t, err := parseHeader(src[pos:])
 		if err != nil {
@@ -392,7 +310,7 @@ func walk(src []byte, maxDepth int, visit func(t token, hdr, payload []byte)) (i
 		pos += t.hdr
 		n := t.payloadLen()
 		if n > uint64(len(src)-pos) {
-			return 0, fmt.Errorf("%w: truncated payload", errMalformed)
+			return 0, fmt.Errorf("%w: truncated payload", ErrMalformed)
 		}
 		payload := src[pos : pos+int(n)]
 		pos += int(n)
@@ -402,11 +320,11 @@ func walk(src []byte, maxDepth int, visit func(t token, hdr, payload []byte)) (i
 		remaining--
 		if t.kind == kArray || t.kind == kMap {
 			if len(stack)+1 > maxDepth {
-				return 0, errTooDeep
+				return 0, ErrTooDeep
 			}
 			if n := t.elements(); n > 0 {
 				if n > uint64(len(src)-pos) {
-					return 0, fmt.Errorf("%w: truncated container", errMalformed)
+					return 0, fmt.Errorf("%w: truncated container", ErrMalformed)
 				}
 				stack = append(stack, remaining)
 				remaining = n
@@ -422,10 +340,10 @@ func walk(src []byte, maxDepth int, visit func(t token, hdr, payload []byte)) (i
 	}
 }
 
-// transcode appends the single object src holds to dst in dialect d. In the
+// Transcode appends the single object src holds to dst in dialect d. In the
 // raw dialect str8 and bin become raw; otherwise bytes are copied as they are.
 // It fails when src is not exactly one well-formed object.
-func transcode(dst, src []byte, d Dialect, maxDepth int) ([]byte, error) {
+func Transcode(dst, src []byte, d Dialect, maxDepth int) ([]byte, error) {
 	out := dst
 	n, err := walk(src, maxDepth, func(t token, hdr, payload []byte) {
 		if d == DialectRaw && (hdr[0] == 0xd9 || t.kind == kBin) {
@@ -439,7 +357,7 @@ func transcode(dst, src []byte, d Dialect, maxDepth int) ([]byte, error) {
 		return dst, err
 	}
 	if n != len(src) {
-		return dst, fmt.Errorf("%w: %d bytes after the object", errMalformed, len(src)-n)
+		return dst, fmt.Errorf("%w: %d bytes after the object", ErrMalformed, len(src)-n)
 	}
 	return out, nil
 }
@@ -467,9 +385,9 @@ func splitArray(b []byte, maxLen, maxDepth int) ([][]byte, bool) {
 	return elems, true
 }
 
-// decodeString reads a string given as str (any width) or bin: old clients
+// DecodeString reads a string given as str (any width) or bin: old clients
 // send names as raw, newer ones may send bytes as bin.
-func decodeString(b []byte) (string, bool) {
+func DecodeString(b []byte) (string, bool) {
 	if len(b) == 0 {
 		return "", false
 	}
@@ -480,8 +398,8 @@ func decodeString(b []byte) (string, bool) {
 	return string(b[t.hdr : t.hdr+int(t.n)]), true
 }
 
-// decodeNumber reads an integer or a float as float64.
-func decodeNumber(b []byte) (float64, bool) {
+// DecodeNumber reads an integer or a float as float64.
+func DecodeNumber(b []byte) (float64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -512,6 +430,16 @@ func decodeUint32(b []byte) (uint32, bool) {
 	return uint32(t.i), true
 }
 
+// DecodeValue decodes b, one argument of a request, into plain Go values
+// (see decodeValue) within lim's MaxDepth and MaxElements; zero fields of
+// lim take the defaults.
+func DecodeValue(b []byte, lim Limits) (any, error) {
+	lim = lim.WithDefaults()
+	budget := lim.MaxElements
+	v, _, err := decodeValue(b, lim.MaxDepth, &budget)
+	return v, err
+}
+
 // decodeValue decodes the object at the start of b into plain Go values: nil,
 // bool, int64, uint64 (only above MaxInt64), float64, string (str/raw), []byte
 // (bin), []any and map[string]any (keys must be str or bin). Extensions are
@@ -519,14 +447,14 @@ func decodeUint32(b []byte) (uint32, bool) {
 // elements cannot expand into a huge tree.
 func decodeValue(b []byte, depth int, budget *int) (any, []byte, error) {
 	if depth <= 0 {
-		return nil, nil, errTooDeep
+		return nil, nil, ErrTooDeep
 	}
 	if *budget <= 0 {
-		return nil, nil, fmt.Errorf("%w: too many elements", errTooLarge)
+		return nil, nil, fmt.Errorf("%w: too many elements", ErrTooLarge)
 	}
 	*budget--
 	if len(b) == 0 {
-		return nil, nil, fmt.Errorf("%w: truncated", errMalformed)
+		return nil, nil, fmt.Errorf("%w: truncated", ErrMalformed)
 	}
 	t, err := parseHeader(b)
 	if err != nil {
@@ -534,7 +462,7 @@ func decodeValue(b []byte, depth int, budget *int) (any, []byte, error) {
 	}
 	rest := b[t.hdr:]
 	if uint64(len(rest)) < t.payloadLen() {
-		return nil, nil, fmt.Errorf("%w: truncated payload", errMalformed)
+		return nil, nil, fmt.Errorf("%w: truncated payload", ErrMalformed)
 	}
 	payload, rest := rest[:t.payloadLen()], rest[t.payloadLen():]
 	switch t.kind {
@@ -553,10 +481,10 @@ func decodeValue(b []byte, depth int, budget *int) (any, []byte, error) {
 	case kBin:
 		return slices.Clone(payload), rest, nil
 	case kExt:
-		return nil, nil, fmt.Errorf("%w: extension type %d not expected here", errMalformed, t.ext)
+		return nil, nil, fmt.Errorf("%w: extension type %d not expected here", ErrMalformed, t.ext)
 	case kArray:
 		if uint64(t.n) > uint64(len(rest)) || int(t.n) > *budget {
-			return nil, nil, fmt.Errorf("%w: array of %d", errTooLarge, t.n)
+			return nil, nil, fmt.Errorf("%w: array of %d", ErrTooLarge, t.n)
 		}
 		arr := make([]any, 0, t.n)
 		for range t.n {
@@ -569,13 +497,13 @@ func decodeValue(b []byte, depth int, budget *int) (any, []byte, error) {
 		return arr, rest, nil
 	case kMap:
 		if 2*uint64(t.n) > uint64(len(rest)) || 2*int(t.n) > *budget {
-			return nil, nil, fmt.Errorf("%w: map of %d", errTooLarge, t.n)
+			return nil, nil, fmt.Errorf("%w: map of %d", ErrTooLarge, t.n)
 		}
 		m := make(map[string]any, t.n)
 		for range t.n {
-			k, ok := decodeString(rest)
+			k, ok := DecodeString(rest)
 			if !ok {
-				return nil, nil, fmt.Errorf("%w: map key is not a string", errMalformed)
+				return nil, nil, fmt.Errorf("%w: map key is not a string", ErrMalformed)
 			}
 			*budget--
 			n, _ := walk(rest, 1, nil)
@@ -587,175 +515,5 @@ func decodeValue(b []byte, depth int, budget *int) (any, []byte, error) {
 		}
 		return m, rest, nil
 	}
-	return nil, nil, fmt.Errorf("%w: unknown token", errMalformed)
-}
-
-// Encoding. Every append function writes the smallest form allowed in the
-// dialect.
-
-func appendNil(b []byte) []byte { return append(b, 0xc0) }
-
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 0xc3)
-	}
-	return append(b, 0xc2)
-}
-
-func appendInt(b []byte, v int64) []byte {
-	switch {
-	case v >= 0:
-		return mpack.AppendUint(b, uint64(v))
-	case v >= -32:
-		return append(b, byte(int8(v)))
-	case v >= math.MinInt8:
-		return append(b, 0xd0, byte(int8(v)))
-	case v >= math.MinInt16:
-		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(int16(v)))
-	case v >= math.MinInt32:
-		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(int32(v)))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(v))
-}
-
-func appendFloat64(b []byte, v float64) []byte {
-	return binary.BigEndian.AppendUint64(append(b, 0xcb), math.Float64bits(v))
-}
-
-func appendFloat32(b []byte, v float32) []byte {
-	return binary.BigEndian.AppendUint32(append(b, 0xca), math.Float32bits(v))
-}
-
-func appendArrayHeader(b []byte, n int) []byte {
-	switch {
-	case n <= 15:
-		return append(b, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
-}
-
-func appendMapHeader(b []byte, n int) []byte {
-	switch {
-	case n <= 15:
-		return append(b, 0x80|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
-}
-
-// appendStrHeader writes a string header; only the current dialect uses str8.
-func appendStrHeader(b []byte, n int, d Dialect) []byte {
-	return mpack.AppendStrHeader(b, n, d == DialectCurrent)
-}
-
-// appendBinHeader writes a binary header: bin in the current dialect, raw in
-// LMQ's.
-func appendBinHeader(b []byte, n int, d Dialect) []byte {
-	if d == DialectRaw {
-		return appendStrHeader(b, n, d)
-	}
-	switch {
-	case n <= math.MaxUint8:
-		return append(b, 0xc4, byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
-}
-
-func appendStr(b []byte, s string, d Dialect) []byte {
-	return append(appendStrHeader(b, len(s), d), s...)
-}
-
-func appendBin(b []byte, v []byte, d Dialect) []byte {
-	return append(appendBinHeader(b, len(v), d), v...)
-}
-
-// appendAny encodes plain Go values, map keys sorted so answers are stable.
-// Types it does not know are encoded by vmihailenco/msgpack and transcoded to
-// the dialect.
-func appendAny(b []byte, v any, d Dialect) ([]byte, error) {
-	switch v := v.(type) {
-	case nil:
-		return appendNil(b), nil
-	case bool:
-		return appendBool(b, v), nil
-	case int:
-		return appendInt(b, int64(v)), nil
-	case int8:
-		return appendInt(b, int64(v)), nil
-	case int16:
-		return appendInt(b, int64(v)), nil
-	case int32:
-		return appendInt(b, int64(v)), nil
-	case int64:
-		return appendInt(b, v), nil
-	case uint:
-		return mpack.AppendUint(b, uint64(v)), nil
-	case uint8:
-		return mpack.AppendUint(b, uint64(v)), nil
-	case uint16:
-		return mpack.AppendUint(b, uint64(v)), nil
-	case uint32:
-		return mpack.AppendUint(b, uint64(v)), nil
-	case uint64:
-		return mpack.AppendUint(b, v), nil
-	case float32:
-		return appendFloat32(b, v), nil
-	case float64:
-		return appendFloat64(b, v), nil
-	case string:
-		return appendStr(b, v, d), nil
-	case []byte:
-		return appendBin(b, v, d), nil
-	case []string:
-		b = appendArrayHeader(b, len(v))
-		for _, s := range v {
-			b = appendStr(b, s, d)
-		}
-		return b, nil
-	case []any:
-		b = appendArrayHeader(b, len(v))
-		for _, e := range v {
-			var err error
-			if b, err = appendAny(b, e, d); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = appendMapHeader(b, len(v))
-		for _, k := range keys {
-			b = appendStr(b, k, d)
-			var err error
-			if b, err = appendAny(b, v[k], d); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	}
-	enc, err := marshalSorted(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	return transcode(b, enc, d, DefaultMaxDepth)
-}
-
-func marshalSorted(v any) ([]byte, error) {
-	var sb strings.Builder
-	enc := msgpack.NewEncoder(&sb)
-	enc.SetSortMapKeys(true)
-	enc.UseCompactInts(true)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return []byte(sb.String()), nil
+	return nil, nil, fmt.Errorf("%w: unknown token", ErrMalformed)
 }

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bufio"
@@ -12,16 +12,16 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/msgpacktest"
 	"github.com/lmq-gateway/lmq-gateway/internal/mpack"
 )
 
-func readerOf(b []byte, lim Limits) *frameReader {
-	return newFrameReader(bufio.NewReader(bytes.NewReader(b)), lim)
+func readerOf(b []byte, lim Limits) *FrameReader {
+	return NewFrameReader(bufio.NewReader(bytes.NewReader(b)), lim)
 }
 
-func mustFrame(t *testing.T, b []byte) request {
+func mustFrame(t *testing.T, b []byte) Request {
 	t.Helper()
 	fr := readerOf(b, Limits{})
 	frame, err := fr.ReadFrame()
@@ -31,9 +31,9 @@ func mustFrame(t *testing.T, b []byte) request {
 	if !bytes.Equal(frame, b) {
 		t.Fatalf("frame = % x, want % x", frame, b)
 	}
-	req, err := parseFrame(frame, Limits{}.withDefaults())
+	req, err := ParseRequest(frame, Limits{}.WithDefaults())
 	if err != nil {
-		t.Fatalf("parseFrame: %v", err)
+		t.Fatalf("ParseRequest: %v", err)
 	}
 	return req
 }
@@ -42,10 +42,10 @@ func TestReadFrameRawDialect(t *testing.T) {
 	// [0, 1, "pull", ["foo"]] as LMQ's clients send it: everything fixstr.
 	b := []byte{0x94, 0x00, 0x01, 0xa4, 'p', 'u', 'l', 'l', 0x91, 0xa3, 'f', 'o', 'o'}
 	req := mustFrame(t, b)
-	if req.notification || req.msgid != 1 || req.method != "pull" || !req.paramsOK || len(req.params) != 1 {
+	if req.Notification || req.MsgID != 1 || req.Method != "pull" || !req.ParamsOK || len(req.Params) != 1 {
 		t.Fatalf("req = %+v", req)
 	}
-	if s, ok := decodeString(req.params[0]); !ok || s != "foo" {
+	if s, ok := DecodeString(req.Params[0]); !ok || s != "foo" {
 		t.Fatalf("param = %q %v", s, ok)
 	}
 
@@ -56,13 +56,13 @@ func TestReadFrameRawDialect(t *testing.T) {
 	b = append(b, long...)
 	b = append(b, 0xdb, 0, 0, 0, 3, 'a', 'b', 'c')
 	req = mustFrame(t, b)
-	if req.msgid != math.MaxUint32 || req.method != "push" || len(req.params) != 2 {
+	if req.MsgID != math.MaxUint32 || req.Method != "push" || len(req.Params) != 2 {
 		t.Fatalf("req = %+v", req)
 	}
-	if s, _ := decodeString(req.params[0]); s != long {
+	if s, _ := DecodeString(req.Params[0]); s != long {
 		t.Fatalf("str16 param decoded wrong")
 	}
-	if s, _ := decodeString(req.params[1]); s != "abc" {
+	if s, _ := DecodeString(req.Params[1]); s != "abc" {
 		t.Fatalf("str32 param = %q", s)
 	}
 }
@@ -72,15 +72,15 @@ func TestReadFrameCurrentDialect(t *testing.T) {
 	b := []byte{0x94, 0x00, 0x07, 0xd9, 0x04, 'p', 'u', 's', 'h', 0x92,
 		0xc4, 0x01, 'q', 0xd9, 0x05, 'h', 'e', 'l', 'l', 'o'}
 	req := mustFrame(t, b)
-	if req.msgid != 7 || req.method != "push" || len(req.params) != 2 {
+	if req.MsgID != 7 || req.Method != "push" || len(req.Params) != 2 {
 		t.Fatalf("req = %+v", req)
 	}
-	if s, ok := decodeString(req.params[0]); !ok || s != "q" {
+	if s, ok := DecodeString(req.Params[0]); !ok || s != "q" {
 		t.Fatalf("bin8 name = %q %v", s, ok)
 	}
 	// The content keeps its own bytes, header included.
-	if !bytes.Equal(req.params[1], []byte{0xd9, 0x05, 'h', 'e', 'l', 'l', 'o'}) {
-		t.Fatalf("content = % x", req.params[1])
+	if !bytes.Equal(req.Params[1], []byte{0xd9, 0x05, 'h', 'e', 'l', 'l', 'o'}) {
+		t.Fatalf("content = % x", req.Params[1])
 	}
 	// Extensions (fixext and ext8/16/32), bin16/32, float32/64 and every int
 	// width are all read.
@@ -100,29 +100,29 @@ func TestReadFrameCurrentDialect(t *testing.T) {
 	c = append(c, 0xd0, 0x80, 0xd1, 0x80, 0x00, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0)
 	b = append([]byte{0x94, 0x00, 0x08, 0xa4, 'p', 'u', 's', 'h', 0x92, 0xa1, 'q'}, c...)
 	req = mustFrame(t, b)
-	if !bytes.Equal(req.params[1], c) {
-		t.Fatalf("content = % x\nwant      % x", req.params[1], c)
+	if !bytes.Equal(req.Params[1], c) {
+		t.Fatalf("content = % x\nwant      % x", req.Params[1], c)
 	}
 }
 
-func TestParseFrameEnvelope(t *testing.T) {
-	lim := Limits{}.withDefaults()
+func TestParseRequest(t *testing.T) {
+	lim := Limits{}.WithDefaults()
 	ok := []struct {
 		name string
 		b    []byte
-		want request
+		want Request
 	}{
 		{"notification", []byte{0x93, 0x02, 0xa4, 'p', 'u', 's', 'h', 0x90},
-			request{notification: true, method: "push", params: [][]byte{}, paramsOK: true}},
+			Request{Notification: true, Method: "push", Params: [][]byte{}, ParamsOK: true}},
 		{"method not a string", []byte{0x94, 0x00, 0x05, 0x01, 0x90},
-			request{msgid: 5, params: [][]byte{}, paramsOK: true}},
+			Request{MsgID: 5, Params: [][]byte{}, ParamsOK: true}},
 		{"params not an array", []byte{0x94, 0x00, 0x05, 0xa1, 'x', 0xa1, 'y'},
-			request{msgid: 5, method: "x"}},
+			Request{MsgID: 5, Method: "x"}},
 	}
 	for _, tc := range ok {
-		got, err := parseFrame(tc.b, lim)
+		got, err := ParseRequest(tc.b, lim)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: parseFrame = %+v, %v; want %+v", tc.name, got, err, tc.want)
+			t.Errorf("%s: ParseRequest = %+v, %v; want %+v", tc.name, got, err, tc.want)
 		}
 	}
 	bad := map[string][]byte{
@@ -139,15 +139,15 @@ func TestParseFrameEnvelope(t *testing.T) {
 		"array of 5":        {0x95, 0x00, 0x01, 0xa1, 'x', 0x90, 0xc0},
 	}
 	for name, b := range bad {
-		if _, err := parseFrame(b, lim); !errors.Is(err, errNotRPC) {
-			t.Errorf("%s: err = %v, want errNotRPC", name, err)
+		if _, err := ParseRequest(b, lim); !errors.Is(err, ErrNotRPC) {
+			t.Errorf("%s: err = %v, want ErrNotRPC", name, err)
 		}
 	}
 	// Long params arrays are refused without being split.
 	b := append([]byte{0x94, 0x00, 0x01, 0xa1, 'x', 0xdc, 0xff, 0xff}, make([]byte, 0xffff)...)
-	req, err := parseFrame(b, lim)
-	if err != nil || req.paramsOK {
-		t.Errorf("params of 65535: %+v, %v; want paramsOK false", req.paramsOK, err)
+	req, err := ParseRequest(b, lim)
+	if err != nil || req.ParamsOK {
+		t.Errorf("params of 65535: %+v, %v; want paramsOK false", req.ParamsOK, err)
 	}
 }
 
@@ -181,17 +181,17 @@ func TestReadFrameLimits(t *testing.T) {
 		lim  Limits
 		want error
 	}{
-		{"never-used byte", []byte{0xc1}, Limits{}, errMalformed},
-		{"str32 4 GiB", []byte{0xdb, 0xff, 0xff, 0xff, 0xff, 'x'}, Limits{}, errTooLarge},
-		{"bin32 4 GiB", []byte{0xc6, 0xff, 0xff, 0xff, 0xff, 'x'}, Limits{}, errTooLarge},
-		{"ext32 4 GiB", []byte{0xc9, 0xff, 0xff, 0xff, 0xff, 1, 'x'}, Limits{}, errTooLarge},
-		{"array32 4G elements", []byte{0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}, Limits{}, errTooLarge},
-		{"map32 4G pairs", []byte{0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0}, Limits{}, errTooLarge},
-		{"array16 beyond a small frame", []byte{0xdc, 0x01, 0x00}, Limits{MaxFrameSize: 100}, errTooLarge},
-		{"str beyond a small frame", append([]byte{0xda, 0x00, 0x80}, make([]byte, 128)...), Limits{MaxFrameSize: 100}, errTooLarge},
-		{"nested 65", deep(65), Limits{}, errTooDeep},
-		{"nested 5 of 4", deep(5), Limits{MaxDepth: 4}, errTooDeep},
-		{"empty nested at limit+1", append(bytes.Repeat([]byte{0x91}, 4), 0x90), Limits{MaxDepth: 4}, errTooDeep},
+		{"never-used byte", []byte{0xc1}, Limits{}, ErrMalformed},
+		{"str32 4 GiB", []byte{0xdb, 0xff, 0xff, 0xff, 0xff, 'x'}, Limits{}, ErrTooLarge},
+		{"bin32 4 GiB", []byte{0xc6, 0xff, 0xff, 0xff, 0xff, 'x'}, Limits{}, ErrTooLarge},
+		{"ext32 4 GiB", []byte{0xc9, 0xff, 0xff, 0xff, 0xff, 1, 'x'}, Limits{}, ErrTooLarge},
+		{"array32 4G elements", []byte{0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}, Limits{}, ErrTooLarge},
+		{"map32 4G pairs", []byte{0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0}, Limits{}, ErrTooLarge},
+		{"array16 beyond a small frame", []byte{0xdc, 0x01, 0x00}, Limits{MaxFrameSize: 100}, ErrTooLarge},
+		{"str beyond a small frame", append([]byte{0xda, 0x00, 0x80}, make([]byte, 128)...), Limits{MaxFrameSize: 100}, ErrTooLarge},
+		{"nested 65", deep(65), Limits{}, ErrTooDeep},
+		{"nested 5 of 4", deep(5), Limits{MaxDepth: 4}, ErrTooDeep},
+		{"empty nested at limit+1", append(bytes.Repeat([]byte{0x91}, 4), 0x90), Limits{MaxDepth: 4}, ErrTooDeep},
 	}
 	for _, tc := range cases {
 		_, err := readerOf(tc.b, tc.lim).ReadFrame()
@@ -226,51 +226,6 @@ func TestReadFrameDeclaredLengthDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// typeBytes lists the type bytes of every header in one object (test helper
-// independent of walk).
-func typeBytes(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var out []byte
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	var rec func()
-	rec = func() {
-		c, err := dec.PeekCode()
-		if err != nil {
-			t.Fatalf("PeekCode: %v", err)
-		}
-		out = append(out, c)
-		switch {
-		case c >= 0x90 && c <= 0x9f, c == 0xdc, c == 0xdd:
-			n, _ := dec.DecodeArrayLen()
-			for range n {
-				rec()
-			}
-		case c >= 0x80 && c <= 0x8f, c == 0xde, c == 0xdf:
-			n, _ := dec.DecodeMapLen()
-			for range 2 * n {
-				rec()
-			}
-		default:
-			if err := dec.Skip(); err != nil {
-				t.Fatalf("Skip: %v", err)
-			}
-		}
-	}
-	rec()
-	return out
-}
-
-// assertRawDialect fails if b uses a type LMQ's dialect does not have.
-func assertRawDialect(t testing.TB, b []byte) {
-	t.Helper()
-	for _, c := range typeBytes(t, b) {
-		switch c {
-		case msgpcode.Str8, msgpcode.Bin8, msgpcode.Bin16, msgpcode.Bin32:
-			t.Fatalf("answer uses type 0x%02x, not in LMQ's dialect: % x", c, b)
-		}
-	}
-}
-
 func TestEncodeStrings(t *testing.T) {
 	cases := []struct {
 		n       int
@@ -287,17 +242,17 @@ func TestEncodeStrings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		s := strings.Repeat("s", tc.n)
-		if got := appendStr(nil, s, DialectRaw); !bytes.HasPrefix(got, tc.raw) || len(got) != len(tc.raw)+tc.n {
+		if got := AppendStr(nil, s, DialectRaw); !bytes.HasPrefix(got, tc.raw) || len(got) != len(tc.raw)+tc.n {
 			t.Errorf("raw str %d: header % x, want % x", tc.n, got[:min(len(got), 5)], tc.raw)
 		}
-		if got := appendStr(nil, s, DialectCurrent); !bytes.HasPrefix(got, tc.current) || len(got) != len(tc.current)+tc.n {
+		if got := AppendStr(nil, s, DialectCurrent); !bytes.HasPrefix(got, tc.current) || len(got) != len(tc.current)+tc.n {
 			t.Errorf("current str %d: header % x, want % x", tc.n, got[:min(len(got), 5)], tc.current)
 		}
 		// Binaries are raw in LMQ's dialect and bin in the current one.
-		if got := appendBin(nil, []byte(s), DialectRaw); !bytes.HasPrefix(got, tc.raw) {
+		if got := AppendBin(nil, []byte(s), DialectRaw); !bytes.HasPrefix(got, tc.raw) {
 			t.Errorf("raw bin %d: header % x, want % x", tc.n, got[:min(len(got), 5)], tc.raw)
 		}
-		got := appendBin(nil, []byte(s), DialectCurrent)
+		got := AppendBin(nil, []byte(s), DialectCurrent)
 		var v []byte
 		if err := msgpack.Unmarshal(got, &v); err != nil || len(v) != tc.n || (got[0] != 0xc4 && got[0] != 0xc5 && got[0] != 0xc6) {
 			t.Errorf("current bin %d: % x, %v", tc.n, got[:min(len(got), 5)], err)
@@ -309,14 +264,14 @@ func TestEncodeNumbers(t *testing.T) {
 	ints := []int64{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64,
 		-1, -32, -33, -128, -129, -32768, -32769, math.MinInt32, math.MinInt32 - 1, math.MinInt64}
 	for _, i := range ints {
-		b := appendInt(nil, i)
+		b := AppendInt(nil, i)
 		var got int64
 		if err := msgpack.Unmarshal(b, &got); err != nil || got != i {
-			t.Errorf("appendInt(%d) = % x decodes to %d, %v", i, b, got, err)
+			t.Errorf("AppendInt(%d) = % x decodes to %d, %v", i, b, got, err)
 		}
 		tok, err := parseHeader(b)
 		if err != nil || tok.kind != kInt || tok.i != i || tok.hdr != len(b) {
-			t.Errorf("parseHeader(appendInt(%d)) = %+v, %v", i, tok, err)
+			t.Errorf("parseHeader(AppendInt(%d)) = %+v, %v", i, tok, err)
 		}
 	}
 	b := mpack.AppendUint(nil, math.MaxUint64)
@@ -324,7 +279,7 @@ func TestEncodeNumbers(t *testing.T) {
 		t.Errorf("MaxUint64: %+v", tok)
 	}
 	for _, f := range []float64{0, 0.25, -1e300, math.Inf(1)} {
-		b := appendFloat64(nil, f)
+		b := AppendFloat64(nil, f)
 		if tok, _ := parseHeader(b); tok.kind != kFloat || tok.f != f {
 			t.Errorf("float %v: %+v", f, tok)
 		}
@@ -341,14 +296,14 @@ func TestTranscode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(typeBytes(t, src), []byte{0xd9}) || !bytes.Contains(typeBytes(t, src), []byte{0xc4}) {
-		t.Fatalf("test input lacks str8/bin8: % x", typeBytes(t, src))
+	if !bytes.Contains(msgpacktest.TypeBytes(t, src), []byte{0xd9}) || !bytes.Contains(msgpacktest.TypeBytes(t, src), []byte{0xc4}) {
+		t.Fatalf("test input lacks str8/bin8: % x", msgpacktest.TypeBytes(t, src))
 	}
-	raw, err := transcode(nil, src, DialectRaw, 64)
+	raw, err := Transcode(nil, src, DialectRaw, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertRawDialect(t, raw)
+	msgpacktest.AssertRawDialect(t, raw)
 	var got map[string]any
 	if err := msgpack.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
@@ -362,7 +317,7 @@ func TestTranscode(t *testing.T) {
 		t.Fatalf("raw transcoding decodes to\n%#v\nwant\n%#v", got, want)
 	}
 	// The current dialect copies as is.
-	cur, err := transcode([]byte{0x01}, src, DialectCurrent, 64)
+	cur, err := Transcode([]byte{0x01}, src, DialectCurrent, 64)
 	if err != nil || !bytes.Equal(cur[1:], src) || cur[0] != 0x01 {
 		t.Fatalf("current transcoding changed the bytes: %v", err)
 	}
@@ -375,8 +330,8 @@ func TestTranscode(t *testing.T) {
 		"too deep":  append(bytes.Repeat([]byte{0x91}, 10), 0xc0),
 		"bad byte":  {0x91, 0xc1},
 	} {
-		if _, err := transcode(nil, b, DialectRaw, 8); err == nil {
-			t.Errorf("%s: transcode accepted % x", name, b)
+		if _, err := Transcode(nil, b, DialectRaw, 8); err == nil {
+			t.Errorf("%s: Transcode accepted % x", name, b)
 		}
 	}
 }
@@ -393,11 +348,11 @@ func TestDecodeValue(t *testing.T) {
 		t.Fatalf("got %#v", v)
 	}
 	budget = 5
-	if _, _, err := decodeValue(src, 64, &budget); !errors.Is(err, errTooLarge) {
+	if _, _, err := decodeValue(src, 64, &budget); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("small budget: %v", err)
 	}
 	budget = 100
-	if _, _, err := decodeValue(src, 2, &budget); !errors.Is(err, errTooDeep) {
+	if _, _, err := decodeValue(src, 2, &budget); !errors.Is(err, ErrTooDeep) {
 		t.Fatalf("small depth: %v", err)
 	}
 	for name, b := range map[string][]byte{
@@ -420,12 +375,12 @@ func TestDecodeValue(t *testing.T) {
 func TestAppendAny(t *testing.T) {
 	v := []any{[]any{"accum/.*", map[string]any{"retry": int64(0), "pack": 30.0}}, []string{"a"}, uint8(1), float32(0.5)}
 	for _, d := range []Dialect{DialectRaw, DialectCurrent} {
-		b, err := appendAny(nil, v, d)
+		b, err := AppendAny(nil, v, d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d == DialectRaw {
-			assertRawDialect(t, b)
+			msgpacktest.AssertRawDialect(t, b)
 		}
 		// Keys sorted: "pack" before "retry".
 		if i, j := bytes.Index(b, []byte("pack")), bytes.Index(b, []byte("retry")); i < 0 || j < i {
@@ -437,11 +392,11 @@ func TestAppendAny(t *testing.T) {
 		Name string `msgpack:"name"`
 		Data []byte `msgpack:"data"`
 	}
-	b, err := appendAny(nil, pair{Name: strings.Repeat("n", 40), Data: []byte{1, 2}}, DialectRaw)
+	b, err := AppendAny(nil, pair{Name: strings.Repeat("n", 40), Data: []byte{1, 2}}, DialectRaw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertRawDialect(t, b)
+	msgpacktest.AssertRawDialect(t, b)
 }
 
 func TestParseDialect(t *testing.T) {

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bufio"
@@ -17,13 +17,13 @@ var fuzzLimits = Limits{MaxFrameSize: 1 << 16, MaxDepth: 16, MaxElements: 1024}
 // the invariants that keep it safe: no panic, frames within the limits, every
 // frame a single well-formed object, raw-dialect output free of str8 and bin.
 func checkDecode(t testing.TB, data []byte) {
-	lim := fuzzLimits.withDefaults()
-	fr := newFrameReader(bufio.NewReader(bytes.NewReader(data)), lim)
+	lim := fuzzLimits.WithDefaults()
+	fr := NewFrameReader(bufio.NewReader(bytes.NewReader(data)), lim)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) &&
-				!errors.Is(err, errMalformed) && !errors.Is(err, errTooLarge) && !errors.Is(err, errTooDeep) {
+				!errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrTooDeep) {
 				t.Fatalf("ReadFrame: unexpected error class %v", err)
 			}
 			return
@@ -35,9 +35,9 @@ func checkDecode(t testing.TB, data []byte) {
 		if err != nil || n != len(f) {
 			t.Fatalf("ReadFrame returned % x, which walk rejects: %d, %v", f, n, err)
 		}
-		out, err := transcode(nil, f, DialectRaw, lim.MaxDepth)
+		out, err := Transcode(nil, f, DialectRaw, lim.MaxDepth)
 		if err != nil {
-			t.Fatalf("transcode of a valid frame: %v", err)
+			t.Fatalf("Transcode of a valid frame: %v", err)
 		}
 		if _, err := walk(out, lim.MaxDepth, func(tk token, hdr, _ []byte) {
 			if hdr[0] == 0xd9 || tk.kind == kBin {
@@ -48,13 +48,13 @@ func checkDecode(t testing.TB, data []byte) {
 		}
 		budget := lim.MaxElements
 		decodeValue(f, lim.MaxDepth, &budget)
-		req, err := parseFrame(f, lim)
+		req, err := ParseRequest(f, lim)
 		if err != nil {
 			continue
 		}
-		for _, p := range req.params {
-			decodeString(p)
-			decodeNumber(p)
+		for _, p := range req.Params {
+			DecodeString(p)
+			DecodeNumber(p)
 			budget := lim.MaxElements
 			decodeValue(p, lim.MaxDepth, &budget)
 		}
