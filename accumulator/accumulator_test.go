@@ -18,6 +18,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -32,12 +33,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func startServer(t *testing.T, dir string) *embedded.Server {
 	t.Helper()
-	ns, err := embedded.Start(embedded.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	return ns
+	return testnats.StartWith(t, embedded.Options{DataDir: dir})
 }
 
 // gw is one gateway: a core with an accumulator.
@@ -103,7 +99,7 @@ func restart(t *testing.T, dir string, ns *embedded.Server, g *gw, overdue bool)
 	if overdue {
 		makeOverdue(t, ns)
 	}
-	ns.Shutdown(context.Background())
+	ns.Stop()
 	ns = startServer(t, dir)
 	return ns, startGW(t, ns)
 }

@@ -1,6 +1,7 @@
 // Package embedded starts and stops the in-process nats-server that the
 // gateway uses by default: JetStream with file storage, a single node or one
-// node of a cluster formed by several gateways. Its storage limit is decided
+// node of a cluster formed by several gateways. A Server is a
+// lifecycle.Service: New, then Start and Stop. Its storage limit is decided
 // at start, never below what the store holds (storelimit.go), and a store
 // watchdog recovers from a full disk (storewatch.go).
 package embedded
@@ -14,10 +15,13 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 )
 
 // Options configures the embedded server.
@@ -51,6 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the wait for the server to be ready (default 30s).
 	StartTimeout time.Duration
+	// StopTimeout bounds Stop's wait for the server to have stopped
+	// (default 10s); see Stop.
+	StopTimeout time.Duration
 	// StoreCheckInterval is how often the store watchdog looks for streams
 	// that hit a write error (a full disk) and, once the disk takes writes
 	// again, restarts JetStream to clear them (default 2s; see StoreError).
@@ -70,23 +77,50 @@ const (
 	RouteMaxPingsOut  = 4
 )
 
-// Server is a running embedded nats-server.
+// Server is an embedded nats-server: made by New, started by Start, stopped
+// by Stop (the lifecycle.Service contract). The other methods are for a
+// started server.
 type Server struct {
-	srv   *server.Server
-	lock  *dirLock
+	opts Options
+	srv  *server.Server // nil until Start succeeded
+	lock *dirLock
+	// watch is the store watchdog (storewatch.go).
 	watch *storeWatch
 	// user and password the server requires of clients, "" for none.
 	user, password string
 	// urlFile is the path of ClientURLFile when this start wrote it.
 	urlFile string
+	// stopOnce: Stop may be called again (a test's cleanup after the test
+	// stopped the server itself) and then does nothing.
+	stopOnce sync.Once
+}
+
+var _ lifecycle.Service = (*Server)(nil)
+
+// defaultStopTimeout is Options.StopTimeout's default.
+const defaultStopTimeout = 10 * time.Second
+
+// New returns the embedded server of opts; nothing starts until Start.
+func New(opts Options) *Server {
+	return &Server{opts: opts}
 }
 
 // Start locks the data directory (one server per directory: a second
 // process gets an error wrapping ErrDataDirLocked that names the holder's
-// pid), starts the server and waits until it accepts connections.
-func Start(opts Options) (s *Server, err error) {
+// pid), starts the server and waits until it accepts connections, for at
+// most Options.StartTimeout or until ctx ends. A Start that fails leaves
+// nothing behind: no listener, no goroutine of the server, the directory
+// unlocked. A server starts once.
+func (s *Server) Start(ctx context.Context) (err error) {
+	if s.srv != nil {
+		return errors.New("embedded: server already started")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("embedded: start: %w", err)
+	}
+	opts := s.opts
 	if opts.DataDir == "" {
-		return nil, errors.New("embedded: data dir required")
+		return errors.New("embedded: data dir required")
 	}
 	dir := opts.DataDir
 	if abs, err := filepath.Abs(dir); err == nil {
@@ -96,11 +130,11 @@ func Start(opts Options) (s *Server, err error) {
 	// cannot use, and a port it cannot bind, only in its log and then never
 	// becomes ready, which would leave the start waiting for StartTimeout.
 	if err := checkDataDir(dir); err != nil {
-		return nil, err
+		return err
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -126,11 +160,11 @@ func Start(opts Options) (s *Server, err error) {
 	} else {
 		host, port, err := splitHostPort(opts.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("embedded: nats listen address: %w", err)
+			return fmt.Errorf("embedded: nats listen address: %w", err)
 		}
 		so.Host, so.Port = host, port
 		if err := checkListen(opts.Listen, "--nats-listen", `another nats-server or gateway may be running; choose another address, or --nats-listen "" for in-process NATS only`); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var user, password string
@@ -138,7 +172,7 @@ func Start(opts Options) (s *Server, err error) {
 	if opts.Listen != "" && !opts.ClientAuth.None {
 		user, password, generated, err = clientCredentials(dir, opts.ClientAuth)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// Without accounts these users belong to the global account, where
 		// JetStream and the gateway's streams are.
@@ -146,28 +180,28 @@ func Start(opts Options) (s *Server, err error) {
 	}
 	if opts.ClusterName != "" || opts.ClusterListen != "" || len(opts.Routes) > 0 {
 		if opts.ServerName == "" {
-			return nil, errors.New("embedded: a cluster node needs a server name")
+			return errors.New("embedded: a cluster node needs a server name")
 		}
 		host, port, err := splitHostPort(opts.ClusterListen)
 		if err != nil {
-			return nil, fmt.Errorf("embedded: cluster listen address: %w", err)
+			return fmt.Errorf("embedded: cluster listen address: %w", err)
 		}
 		so.Cluster = server.ClusterOpts{Name: opts.ClusterName, Host: host, Port: port,
 			PingInterval: RoutePingInterval, MaxPingsOut: RouteMaxPingsOut}
 		if err := checkListen(opts.ClusterListen, "--cluster-listen", "another node or program holds it; choose another address"); err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range opts.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
-				return nil, fmt.Errorf("embedded: route %q: %w", r, err)
+				return fmt.Errorf("embedded: route %q: %w", r, err)
 			}
 			so.Routes = append(so.Routes, u)
 		}
 	}
 	srv, err := server.NewServer(so)
 	if err != nil {
-		return nil, fmt.Errorf("embedded: %w", err)
+		return fmt.Errorf("embedded: %w", err)
 	}
 	// The adapter is installed even without a Logger: it catches the
 	// server's fatal errors (a listener or JetStream that failed to start),
@@ -179,23 +213,24 @@ func Start(opts Options) (s *Server, err error) {
 	fatal := make(chan string, 1)
 	srv.SetLoggerV2(&slogAdapter{l: logger.With("component", "nats-server"), fatal: fatal}, false, false, false)
 	srv.Start()
-	if err := awaitReady(srv, opts.StartTimeout, fatal); err != nil {
+	if err := awaitReady(ctx, srv, opts.StartTimeout, fatal); err != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown() // before the lock is released
-		return nil, err
+		return err
 	}
-	s = &Server{srv: srv, lock: lock, user: user, password: password}
+	var urlFile string
 	if generated {
 		// Rewritten at every start: the address may differ from last time.
-		s.urlFile = filepath.Join(dir, ClientURLFile)
-		if err := writeClientURL(s.urlFile, clientURL(srv.Addr(), user, password)); err != nil {
+		urlFile = filepath.Join(dir, ClientURLFile)
+		if err := writeClientURL(urlFile, clientURL(srv.Addr(), user, password)); err != nil {
 			srv.Shutdown()
 			srv.WaitForShutdown()
-			return nil, err
+			return err
 		}
 	}
+	s.srv, s.lock, s.user, s.password, s.urlFile = srv, lock, user, password, urlFile
 	s.watch = startStoreWatch(srv, dir, opts.StoreCheckInterval, opts.Logger)
-	return s, nil
+	return nil
 }
 
 // Connect opens a client connection to the server: in-process when it does
@@ -267,23 +302,39 @@ func (s *Server) MaxStore() int64 {
 // NATS returns the underlying server, for tests and status reports.
 func (s *Server) NATS() *server.Server { return s.srv }
 
-// Shutdown stops the server and waits for it, or for ctx. The data
-// directory's lock is released once the server has stopped.
-func (s *Server) Shutdown(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		if s.watch != nil {
-			s.watch.close()
+// Stop stops the store watchdog and the server, waits for the server to
+// have stopped and then releases the data directory's lock. Its wait is
+// bounded by Options.StopTimeout: a server that has not stopped by then is
+// left to finish on its own (its lock released when it has, or at the
+// process's end) and Stop returns, logging it. Stop does nothing on a
+// server that never started, or the second time.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.srv == nil {
+			return
 		}
-		s.srv.Shutdown()
-		s.srv.WaitForShutdown()
-		s.lock.release()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.watch.close()
+			s.srv.Shutdown()
+			s.srv.WaitForShutdown()
+			s.lock.release()
+		}()
+		grace := s.opts.StopTimeout
+		if grace <= 0 {
+			grace = defaultStopTimeout
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			if s.opts.Logger != nil {
+				s.opts.Logger.Warn("embedded nats-server has not stopped; leaving it to finish", "waited", grace)
+			}
+		}
+	})
 }
 
 // splitHostPort splits a listen address into nats-server's host and port.

@@ -17,13 +17,22 @@ import (
 // test reads the one bound from ClientAddr.
 const anyPort = "127.0.0.1:0"
 
+// startErr makes the server of o and starts it: the contract's two steps.
+func startErr(o Options) (*Server, error) {
+	s := New(o)
+	if err := s.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func start(t *testing.T, o Options) *Server {
 	t.Helper()
-	s, err := Start(o)
+	s, err := startErr(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -80,7 +89,7 @@ func TestGeneratedCredentials(t *testing.T) {
 	}
 	nc.Close()
 
-	s.Shutdown(context.Background())
+	s.Stop()
 	// The same port again: it was this test's until the shutdown, and the
 	// URL in the file names it.
 	start(t, Options{DataDir: dir, Listen: addr})
@@ -113,14 +122,14 @@ func TestDataDirLock(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, Options{DataDir: dir})
-	_, err := Start(Options{DataDir: dir})
+	_, err := startErr(Options{DataDir: dir})
 	if !errors.Is(err, ErrDataDirLocked) {
 		t.Fatalf("second start: %v, want ErrDataDirLocked", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("message %q does not name %s and pid %d", msg, dir, os.Getpid())
 	}
-	s.Shutdown(context.Background())
+	s.Stop()
 	start(t, Options{DataDir: dir})
 }
 
@@ -132,7 +141,7 @@ func TestBadCredentialsFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ClientURLFile), []byte("nats://lmq@127.0.0.1:1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(Options{DataDir: dir, Listen: anyPort})
+	_, err := startErr(Options{DataDir: dir, Listen: anyPort})
 	if err == nil || !strings.Contains(err.Error(), "no password") {
 		t.Fatalf("start with a password-less file: %v", err)
 	}

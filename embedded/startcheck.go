@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,9 +59,9 @@ func checkListen(addr, flag, hint string) error {
 }
 
 // awaitReady waits until srv accepts connections, or fails as soon as the
-// server reports a fatal error (sent on fatal), or after timeout (default
-// 30s).
-func awaitReady(srv *server.Server, timeout time.Duration, fatal <-chan string) error {
+// server reports a fatal error (sent on fatal), or ctx ends, or after
+// timeout (default 30s).
+func awaitReady(ctx context.Context, srv *server.Server, timeout time.Duration, fatal <-chan string) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -71,11 +72,14 @@ func awaitReady(srv *server.Server, timeout time.Duration, fatal <-chan string) 
 			return fmt.Errorf("embedded: nats-server failed to start: %s", msg)
 		default:
 		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("embedded: nats-server start: %w", err)
+		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return errors.New("embedded: nats-server not ready in time")
 		}
-		// Short slices, so that a fatal error ends the wait promptly.
+		// Short slices, so that a fatal error or ctx ends the wait promptly.
 		if srv.ReadyForConnections(min(left, 100*time.Millisecond)) {
 			select {
 			case msg := <-fatal:

@@ -37,7 +37,7 @@ func TestStartFailsFast(t *testing.T) {
 		{"data dir", Options{DataDir: filepath.Join(file, "sub")},
 			[]string{"--data-dir " + filepath.Join(file, "sub"), "cannot be created"}},
 	} {
-		_, err := Start(tc.o)
+		_, err := startErr(tc.o)
 		if err == nil {
 			t.Fatalf("%s: started", tc.name)
 		}
@@ -47,11 +47,11 @@ func TestStartFailsFast(t *testing.T) {
 			}
 		}
 	}
-	s, err := Start(Options{DataDir: dir})
+	s, err := startErr(Options{DataDir: dir})
 	if err != nil {
 		t.Fatalf("after the failed starts: %v", err)
 	}
-	s.Shutdown(context.Background())
+	s.Stop()
 }
 
 // TestAwaitReadyFatal: a fatal error the server logs while starting ends
@@ -63,7 +63,7 @@ func TestAwaitReadyFatal(t *testing.T) {
 	}
 	fatal := make(chan string, 1)
 	fatal <- "Error listening on port: 127.0.0.1:4222, bind: address already in use"
-	err = awaitReady(srv, 0, fatal) // never started: only the fatal error can end the wait early
+	err = awaitReady(context.Background(), srv, 0, fatal) // never started: only the fatal error can end the wait early
 	if err == nil || !strings.Contains(err.Error(), "failed to start: Error listening on port") {
 		t.Fatalf("awaitReady: %v", err)
 	}

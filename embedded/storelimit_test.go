@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -65,7 +64,7 @@ func TestPlanStore(t *testing.T) {
 func TestStoreLimitNotBelowHeld(t *testing.T) {
 	dir := t.TempDir()
 	const limit = 2 * mib
-	s, err := Start(Options{DataDir: dir, MaxStore: limit})
+	s, err := startErr(Options{DataDir: dir, MaxStore: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestStoreLimitNotBelowHeld(t *testing.T) {
 		t.Fatalf("%d bytes stored under a limit of %d", 2*limit, limit)
 	}
 	nc.Close()
-	s.Shutdown(context.Background())
+	s.Stop()
 
 	held := storeBytes(dir)
 	if held <= limit {

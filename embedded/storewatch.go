@@ -78,7 +78,8 @@ func startStoreWatch(srv *server.Server, dir string, interval time.Duration, log
 	return w
 }
 
-// close stops the watchdog; Shutdown may be called more than once.
+// close stops the watchdog and waits for it to end; a second call does
+// nothing.
 func (w *storeWatch) close() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"context"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,13 +10,7 @@ import (
 // JetStream stopped and started in the running server, reopens the streams
 // with their messages, and the same client connection stores again.
 func TestStoreRestartKeepsStreams(t *testing.T) {
-	s, err := Start(Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.Context(): it is canceled before cleanups run, and the data
-	// directory may only be removed once the server has stopped writing.
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	s := start(t, Options{DataDir: t.TempDir()})
 	nc, err := s.Connect("test")
 	if err != nil {
 		t.Fatal(err)

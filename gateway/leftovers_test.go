@@ -15,11 +15,7 @@ import (
 // of room) stays while the store is full and is removed by the gateway's
 // worker once space is freed.
 func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir(), MaxStore: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	ns := testnats.StartWith(t, embedded.Options{MaxStore: 4 << 20})
 	g, err := New(context.Background(), testnats.Connect(t, ns, "test"), Config{StoreHealth: ns.StoreError})
 	if err != nil {
 		t.Fatal(err)

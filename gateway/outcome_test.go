@@ -112,7 +112,7 @@ func TestAnswersWithNATSGone(t *testing.T) {
 	ctx := ctxT(t)
 	mustPush(t, g, "q", "a")
 	d := mustPull(t, g, "q", time.Second)
-	ns.Shutdown(context.Background())
+	ns.Stop()
 
 	err := g.Reply(context.Background(), "q", d.ID, gateway.Ack)
 	if !errors.Is(err, gateway.ErrUnknown) && !errors.Is(err, gateway.ErrUnavailable) {

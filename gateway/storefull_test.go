@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -16,11 +15,7 @@ import (
 // storage limit is small enough to fill in a test.
 func startFullableCore(t *testing.T) *gateway.Gateway {
 	t.Helper()
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir(), MaxStore: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	ns := testnats.StartWith(t, embedded.Options{MaxStore: 4 << 20})
 	nc := testnats.Connect(t, ns, "test")
 	g, err := gateway.New(ctxT(t), nc, gateway.Config{StoreHealth: ns.StoreError})
 	if err != nil {

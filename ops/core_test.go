@@ -10,16 +10,13 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 )
 
 // realCore starts an embedded nats-server and a core reporting to stats.
 func realCore(t *testing.T, stats *Stats) *gateway.Gateway {
 	t.Helper()
-	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir(), ServerName: "ops-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+	ns := testnats.StartWith(t, embedded.Options{ServerName: "ops-test"})
 	nc, err := ns.Connect("ops-test")
 	if err != nil {
 		t.Fatal(err)

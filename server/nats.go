@@ -39,8 +39,8 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 	}
 	eo := s.cfg.Embedded
 	eo.Logger = log
-	ns, err := embedded.Start(eo)
-	if err != nil {
+	ns := embedded.New(eo)
+	if err := ns.Start(ctx); err != nil {
 		return nil, nil, err
 	}
 	logNATSAuth(log, ns)
@@ -54,7 +54,7 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
 	)
 	if err != nil {
-		ns.Shutdown(context.Background())
+		ns.Stop()
 		return nil, nil, err
 	}
 	return nc, ns, nil
@@ -85,9 +85,7 @@ func (s *Server) closeNATS() {
 	}
 	s.nc.Close()
 	if s.ns != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s.ns.Shutdown(ctx)
-		cancel()
+		s.ns.Stop() // bounded by embedded.Options.StopTimeout (10 s)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
 )
 
@@ -27,16 +28,10 @@ import (
 // would a deployment's.
 func startNATS(t *testing.T) *embedded.Server {
 	t.Helper()
-	s, err := embedded.Start(embedded.Options{
-		DataDir:    t.TempDir(),
+	return testnats.StartWith(t, embedded.Options{
 		Listen:     "127.0.0.1:0",
 		ClientAuth: embedded.ClientAuth{None: true},
 	})
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return s
 }
 
 // startGateway runs the gateway core with its HTTP and MessagePack-RPC front

@@ -17,11 +17,23 @@ import (
 // Start starts a server with its data in a temporary directory of t.
 func Start(t testing.TB) *embedded.Server {
 	t.Helper()
-	s, err := embedded.Start(embedded.Options{DataDir: t.TempDir()})
-	if err != nil {
+	return StartWith(t, embedded.Options{})
+}
+
+// StartWith starts the server of opts (its data in a temporary directory of
+// t when opts.DataDir is ""), stopped when t ends. A test may stop it
+// earlier (Stop); the cleanup's Stop then does nothing.
+func StartWith(t testing.TB, opts embedded.Options) *embedded.Server {
+	t.Helper()
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	s := embedded.New(opts)
+	// The test's context bounds the start only (lifecycle.Service).
+	if err := s.Start(Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	t.Cleanup(s.Stop)
 	return s
 }
 
