@@ -8,6 +8,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // TestLeftoversRemovedOnceThereIsRoom: what a queue deleted while the store
@@ -20,7 +21,7 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-	g, err := New(context.Background(), testnats.Connect(t, ns, "test"), Config{StoreHealth: ns.StoreError})
+	g, err := New(context.Background(), store.NewBus(testnats.Connect(t, ns, "test")), Config{StoreHealth: ns.StoreError})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // startFullableCore is a core on an embedded server whose JetStream
@@ -22,7 +23,7 @@ func startFullableCore(t *testing.T) *gateway.Gateway {
 	}
 	t.Cleanup(func() { ns.Shutdown(context.Background()) })
 	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctxT(t), nc, gateway.Config{StoreHealth: ns.StoreError})
+	g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{StoreHealth: ns.StoreError})
 	if err != nil {
 		t.Fatal(err)
 	}

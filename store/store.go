@@ -63,6 +63,11 @@ type Config struct {
 	FileConsumers bool
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
+	// Domain or APIPrefix (at most one) name the JetStream that Open
+	// works on: a domain's, or one imported under that API prefix; neither:
+	// the account's own. New ignores them (its JetStream is given).
+	Domain    string
+	APIPrefix string
 }
 
 // Store writes queue data to JetStream and reads it back. Create it with
