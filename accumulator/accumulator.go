@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -56,7 +54,7 @@ type Config struct {
 type Accumulator struct {
 	cfg  Config
 	core *gateway.Gateway
-	nc   *nats.Conn
+	bus  *store.Bus
 	kv   *store.KV
 	log  *slog.Logger
 	id   string
@@ -73,7 +71,7 @@ type Accumulator struct {
 	cache map[string]cached
 
 	sched   *scheduler
-	sub     *nats.Subscription
+	sub     *store.Subscription
 	cancel  context.CancelFunc
 	closing chan struct{}
 	once    sync.Once
@@ -90,10 +88,10 @@ type cached struct {
 	rev uint64
 }
 
-// New returns the accumulator of core on nc's JetStream; nothing happens
+// New returns the accumulator of core on bus's JetStream; nothing happens
 // until Start. Parts and compound messages go through core, which owns the
 // queue streams; the bucket mapping.AccumBucket is the accumulator's own.
-func New(nc *nats.Conn, core *gateway.Gateway, cfg Config) *Accumulator {
+func New(bus *store.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -103,7 +101,7 @@ func New(nc *nats.Conn, core *gateway.Gateway, cfg Config) *Accumulator {
 	return &Accumulator{
 		cfg:     cfg,
 		core:    core,
-		nc:      nc,
+		bus:     bus,
 		log:     cfg.Logger.With("component", "accumulator"),
 		id:      core.ID(),
 		lease:   defaultLease,
@@ -118,11 +116,7 @@ func New(nc *nats.Conn, core *gateway.Gateway, cfg Config) *Accumulator {
 // (lifecycle.Service). ctx bounds the start. On failure nothing is left
 // running, and Start may be tried again.
 func (a *Accumulator) Start(ctx context.Context) error {
-	js, err := jsapi.New(a.nc, a.cfg.Domain, a.cfg.APIPrefix)
-	if err != nil {
-		return err
-	}
-	kv, err := store.OpenKV(ctx, js, store.KVConfig{
+	kv, err := a.bus.OpenKV(ctx, a.cfg.Domain, a.cfg.APIPrefix, store.KVConfig{
 		Bucket:      mapping.AccumBucket,
 		Description: "lmq-gateway accumulation: open windows and close jobs",
 		Replicas:    a.cfg.Replicas,
@@ -138,7 +132,7 @@ func (a *Accumulator) Start(ctx context.Context) error {
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
 	// "no responders" at once.
-	sub, err := a.nc.Subscribe(aliveSubject(a.id), func(m *nats.Msg) { _ = m.Respond(nil) })
+	sub, err := a.bus.Subscribe(aliveSubject(a.id), func(m store.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		return fmt.Errorf("subscribe liveness: %w", err)
 	}
@@ -180,8 +174,8 @@ func aliveSubject(id string) string { return "lmq.gw." + id + ".accum" }
 func (a *Accumulator) alive(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err := a.nc.RequestWithContext(ctx, aliveSubject(id), nil)
-	return !errors.Is(err, nats.ErrNoResponders)
+	_, err := a.bus.Request(ctx, aliveSubject(id), nil)
+	return !errors.Is(err, store.ErrNoResponders)
 }
 
 func (a *Accumulator) cachedPtr(enc string) cached {

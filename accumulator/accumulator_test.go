@@ -22,6 +22,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
@@ -168,11 +169,11 @@ func startGW(t *testing.T, ns *embedded.Server) *gw {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t, 10*time.Second)
-	core, err := gateway.New(ctx, nc, gateway.Config{})
+	core, err := gateway.New(ctx, store.NewBus(nc), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := New(nc, core, Config{})
+	acc := New(store.NewBus(nc), core, Config{})
 	if err := acc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

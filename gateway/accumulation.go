@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -34,7 +32,7 @@ type Entry struct {
 	Time time.Time
 
 	queue string
-	msg   *nats.Msg
+	msg   *store.Msg
 }
 
 func newEntry(queue string, rm *store.StoredMsg) *Entry {
@@ -44,7 +42,7 @@ func newEntry(queue string, rm *store.StoredMsg) *Entry {
 		Origin: rm.Header.Get(mapping.HdrMigrated),
 		Time:   rm.Time,
 		queue:  queue,
-		msg:    &nats.Msg{Subject: rm.Subject, Header: nats.Header(rm.Header), Data: rm.Data},
+		msg:    &store.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data},
 	}
 }
 

@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // MaxBatch is the most messages one atomic batch push may carry (JetStream's
@@ -35,7 +34,7 @@ func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) e
 	if eff.Accum > 0 {
 		return fmt.Errorf("%w: batch push is not available on accumulating queues", ErrInvalid)
 	}
-	stored := make([]*nats.Msg, 0, len(msgs))
+	stored := make([]*store.Msg, 0, len(msgs))
 	defer func() {
 		// Not committed (nil once it is, or may be): drop the large
 		// bodies it stored.

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -21,8 +19,8 @@ import (
 func (g *Gateway) bury(r *dispatch.Raw) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cp := nats.NewMsg(mapping.DeadSubject(r.Queue().Name()))
-	copyOwnHeaders(cp, r.Msg)
+	cp := store.NewMsg(mapping.DeadSubject(r.Queue().Name()))
+	copyOwnHeaders(cp, r.Msg.Header)
 	if r.Level > 0 {
 		// Kept for a respawn (one a NATS program published lacks it).
 		cp.Header.Set(mapping.HdrPriority, strconv.Itoa(r.Level))
@@ -93,8 +91,8 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		// Back to its own priority (the Lmq-Priority header it kept).
 		p := store.MessagePriority("", raw.Header)
 		levels |= 1 << p
-		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
-		copyOwnHeaders(m, &nats.Msg{Header: nats.Header(raw.Header)})
+		m := store.NewMsg(mapping.PrioritySubject(queue, p))
+		copyOwnHeaders(m, raw.Header)
 		m.Header.Del(mapping.HdrDelivered)
 		m.Header.Del(mapping.HdrDeadAt)
 		m.Data = raw.Data
@@ -129,7 +127,7 @@ func (g *Gateway) DeleteDeadLetters(ctx context.Context, queue string) (uint64, 
 		if err != nil || raw == nil {
 			break
 		}
-		g.store.DropBody(ctx, &nats.Msg{Header: nats.Header(raw.Header)})
+		g.store.DropBody(ctx, &store.Msg{Header: raw.Header})
 		seq = raw.Seq + 1
 	}
 	n, err := sh.PurgeSubject(ctx, mapping.DeadSubject(queue))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -117,15 +116,15 @@ func (g *Gateway) newID() string {
 // timer from the queue's current timeout.
 func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
 	q := r.Queue()
-	msg, err := decoded(g.store.Decode(ctx, r.Msg))
+	msg, err := decoded(g.store.Decode(ctx, &r.Msg))
 	if store.BodyLost(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
 		// out as stored, without that body, so the client can see and ack it.
 		g.log.Warn("large-message body not found; delivering the message without it",
 			"queue", q.Name(), "seq", r.Seq, "object", r.Msg.Header.Get(mapping.HdrObject), "err", err)
-		stripped := *r.Msg
-		stripped.Header = make(nats.Header, len(r.Msg.Header))
+		stripped := r.Msg
+		stripped.Header = make(store.Headers, len(r.Msg.Header))
 		for k, v := range r.Msg.Header {
 			if k != mapping.HdrObject {
 				stripped.Header[k] = v
@@ -291,8 +290,8 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 		// original is the last message there.
 		subj = r.Msg.Subject
 	}
-	cp := nats.NewMsg(subj)
-	copyOwnHeaders(cp, r.Msg)
+	cp := store.NewMsg(subj)
+	copyOwnHeaders(cp, r.Msg.Header)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
 	if r.Receives > 0 {
 		// Handed out to a client (counted or not: a visibility of 0 is a
@@ -301,7 +300,7 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
 	}
 	if r.Group != "" {
-		jsapi.SetExpectLastSubjectSeq(cp, r.Seq)
+		jsapi.SetExpectLastSubjectSeq(cp.Header, r.Seq)
 	}
 	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
 		// The copy must expire when the original would have.
@@ -345,7 +344,7 @@ func (g *Gateway) release(r *dispatch.Raw, counted bool) {
 // copyOwnHeaders copies the message's headers except JetStream's own
 // (Nats-*): a copy must not inherit a batch id, a message id (it would be
 // dropped as a duplicate), a TTL or schedule markers of the original.
-func copyOwnHeaders(dst, src *nats.Msg) { jsapi.CopyOwnHeaders(dst.Header, src.Header) }
+func copyOwnHeaders(dst *store.Msg, src store.Headers) { jsapi.CopyOwnHeaders(dst.Header, src) }
 
 // body returns the stored body of r, reading it from the stream when the
 // delivery let go of it.
@@ -395,7 +394,7 @@ func (g *Gateway) drop(r *dispatch.Raw) {
 		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	g.store.DropBody(ctx, r.Msg)
+	g.store.DropBody(ctx, &r.Msg)
 	if !advanced {
 		g.groupNext(r)
 	}
@@ -404,7 +403,7 @@ func (g *Gateway) drop(r *dispatch.Raw) {
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
 // stream, and waits for JetStream's answer.
 func (g *Gateway) ackRemove(ctx context.Context, r *dispatch.Raw) error {
-	return g.store.Ack(ctx, r.Msg)
+	return g.store.Ack(ctx, &r.Msg)
 }
 
 // Reply applies a client's ack, nack or ext to the delivery id of queue.
@@ -455,7 +454,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		// gets an answer within replyTimeout even when the NATS node under
 		// this gateway died with the request in flight. (A request with a
 		// timeout rather than a context: no context and timer made per ack.)
-		if err := g.store.AckWithin(d.raw.Msg, replyTimeout); err != nil {
+		if err := g.store.AckWithin(&d.raw.Msg, replyTimeout); err != nil {
 			d.mu.Lock()
 			d.state = active
 			expired := !time.Now().Before(d.deadline)
@@ -472,7 +471,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		g.dels.del(d.id)
 		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
-		g.store.DropBody(ctx, d.raw.Msg)
+		g.store.DropBody(ctx, &d.raw.Msg)
 		if !advanced {
 			g.groupNext(d.raw)
 		}
@@ -497,7 +496,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 		d.timer.Reset(timeout)
 		d.mu.Unlock()
 		// Restart JetStream's backstop clock as well.
-		if err := g.store.Progress(d.raw.Msg); err != nil {
+		if err := g.store.Progress(&d.raw.Msg); err != nil {
 			return jsErr("ext", err)
 		}
 	default:

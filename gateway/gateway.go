@@ -130,13 +130,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
@@ -197,7 +194,7 @@ type Config struct {
 
 // Gateway is the core. Create it with New; it is safe for concurrent use.
 type Gateway struct {
-	nc  *nats.Conn
+	bus *store.Bus
 	cfg Config
 	log *slog.Logger
 	obs Observer
@@ -227,7 +224,7 @@ type Gateway struct {
 	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
 	pulls   waitingPulls // who those pulls are (waitlimit.go)
 
-	subs    []*nats.Subscription // the control subjects' (subscribeControl)
+	subs    []*store.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
 	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
 	// stops them.
@@ -256,11 +253,11 @@ const (
 	opTimeout     = 10 * time.Second
 )
 
-// New connects the core to JetStream over nc and starts its services in
+// New connects the core to JetStream over bus and starts its services in
 // order (lifecycle.Group): the properties, the queue registry, the
 // dispatcher, the control subscriptions, the peers. ctx bounds the
 // start-up. When one fails, those started are stopped again, in reverse.
-func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
+func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -276,7 +273,14 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	js, err := jsapi.New(nc, cfg.Domain, cfg.APIPrefix)
+	st, err := store.Open(bus, store.Config{
+		Replicas:      cfg.Replicas,
+		Health:        cfg.StoreHealth,
+		Logger:        cfg.Logger,
+		FileConsumers: cfg.FileConsumers,
+		Domain:        cfg.Domain,
+		APIPrefix:     cfg.APIPrefix,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +289,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway id: %w", err)
 	}
 	g := &Gateway{
-		nc:      nc,
+		bus:     bus,
+		store:   st,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		obs:     cfg.Observer,
@@ -298,15 +303,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		g.obs = nopObserver{}
 	}
 	g.dels = newDeliveryTable()
-	g.store = store.New(nc, js, store.Config{
-		Replicas:      cfg.Replicas,
-		Health:        cfg.StoreHealth,
-		Logger:        cfg.Logger,
-		FileConsumers: cfg.FileConsumers,
-	})
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
-	g.peers = peers.New(nc, idb, g.counted, g.closing)
+	g.peers = peers.New(bus, idb, g.counted, g.closing)
 	g.props = props.New(func(ctx context.Context) (*store.KV, error) {
 		kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 		if err != nil {
@@ -324,7 +323,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		OnDrop:    func(queue string) func() { return g.disp.Dropped(queue) },
 	})
 	g.disp = dispatch.New(dispatch.Config{
-		NC:             nc,
+		Bus:            bus,
 		Store:          g.store,
 		Props:          g.props,
 		Registry:       g.reg,
@@ -369,11 +368,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		// answer: chained onto the connection's own handler (the daemon
 		// logs there); off once the core stops.
 		lifecycle.Func(func(context.Context) error {
-			prev := nc.Opts.ReconnectedCB
-			nc.SetReconnectHandler(func(c *nats.Conn) {
-				if prev != nil {
-					prev(c)
-				}
+			bus.OnReconnect(func() {
 				if g.stopped.Load() {
 					return
 				}
@@ -392,7 +387,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		lifecycle.Func(func(ctx context.Context) error {
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 			defer cancel()
-			if err := nc.FlushWithContext(fctx); err != nil {
+			if err := bus.Flush(fctx); err != nil {
 				return fmt.Errorf("flush: %w", err)
 			}
 			return nil
@@ -409,12 +404,12 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 func (g *Gateway) subscribeControl(context.Context) error {
 	for _, c := range []struct {
 		subj string
-		h    nats.MsgHandler
+		h    store.Handler
 	}{
 		{controlPrefix + g.id + ".reply", g.onRelayedReply},
 		{controlPrefix + g.id + ".deliveries", g.onDeliveriesRequest},
 	} {
-		sub, err := g.nc.Subscribe(c.subj, g.counted(c.h))
+		sub, err := g.bus.Subscribe(c.subj, g.counted(c.h))
 		if err != nil {
 			g.unsubscribeControl()
 			return fmt.Errorf("subscribe control: %w", err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // The deliveries in flight, for an operator (issue 29's control room): who
@@ -189,7 +189,7 @@ func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := g.nc.RequestWithContext(wctx, controlPrefix+p+".deliveries", req)
+			resp, err := g.bus.Request(wctx, controlPrefix+p+".deliveries", req)
 			var a deliveriesAnswer
 			if err == nil {
 				err = json.Unmarshal(resp.Data, &a)
@@ -197,7 +197,7 @@ func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, nats.ErrNoResponders):
+			case errors.Is(err, store.ErrNoResponders):
 				// Gone (its deliveries with it), or an older version.
 			case err != nil:
 				out.Unanswered = append(out.Unanswered, p)
@@ -244,8 +244,8 @@ func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, er
 	req, _ := json.Marshal(deliveriesRequest{ID: id})
 	wctx, cancel := context.WithTimeout(ctx, peerListWait)
 	defer cancel()
-	resp, err := g.nc.RequestWithContext(wctx, controlPrefix+owner+".deliveries", req)
-	if errors.Is(err, nats.ErrNoResponders) {
+	resp, err := g.bus.Request(wctx, controlPrefix+owner+".deliveries", req)
+	if errors.Is(err, store.ErrNoResponders) {
 		return DeliveryInfo{}, notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
@@ -275,7 +275,7 @@ func (g *Gateway) findLocal(id string) *DeliveryInfo {
 }
 
 // onDeliveriesRequest answers another gateway's Deliveries or FindDelivery.
-func (g *Gateway) onDeliveriesRequest(m *nats.Msg) {
+func (g *Gateway) onDeliveriesRequest(m store.Msg) {
 	var req deliveriesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte(`{"deliveries":[]}`))

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -177,7 +176,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// (IdempotencyWindow) a second message with this id is acknowledged but not
 		// stored. Releases drop Nats-* headers, so a nacked copy is not
 		// mistaken for a retried push.
-		jsapi.SetMsgID(m, idempotencyID(queue, opts.IdempotencyKey))
+		jsapi.SetMsgID(m.Header, idempotencyID(queue, opts.IdempotencyKey))
 	}
 	if ttl > 0 {
 		expires := now.Add(ttl)
@@ -192,7 +191,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 		// and removes the schedule. Sub-second targets need RFC 3339 with
 		// nanoseconds (nats.go's helper truncates to seconds).
 		due := now.Add(opts.Delay)
-		jsapi.SetScheduleAt(m, due, mapping.PrioritySubject(queue, prio))
+		jsapi.SetScheduleAt(m.Header, due, mapping.PrioritySubject(queue, prio))
 	}
 	seq, err := g.store.Publish(ctx, "store message", q.Name(), m)
 	if err == nil && !mayCreate {
@@ -250,7 +249,7 @@ func (g *Gateway) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint
 // setNatsTTL lets JetStream itself remove the message once it expires; its
 // TTL has whole seconds and a minimum of one, so the gateway also checks the
 // exact expiry (Lmq-Expires) before delivering.
-func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m, ttl) }
+func setNatsTTL(m *store.Msg, ttl time.Duration) { jsapi.SetTTL(m.Header, ttl) }
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).

@@ -1,6 +1,6 @@
 package gateway
 
-import "github.com/nats-io/nats.go"
+import "github.com/lmq-gateway/lmq-gateway/store"
 
 // ratesSubject carries the gateways' rate samples: every few seconds each
 // gateway's console publishes its pushes and pulls of the last interval
@@ -11,12 +11,12 @@ const ratesSubject = controlPrefix + "rates"
 
 // PublishRates sends one of this gateway's rate samples to every gateway's
 // console.
-func (g *Gateway) PublishRates(data []byte) error { return g.nc.Publish(ratesSubject, data) }
+func (g *Gateway) PublishRates(data []byte) error { return g.bus.Publish(ratesSubject, data) }
 
 // SubscribeRates calls f with the rate samples of every gateway (this one's
 // too) until stop is called.
 func (g *Gateway) SubscribeRates(f func(data []byte)) (stop func(), err error) {
-	sub, err := g.nc.Subscribe(ratesSubject, g.counted(func(m *nats.Msg) { f(m.Data) }))
+	sub, err := g.bus.Subscribe(ratesSubject, g.counted(func(m store.Msg) { f(m.Data) }))
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -71,7 +69,7 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	stored := &nats.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
+	stored := &store.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
 	content, err := g.store.Decode(ctx, stored) // a large body is loaded, to be stored anew
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
@@ -96,7 +94,7 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 // moved is a message going into another queue as a new message there
 // (redrive, MoveMessage).
 type moved struct {
-	header   map[string][]string // the original's (nats.Header or store.Headers): the ones redriven accepts go along
+	header   map[string][]string // the original's (store.Headers): the ones redriven accepts go along
 	body     []byte              // its content (a large body loaded)
 	pushedAt time.Time           // its push time, kept
 	priority int                 // its priority there; < 0: the target's priority property
@@ -148,7 +146,7 @@ func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv move
 	}
 	// A released copy of the new message drops Nats-* headers, so it is not
 	// taken for a duplicate.
-	jsapi.SetMsgID(m, mv.id)
+	jsapi.SetMsgID(m.Header, mv.id)
 	seq, err := g.store.Publish(ctx, "move message to another queue", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
@@ -174,7 +172,7 @@ func (g *Gateway) removeExhausted(ctx context.Context, r *dispatch.Raw) {
 		g.log.Warn("could not remove a message moved to its dead-letter queue", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	g.store.DropBody(ctx, r.Msg)
+	g.store.DropBody(ctx, &r.Msg)
 	if !advanced {
 		g.groupNext(r)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Replies relayed between gateways: a delivery id starts with the id of the
@@ -47,8 +47,8 @@ func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKi
 	// extra second is for the round trip.
 	rctx, cancel := context.WithTimeout(ctx, replyTimeout+time.Second)
 	defer cancel()
-	resp, err := g.nc.RequestWithContext(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind, vis))
-	if errors.Is(err, nats.ErrNoResponders) {
+	resp, err := g.bus.Request(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind, vis))
+	if errors.Is(err, store.ErrNoResponders) {
 		return notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKi
 	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
 }
 
-func (g *Gateway) onRelayedReply(m *nats.Msg) {
+func (g *Gateway) onRelayedReply(m store.Msg) {
 	var req relayRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte("bad request"))

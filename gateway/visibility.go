@@ -65,7 +65,7 @@ func (g *Gateway) visibilityLocal(ctx context.Context, d *delivery, left time.Du
 	d.timer.Reset(left)
 	d.mu.Unlock()
 	// JetStream's backstop clock restarts too (AckWait ≥ Backstop(left)).
-	if err := g.store.Progress(d.raw.Msg); err != nil {
+	if err := g.store.Progress(&d.raw.Msg); err != nil {
 		return jsErr("change visibility", err)
 	}
 	return nil

@@ -58,6 +58,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
+	"github.com/lmq-gateway/lmq-gateway/store"
 	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
@@ -287,7 +288,8 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	// Start-up is bounded: an unreachable target must not hang the command.
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
-	m.core, err = gateway.New(sctx, nc, gateway.Config{Replicas: opts.Replicas, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger})
+	bus := store.NewBus(nc)
+	m.core, err = gateway.New(sctx, bus, gateway.Config{Replicas: opts.Replicas, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("gateway core on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
@@ -295,7 +297,7 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	// Queues of the one-stream-per-queue layout (a target of an older
 	// version not yet restarted) move into the shards before anything is
 	// stored, as a gateway's start does; at once when there are none.
-	if err := upgrade.Run(sctx, upgrade.Deps{NATS: nc, Core: m.core, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger}); err != nil {
+	if err := upgrade.Run(sctx, upgrade.Deps{NATS: bus, Core: m.core, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger}); err != nil {
 		return nil, fmt.Errorf("layout upgrade on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
 	// The journal is the migrator's own stream, beside the queues the core

@@ -8,17 +8,17 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // connectNATS connects to Config.NATSURL, or starts the embedded server and
 // connects to it in-process.
-func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server, error) {
+func (s *Server) connectNATS(ctx context.Context) (*store.Bus, *embedded.Server, error) {
 	log := s.log
 	if s.cfg.NATSURL != "" {
 		o := s.cfg.NATS
@@ -27,7 +27,7 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 		if s.cfg.NATSWait > 0 {
 			cctx, cancel = context.WithTimeout(ctx, s.cfg.NATSWait)
 		}
-		nc, err := natsconn.Connect(cctx, o)
+		bus, err := natsconn.Open(cctx, o)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
@@ -35,7 +35,7 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 			}
 			return nil, nil, err
 		}
-		return nc, nil, nil
+		return bus, nil, nil
 	}
 	eo := s.cfg.Embedded
 	eo.Logger = log
@@ -44,20 +44,12 @@ func (s *Server) connectNATS(ctx context.Context) (*nats.Conn, *embedded.Server,
 		return nil, nil, err
 	}
 	logNATSAuth(log, ns)
-	nc, err := ns.Connect("lmq-gateway",
-		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("nats disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats reconnected", "url", nc.ConnectedUrl()) }),
-	)
+	bus, err := natsconn.OpenEmbedded(ns, "lmq-gateway", log)
 	if err != nil {
 		ns.Stop()
 		return nil, nil, err
 	}
-	return nc, ns, nil
+	return bus, ns, nil
 }
 
 // logNATSAuth says how NATS programs get in, and warns loudly when anyone
@@ -80,10 +72,9 @@ func logNATSAuth(log *slog.Logger, ns *embedded.Server) {
 // closeNATS flushes what this gateway published, closes the connection and
 // stops the embedded server, which then leaves its files consistent.
 func (s *Server) closeNATS() {
-	if err := s.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	if err := s.bus.Close(5 * time.Second); err != nil {
 		s.log.Warn("nats flush", "err", err)
 	}
-	s.nc.Close()
 	if s.ns != nil {
 		s.ns.Stop() // bounded by embedded.Options.StopTimeout (10 s)
 	}
@@ -104,11 +95,11 @@ func (s *Server) natsWhere() string {
 // JetStream cluster as it sees it (clusterNodes); with an external
 // deployment, the server this gateway is connected to (package ops adds the
 // servers holding queues).
-func nodesOf(nc *nats.Conn, ns *embedded.Server) func(context.Context) (ops.Nodes, error) {
+func nodesOf(bus *store.Bus, ns *embedded.Server) func(context.Context) (ops.Nodes, error) {
 	if ns == nil {
 		return func(context.Context) (ops.Nodes, error) {
 			var n ops.Nodes
-			if name := nc.ConnectedServerName(); name != "" {
+			if name := bus.ServerName(); name != "" {
 				n.Active, n.All = []string{name}, []string{name}
 			}
 			return n, nil

@@ -38,8 +38,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/accumulator"
 	"github.com/lmq-gateway/lmq-gateway/auth"
 	"github.com/lmq-gateway/lmq-gateway/console"
@@ -48,6 +46,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/internal/route"
+	"github.com/lmq-gateway/lmq-gateway/store"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 
@@ -192,7 +191,7 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	nc    *nats.Conn
+	bus   *store.Bus
 	ns    *embedded.Server // nil with Config.NATSURL
 	stats *ops.Stats
 	core  *gateway.Gateway
@@ -264,7 +263,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// ignores that deadline (not a cancel).
 		lifecycle.Func(func(ctx context.Context) error {
 			_, err := retryStart(ctx, s.log, "layout upgrade", func(ctx context.Context) (struct{}, error) {
-				return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.nc, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
+				return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.bus, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
 			})
 			return err
 		}, nil),
@@ -283,7 +282,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // JetStream.
 func (s *Server) startNATS(ctx context.Context) error {
 	var err error
-	if s.nc, s.ns, err = s.connectNATS(ctx); err != nil {
+	if s.bus, s.ns, err = s.connectNATS(ctx); err != nil {
 		return err
 	}
 	if a := s.natsAddrs(); s.cfg.NATSBound != nil && a != (Addrs{}) {
@@ -291,7 +290,7 @@ func (s *Server) startNATS(ctx context.Context) error {
 	}
 	// A cluster's nodes may start in any order: wait for a meta leader
 	// instead of failing the start (natsconn.WaitJetStream).
-	if err := natsconn.WaitJetStream(ctx, s.nc, s.cfg.NATS.Domain, s.log); err != nil {
+	if err := natsconn.WaitJetStreamOn(ctx, s.bus, s.cfg.NATS.Domain, s.log); err != nil {
 		s.closeNATS()
 		return err
 	}
@@ -310,7 +309,7 @@ func (s *Server) startCore(ctx context.Context) error {
 	}
 	var err error
 	s.core, err = retryStart(ctx, s.log, "core", func(ctx context.Context) (*gateway.Gateway, error) {
-		return gateway.New(ctx, s.nc, gateway.Config{
+		return gateway.New(ctx, s.bus, gateway.Config{
 			Replicas:        cfg.Replicas,
 			FileConsumers:   cfg.FileConsumers,
 			MaxMessageSize:  cfg.MaxBody,
@@ -328,7 +327,7 @@ func (s *Server) startCore(ctx context.Context) error {
 
 // startAccumulator starts the accumulator and installs it in the core.
 func (s *Server) startAccumulator(ctx context.Context) error {
-	s.acc = accumulator.New(s.nc, s.core, accumulator.Config{Replicas: s.cfg.Replicas, Domain: s.cfg.NATS.Domain, Logger: s.log})
+	s.acc = accumulator.New(s.bus, s.core, accumulator.Config{Replicas: s.cfg.Replicas, Domain: s.cfg.NATS.Domain, Logger: s.log})
 	if _, err := retryStart(ctx, s.log, "accumulator", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.acc.Start(ctx)
 	}); err != nil {
@@ -347,7 +346,7 @@ func (s *Server) startFront(ctx context.Context) error {
 		AccessLog: cfg.AccessLog,
 		Auth:      cfg.Auth,
 		Version:   cfg.Version,
-		Nodes:     nodesOf(s.nc, s.ns),
+		Nodes:     nodesOf(s.bus, s.ns),
 	}
 	if cfg.Tokens {
 		// Watched until the core closes (the core owns the watcher).

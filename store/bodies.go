@@ -197,7 +197,7 @@ func (s *Store) BodySize(ctx context.Context, name string) (int64, bool) {
 
 // DropBody deletes the Object Store body m refers to, if any: for a message
 // certainly not stored, or removed for good.
-func (s *Store) DropBody(ctx context.Context, m *nats.Msg) {
+func (s *Store) DropBody(ctx context.Context, m *Msg) {
 	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
 		s.DeleteBody(ctx, ref)
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -106,7 +105,7 @@ func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
 // does, or when m was copied already (JetStream's duplicate window). Of any
 // number of gateways promoting the group at once, exactly one succeeds.
 func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
-	cp := nats.NewMsg(mapping.HeadSubject(queue, g))
+	cp := NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
 			cp.Header[k] = v
@@ -114,8 +113,8 @@ func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, afte
 	}
 	cp.Header.Set(mapping.HdrGroup, g)
 	cp.Header.Set(mapping.HdrGroupSeq, strconv.FormatUint(m.Seq, 10))
-	jsapi.SetExpectLastSubjectSeq(cp, after)
-	jsapi.SetMsgID(cp, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
+	jsapi.SetExpectLastSubjectSeq(cp.Header, after)
+	jsapi.SetMsgID(cp.Header, headMsgIDPrefix+strconv.FormatUint(m.Seq, 10))
 	cp.Data = m.Data
 	if _, err := s.Publish(ctx, "store group head", queue, cp); err != nil {
 		if WrongLast(err) {
@@ -204,13 +203,13 @@ func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) err
 		if rm.Sequence > upTo {
 			continue
 		}
-		cp := nats.NewMsg(subj)
+		cp := NewMsg(subj)
 		for k, v := range rm.Header {
 			if !strings.HasPrefix(k, "Nats-") {
 				cp.Header[k] = v
 			}
 		}
-		jsapi.SetExpectLastSubjectSeq(cp, rm.Sequence)
+		jsapi.SetExpectLastSubjectSeq(cp.Header, rm.Sequence)
 		cp.Data = rm.Data
 		if _, err := s.Publish(ctx, "restore group head", queue, cp); WrongLast(err) {
 			continue

@@ -48,8 +48,8 @@ func (s *Store) InlineLimit() int64 {
 // inline, or in the Object Store when it is too large for one NATS message;
 // metadata in headers (mapping.Hdr*). The caller adds its own headers and
 // stores the message with Publish.
-func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, retry int) (*nats.Msg, error) {
-	m := nats.NewMsg(subject)
+func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, retry int) (*Msg, error) {
+	m := NewMsg(subject)
 	if c.ContentType != "" {
 		m.Header.Set(mapping.HdrContentType, c.ContentType)
 	}
@@ -81,8 +81,8 @@ func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, re
 // Decode reads back the content of a message stored by Encode (or published
 // by a plain NATS program, whose body is the content), loading a large
 // body from the Object Store.
-func (s *Store) Decode(ctx context.Context, m *nats.Msg) (Content, error) {
-	return s.decode(ctx, m.Header, m.Data)
+func (s *Store) Decode(ctx context.Context, m *Msg) (Content, error) {
+	return s.decode(ctx, nats.Header(m.Header), m.Data)
 }
 
 // DecodeStored is Decode of a message read back by sequence (Shard.Next,

@@ -51,14 +51,14 @@ func TestPubAckRealAnswers(t *testing.T) {
 	s := &Store{nc: nc}
 
 	for want := uint64(1); want <= 3; want++ {
-		ack, err := s.publishOnce(ctx, nats.NewMsg("pa.x"))
+		ack, err := s.publishOnce(ctx, msgOfNats(nats.NewMsg("pa.x")))
 		if err != nil || ack != (pubAck{seq: want}) {
 			t.Fatalf("publishOnce: %+v %v, want seq %d", ack, err, want)
 		}
 	}
 	// No header at all: PublishMsg with an option gives the message an
 	// empty one, and so does publishOnce.
-	bare := &nats.Msg{Subject: "pa.bare"}
+	bare := &Msg{Subject: "pa.bare"}
 	if ack, err := s.publishOnce(ctx, bare); err != nil || ack.seq != 4 || bare.Header == nil {
 		t.Fatalf("publishOnce without header: %+v %v, header %v", ack, err, bare.Header)
 	}
@@ -68,11 +68,11 @@ func TestPubAckRealAnswers(t *testing.T) {
 		m.Header.Set(jetstream.MsgIDHeader, id)
 		return m
 	}
-	first, err := s.publishOnce(ctx, withID("one"))
+	first, err := s.publishOnce(ctx, msgOfNats(withID("one")))
 	if err != nil || first != (pubAck{seq: 5}) {
 		t.Fatalf("first with Nats-Msg-Id: %+v %v", first, err)
 	}
-	again, err := s.publishOnce(ctx, withID("one"))
+	again, err := s.publishOnce(ctx, msgOfNats(withID("one")))
 	if err != nil || again != (pubAck{seq: 5, duplicate: true}) {
 		t.Fatalf("second with Nats-Msg-Id: %+v %v, want seq 5 duplicate", again, err)
 	}
@@ -133,7 +133,7 @@ func TestPubAckDomain(t *testing.T) {
 		t.Fatalf("hand parser on %s: %+v stream %v ok %v", raw, got, stream, ok)
 	}
 	st := &Store{nc: nc}
-	if ack, err := st.publishOnce(ctx, nats.NewMsg("pd")); err != nil || ack.seq != 2 {
+	if ack, err := st.publishOnce(ctx, msgOfNats(nats.NewMsg("pd"))); err != nil || ack.seq != 2 {
 		t.Fatalf("publishOnce: %+v %v", ack, err)
 	}
 }
@@ -146,7 +146,7 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 	s := &Store{nc: nc}
 
 	// No stream takes the subject: "no responders".
-	_, err := s.publishOnce(ctx, nats.NewMsg("nostream"))
+	_, err := s.publishOnce(ctx, msgOfNats(nats.NewMsg("nostream")))
 	if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 		t.Fatalf("publish to no stream: %v, want ErrNoStreamResponse", err)
 	}
@@ -173,7 +173,7 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 		}, jsErrHeaderTooLarge, ErrHeaderTooLarge},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := s.publishOnce(ctx, c.msg())
+			_, err := s.publishOnce(ctx, msgOfNats(c.msg()))
 			_, ref := js.PublishMsg(ctx, c.msg(), jetstream.WithRetryAttempts(0))
 			var got, want *jetstream.APIError
 			if !errors.As(err, &got) {
@@ -335,4 +335,9 @@ func BenchmarkParsePubAck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// msgOfNats is m as the store's own message (the fields shared).
+func msgOfNats(m *nats.Msg) *Msg {
+	return &Msg{Subject: m.Subject, Reply: m.Reply, Header: Headers(m.Header), Data: m.Data}
 }

@@ -32,7 +32,7 @@ import (
 // the deadline and then answered ErrUnavailable; a PubAck that does not come
 // back in time means the message may be stored, ErrUnknown. Retrying only
 // after "no responders" cannot store a message twice.
-func (s *Store) Publish(ctx context.Context, op, queue string, m *nats.Msg) (uint64, error) {
+func (s *Store) Publish(ctx context.Context, op, queue string, m *Msg) (uint64, error) {
 	if err := s.health.precheck(op); err != nil {
 		return 0, err
 	}
@@ -42,7 +42,7 @@ func (s *Store) Publish(ctx context.Context, op, queue string, m *nats.Msg) (uin
 }
 
 // publishRetrying is Publish after the store-health check.
-func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.Msg) (uint64, error) {
+func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	looked := false
@@ -94,14 +94,15 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *nats.M
 // PubAck, once: no retry after "no responders" (Publish has its own). ctx
 // must have a deadline (Publish's storeTimeout), as PublishMsg would
 // otherwise add its default one.
-func (s *Store) publishOnce(ctx context.Context, m *nats.Msg) (pubAck, error) {
+func (s *Store) publishOnce(ctx context.Context, m *Msg) (pubAck, error) {
 	// As PublishMsg with an option: it gives the message an empty header.
 	// Nothing goes differently on the wire; a caller that reuses m finds it
 	// as before.
 	if m.Header == nil {
-		m.Header = nats.Header{}
+		m.Header = Headers{}
 	}
-	resp, err := s.nc.RequestMsgWithContext(ctx, m)
+	nm := natsMsg(m)
+	resp, err := s.nc.RequestMsgWithContext(ctx, &nm)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return pubAck{}, jetstream.ErrNoStreamResponse
@@ -126,7 +127,7 @@ const (
 // (ErrUnknown, which a client must not take for "retry"); no stream
 // responding, or a message before the commit failing to go out, means
 // nothing is stored (JetStream drops an uncommitted batch).
-func (s *Store) PublishBatch(ctx context.Context, msgs []*nats.Msg) error {
+func (s *Store) PublishBatch(ctx context.Context, msgs []*Msg) error {
 	if err := s.health.precheck("store batch"); err != nil {
 		return err
 	}
@@ -139,7 +140,8 @@ func (s *Store) PublishBatch(ctx context.Context, msgs []*nats.Msg) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	for _, m := range msgs[:len(msgs)-1] {
-		if err := s.nc.PublishMsg(m); err != nil {
+		nm := natsMsg(m)
+		if err := s.nc.PublishMsg(&nm); err != nil {
 			return Classify("store batch", err)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -82,7 +80,7 @@ const (
 // at once because the messages the consumer has are already promised to
 // other requests (other gateways'), and carries no such headers. So the
 // headers tell the two apart, not the description's text.
-func ClassifyPullStatus(m *nats.Msg) PullStatus {
+func ClassifyPullStatus(m *Msg) PullStatus {
 	switch m.Header.Get("Status") {
 	case "100":
 		return PullIgnore

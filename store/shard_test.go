@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -27,7 +25,7 @@ func TestShardHandle(t *testing.T) {
 	}
 	put := func(subject, body string) {
 		t.Helper()
-		m := nats.NewMsg(subject)
+		m := store.NewMsg(subject)
 		m.Header.Set(mapping.HdrContentType, "text/plain")
 		m.Data = []byte(body)
 		if _, err := f.s.Publish(ctx, "test", queue, m); err != nil {

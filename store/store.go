@@ -6,9 +6,8 @@
 // date, made again when deleted: shards.go) and the core's handles on them
 // (shard.go: a *Shard answers per-subject counts, reads by subject and
 // sequence, consumers' positions, removals by sequence or subject, in this
-// package's types: StoredMsg, Headers, ShardInfo, ConsumerState; no
-// JetStream type crosses this package's API but the connection New and
-// OpenKV are given), the queues' consumers and their storage (consumers.go), the consumer pull wire (pullwire.go) and
+// package's types: StoredMsg, Headers, ShardInfo, ConsumerState), the
+// queues' consumers and their storage (consumers.go), the consumer pull wire (pullwire.go) and
 // the shared look at which queues hold messages (scan.go), reads and
 // removals of stored messages by sequence (log.go), and purging a queue's
 // waiting messages and the large bodies only they used (purge.go). It owns the
@@ -22,7 +21,14 @@
 // entries and errors of this package's own (ErrKeyNotFound, ErrKeyExists,
 // ErrRevisionMismatch, ErrNoLeader), so that the properties, the queue
 // registry, queue metadata, access tokens, accumulation windows and the
-// upgrade lock use no JetStream type.
+// upgrade lock use no JetStream type. And it owns the core's core-NATS
+// traffic (bus.go): a *Bus is the connection as the core and the daemon
+// hold it (publish, request, subscribe, flush, reconnect hook), and Msg
+// (msg.go) every message the core builds or receives, pulled ones included
+// (PullMeta reads their ack subject). So no nats.go type crosses this
+// package's API outside the constructors for the seam's own packages
+// (NewBus, New, OpenKV, Bus.NATS): the core and the daemon open a Store
+// with Open(bus, cfg) and buckets with Store.OpenKV or Bus.OpenKV.
 //
 // Why one seam: the same rules used to be repeated (and missed) at each
 // writer, and one writer answered a timed-out batch "retry" where the
@@ -63,6 +69,11 @@ type Config struct {
 	FileConsumers bool
 	// Logger; slog.Default() when nil.
 	Logger *slog.Logger
+	// Domain or APIPrefix (at most one) name the JetStream that Open
+	// works on: a domain's, or one imported under that API prefix; neither:
+	// the account's own. New ignores them (its JetStream is given).
+	Domain    string
+	APIPrefix string
 }
 
 // Store writes queue data to JetStream and reads it back. Create it with

@@ -256,7 +256,7 @@ func (mv *move) translate(rm *jetstream.RawStreamMsg) (m *nats.Msg, drop bool) {
 		}
 	}
 	if schedule {
-		jsapi.SetScheduleTarget(m, mapping.QueueSubject(mv.queue))
+		jsapi.SetScheduleTarget(m.Header, mapping.QueueSubject(mv.queue))
 	}
 	if target == mapping.QueueSubject(mv.queue) {
 		if ns := expiresAt(rm.Header); ns != 0 {
@@ -293,4 +293,4 @@ func expiresAt(h nats.Header) int64 {
 }
 
 // setNatsTTL sets the copy's TTL as a push does (jsapi.SetTTL).
-func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m, ttl) }
+func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m.Header, ttl) }

@@ -99,7 +99,7 @@ type Core interface {
 // Deps is what Run works with.
 type Deps struct {
 	// NATS is the core's connection.
-	NATS *nats.Conn
+	NATS *store.Bus
 	// Core is the started core the queues are moved into.
 	Core Core
 	// Domain and APIPrefix select the JetStream, as the core's
@@ -123,11 +123,11 @@ func Run(parent context.Context, d Deps) error {
 	}
 	ctx, cancel := detach(parent, d.Core.Closing())
 	defer cancel()
-	js, err := jsapi.New(d.NATS, d.Domain, d.APIPrefix)
+	js, err := jsapi.New(d.NATS.NATS(), d.Domain, d.APIPrefix)
 	if err != nil {
 		return err
 	}
-	u := &upgrader{nc: d.NATS, js: js, core: d.Core, log: d.Logger}
+	u := &upgrader{nc: d.NATS.NATS(), js: js, core: d.Core, log: d.Logger}
 	streams, err := u.legacyStreams(ctx)
 	if err != nil || len(streams) == 0 {
 		return err

@@ -47,8 +47,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
@@ -81,7 +79,7 @@ type Rules struct {
 
 // Config is what a Dispatcher works with.
 type Config struct {
-	NC    *nats.Conn
+	Bus   *store.Bus
 	Store *store.Store
 	Props *props.Cache
 	// Registry is which queues exist; started before the dispatcher.
@@ -92,7 +90,7 @@ type Config struct {
 	Closing <-chan struct{}
 	// Wrap wraps the subscriptions' handlers (the core counts them as its
 	// work).
-	Wrap func(nats.MsgHandler) nats.MsgHandler
+	Wrap func(store.Handler) store.Handler
 	// Peers says whether other gateways run (notifications are published
 	// only then) and learns of those that notify.
 	Peers  *peers.Peers
@@ -110,7 +108,7 @@ type Config struct {
 // Dispatcher is this gateway's pull engine; safe for concurrent use.
 type Dispatcher struct {
 	cfg     Config
-	nc      *nats.Conn
+	bus     *store.Bus
 	store   *store.Store
 	props   *props.Cache
 	work    *lifecycle.Work
@@ -133,7 +131,7 @@ type Dispatcher struct {
 	// Set by Start, ended by Stop: the subscriptions, the goroutines (the
 	// re-poll and control loops, the wake-ups), stopped (closed by Stop)
 	// and run (the goroutines' context, cancelled by Stop).
-	subs    []*nats.Subscription
+	subs    []*store.Subscription
 	bg      sync.WaitGroup
 	stopped chan struct{}
 	run     context.Context
@@ -150,7 +148,7 @@ type Dispatcher struct {
 func New(cfg Config) *Dispatcher {
 	d := &Dispatcher{
 		cfg:     cfg,
-		nc:      cfg.NC,
+		bus:     cfg.Bus,
 		store:   cfg.Store,
 		props:   cfg.Props,
 		work:    cfg.Work,
@@ -168,7 +166,7 @@ func New(cfg Config) *Dispatcher {
 	}
 	d.queues = newLocals(d)
 	d.queues.reg = cfg.Registry
-	d.pulls = newPullTable(cfg.NC.NewInbox())
+	d.pulls = newPullTable(cfg.Bus.NewInbox())
 	d.wakes = newWakeups(d)
 	return d
 }
@@ -179,16 +177,16 @@ func New(cfg Config) *Dispatcher {
 // loops (until Closing or Stop) and the wake-ups (until Stop)
 // (lifecycle.Service). On failure nothing is left subscribed.
 func (d *Dispatcher) Start(context.Context) error {
-	sub, err := d.nc.Subscribe(mapping.NotifyPrefix+"*", d.cfg.Wrap(d.onNotify))
+	sub, err := d.bus.Subscribe(mapping.NotifyPrefix+"*", d.cfg.Wrap(d.onNotify))
 	if err != nil {
 		return fmt.Errorf("subscribe notifications: %w", err)
 	}
 	d.subs = append(d.subs, sub)
 	// One subscription takes the answers to every queue's pull requests; it
 	// must never drop one (a dropped message waits out its AckWait).
-	if sub, err = d.nc.Subscribe(d.pulls.inbox+"*", d.cfg.Wrap(d.onPullReply)); err == nil {
+	if sub, err = d.bus.Subscribe(d.pulls.inbox+"*", d.cfg.Wrap(d.onPullReply)); err == nil {
 		d.subs = append(d.subs, sub)
-		err = sub.SetPendingLimits(-1, -1)
+		err = sub.Unbounded()
 	}
 	if err != nil {
 		d.unsubscribe()

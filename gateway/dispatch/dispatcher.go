@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -31,7 +29,7 @@ const (
 // what the dispatcher hands the core (Pull, PullAny, Rules).
 type Raw struct {
 	q        *Queue
-	Msg      *nats.Msg
+	Msg      store.Msg
 	Seq      uint64 // its stream sequence
 	DC       int    // JetStream's delivery count of this copy
 	Prev     int    // deliveries consumed by earlier copies (Lmq-Delivered)
@@ -345,7 +343,7 @@ func (q *Queue) kickLocked() {
 	}
 	d.pulls.add(fr)
 	d.TestSignals.PullIssued.Signal(q.name)
-	if err := d.nc.PublishRequest(reqSub, d.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
+	if err := d.bus.PublishRequest(reqSub, d.pulls.inbox+strconv.FormatUint(fr.id, 10), store.EncodePullRequest(fr.batch, settle)); err != nil {
 		d.log.Warn("pull request failed", "queue", q.name, "err", err)
 		d.pulls.remove(fr)
 		q.cur, q.fetching = nil, false
@@ -547,7 +545,7 @@ func (d *Dispatcher) OnReconnect() {
 // JetStream delivers pulled messages with their stream subject, which names
 // the queue; status messages come on the request's reply subject, which
 // names the request.
-func (d *Dispatcher) onPullReply(m *nats.Msg) {
+func (d *Dispatcher) onPullReply(m store.Msg) {
 	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
 		if err != nil {
@@ -558,7 +556,7 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 			return
 		}
 		q := fr.q
-		switch store.ClassifyPullStatus(m) {
+		switch store.ClassifyPullStatus(&m) {
 		case store.PullEmpty:
 			q.fetchDone(fr, true, 0)
 		case store.PullBusy:
@@ -641,21 +639,21 @@ func (d *Dispatcher) onPullReply(m *nats.Msg) {
 }
 
 // parseRaw reads a pulled message's delivery facts from its ack subject
-// (nats.go's Metadata); a message without a valid one is not JetStream's and
+// (store.Msg.PullMeta); a message without a valid one is not JetStream's and
 // is ignored.
-func (d *Dispatcher) parseRaw(q *Queue, m *nats.Msg) (*Raw, bool) {
-	md, err := m.Metadata()
-	if err != nil || md.Sequence.Stream == 0 || md.NumDelivered == 0 {
+func (d *Dispatcher) parseRaw(q *Queue, m store.Msg) (*Raw, bool) {
+	md, ok := m.PullMeta()
+	if !ok || md.Seq == 0 || md.Delivered == 0 {
 		return nil, false
 	}
-	r := &Raw{q: q, Msg: m, Seq: md.Sequence.Stream, DC: int(min(md.NumDelivered, math.MaxInt32))}
+	r := &Raw{q: q, Msg: m, Seq: md.Seq, DC: int(min(md.Delivered, math.MaxInt32))}
 	s := store.ReadStamps(m.Header)
 	r.Prev, r.Retry, r.PushedAt, r.Expires = s.Delivered, s.Retry, s.PushedAt, s.Expires
 	if r.Retry < 0 {
 		r.Retry = d.props.Effective(q.name).Retry
 	}
 	if r.PushedAt == 0 {
-		r.PushedAt = md.Timestamp.UnixNano()
+		r.PushedAt = md.Stored
 	}
 	return r, true
 }

@@ -3,9 +3,8 @@ package dispatch
 import (
 	"bytes"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Notifications (package doc, "Pulling"): published here after every
@@ -43,12 +42,12 @@ func (d *Dispatcher) NotifyLevel(queue string, p int) {
 	if d.peers.Any() {
 		// Only other gateways' waiting clients need it (package peers says why
 		// leaving it out while alone is safe).
-		_ = d.nc.Publish(mapping.NotifyPrefix+enc, d.notifyPayload(p))
+		_ = d.bus.Publish(mapping.NotifyPrefix+enc, d.notifyPayload(p))
 	}
 }
 
 // onNotify receives every gateway's notifications (lmq.n.<enc>).
-func (d *Dispatcher) onNotify(m *nats.Msg) {
+func (d *Dispatcher) onNotify(m store.Msg) {
 	id, p := parseNotifyPayload(m.Data, len(d.idPfx))
 	if bytes.Equal(id, d.idPfx) {
 		return // our own, already applied locally

@@ -44,7 +44,7 @@ func ServerHeader(k string) bool { return strings.HasPrefix(k, HeaderPrefix) }
 func ScheduleHeader(k string) bool { return strings.HasPrefix(k, scheduleHeader) }
 
 // CopyOwnHeaders copies src's headers to dst, except JetStream's own.
-func CopyOwnHeaders(dst, src nats.Header) {
+func CopyOwnHeaders(dst, src map[string][]string) {
 	for k, v := range src {
 		if !ServerHeader(k) {
 			dst[k] = v
@@ -55,32 +55,32 @@ func CopyOwnHeaders(dst, src nats.Header) {
 // SetScheduleAt makes m a schedule that the server fires once, at due, by
 // publishing a copy of m to target. Sub-second times need RFC 3339 with
 // nanoseconds (nats.go's helper truncates to seconds).
-func SetScheduleAt(m *nats.Msg, due time.Time, target string) {
-	m.Header.Set(scheduleHeader, "@at "+due.UTC().Format(time.RFC3339Nano))
-	SetScheduleTarget(m, target)
+func SetScheduleAt(h map[string][]string, due time.Time, target string) {
+	nats.Header(h).Set(scheduleHeader, "@at "+due.UTC().Format(time.RFC3339Nano))
+	SetScheduleTarget(h, target)
 }
 
 // SetScheduleTarget names the subject a schedule fires to.
-func SetScheduleTarget(m *nats.Msg, target string) {
-	m.Header.Set(scheduleTargetHeader, target)
+func SetScheduleTarget(h map[string][]string, target string) {
+	nats.Header(h).Set(scheduleTargetHeader, target)
 }
 
 // SetMsgID gives m a de-duplication id (Nats-Msg-Id): within the stream's
 // duplicate window JetStream stores one message of an id and answers the
 // others as duplicates.
-func SetMsgID(m *nats.Msg, id string) { m.Header.Set(jetstream.MsgIDHeader, id) }
+func SetMsgID(h map[string][]string, id string) { nats.Header(h).Set(jetstream.MsgIDHeader, id) }
 
 // SetExpectLastSubjectSeq makes the store of m conditional: JetStream
 // stores it only while the last message on its subject is at sequence seq
 // (0: while the subject holds none), else it answers "wrong last sequence".
-func SetExpectLastSubjectSeq(m *nats.Msg, seq uint64) {
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
+func SetExpectLastSubjectSeq(h map[string][]string, seq uint64) {
+	nats.Header(h).Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
 }
 
 // SetTTL lets JetStream remove m once ttl has passed: whole seconds,
 // rounded up, at least one (so holders of an exact expiry check it
 // themselves before delivering).
-func SetTTL(m *nats.Msg, ttl time.Duration) {
+func SetTTL(h map[string][]string, ttl time.Duration) {
 	secs := int64((ttl + time.Second - 1) / time.Second)
-	m.Header.Set(ttlHeader, strconv.FormatInt(max(secs, 1), 10)+"s")
+	nats.Header(h).Set(ttlHeader, strconv.FormatInt(max(secs, 1), 10)+"s")
 }

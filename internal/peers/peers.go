@@ -35,16 +35,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
 // Peers is this gateway's view of the others. Create it with New; Start
 // and Stop it (lifecycle.Service).
 type Peers struct {
-	nc    *nats.Conn
-	wrap  func(nats.MsgHandler) nats.MsgHandler
+	bus   *store.Bus
+	wrap  func(store.Handler) store.Handler
 	bye   <-chan struct{} // closed when the gateway stops waiting: say bye
 	id    []byte          // this gateway's id (raw bytes)
 	reply string          // where the others answer this gateway's hello
@@ -53,7 +52,7 @@ type Peers struct {
 	now   func() time.Time
 
 	// Set by Start, ended by Stop.
-	subs []*nats.Subscription
+	subs []*store.Subscription
 	stop chan struct{}
 	done chan struct{}
 
@@ -78,12 +77,12 @@ const (
 )
 
 // New returns the peers of the gateway with this id (the raw bytes its
-// delivery ids start with) on nc. wrap wraps the subscriptions' handler
+// delivery ids start with) on bus. wrap wraps the subscriptions' handler
 // (the owner counts them as its work); bye, when closed, has the gateway
 // say bye (it stops waiting) before Stop. Nothing happens until Start.
-func New(nc *nats.Conn, id []byte, wrap func(nats.MsgHandler) nats.MsgHandler, bye <-chan struct{}) *Peers {
+func New(bus *store.Bus, id []byte, wrap func(store.Handler) store.Handler, bye <-chan struct{}) *Peers {
 	return &Peers{
-		nc:    nc,
+		bus:   bus,
 		wrap:  wrap,
 		bye:   bye,
 		id:    id,
@@ -103,7 +102,7 @@ func (p *Peers) Any() bool { return p.some.Load() }
 // until Stop (lifecycle.Service). On failure nothing is left subscribed.
 func (p *Peers) Start(context.Context) error {
 	for _, subj := range []string{helloSubject, p.reply} {
-		sub, err := p.nc.Subscribe(subj, p.wrap(p.onHello))
+		sub, err := p.bus.Subscribe(subj, p.wrap(p.onHello))
 		if err != nil {
 			p.unsubscribe()
 			return fmt.Errorf("peers: %w", err)
@@ -141,7 +140,7 @@ func (p *Peers) unsubscribe() {
 // start, and after a reconnect (others may have dropped this gateway
 // meanwhile, and it them).
 func (p *Peers) Announce() error {
-	return p.nc.PublishMsg(&nats.Msg{Subject: helloSubject, Reply: p.reply, Data: p.hello})
+	return p.bus.PublishRequest(helloSubject, p.reply, p.hello)
 }
 
 // run sends the periodic hello and drops peers gone silent, until the
@@ -153,19 +152,19 @@ func (p *Peers) run() {
 	for {
 		select {
 		case <-p.bye:
-			_ = p.nc.Publish(helloSubject, p.byeM)
+			_ = p.bus.Publish(helloSubject, p.byeM)
 			return
 		case <-p.stop:
-			_ = p.nc.Publish(helloSubject, p.byeM)
+			_ = p.bus.Publish(helloSubject, p.byeM)
 			return
 		case <-t.C:
-			_ = p.nc.Publish(helloSubject, p.hello)
+			_ = p.bus.Publish(helloSubject, p.hello)
 			p.prune()
 		}
 	}
 }
 
-func (p *Peers) onHello(m *nats.Msg) {
+func (p *Peers) onHello(m store.Msg) {
 	if len(m.Data) != 1+len(p.id) {
 		return // not a hello of this version: ignored
 	}
@@ -177,7 +176,7 @@ func (p *Peers) onHello(m *nats.Msg) {
 	case 'H':
 		p.Heard(id)
 		if m.Reply != "" {
-			_ = p.nc.Publish(m.Reply, p.hello)
+			_ = p.bus.Publish(m.Reply, p.hello)
 		}
 	case 'B':
 		p.mu.Lock()
