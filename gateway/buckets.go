@@ -10,7 +10,7 @@ import (
 
 // followBucket follows kv (a kvfollow.Follower, started here) for the
 // gateway's lifetime: Close stops the follower and waits for it.
-func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
+func (g *core) followBucket(ctx context.Context, kv *store.KV, what string,
 	apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 	f := kvfollow.New(kv, g.log, what, apply, replayed)
 	if err := f.Start(ctx); err != nil {
@@ -23,7 +23,7 @@ func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
 }
 
 // stopFollowers stops every follower started by Gateway.followBucket.
-func (g *Gateway) stopFollowers() {
+func (g *core) stopFollowers() {
 	g.followMu.Lock()
 	fs := g.followers
 	g.followers = nil
@@ -35,7 +35,7 @@ func (g *Gateway) stopFollowers() {
 
 // openBucket opens a KV bucket shared by every gateway, creating it the
 // first time with this gateway's replicas (store.KVCreateOnce).
-func (g *Gateway) openBucket(ctx context.Context, name, description string) (*store.KV, error) {
+func (g *core) openBucket(ctx context.Context, name, description string) (*store.KV, error) {
 	return g.store.OpenKV(ctx, store.KVConfig{
 		Bucket:      name,
 		Description: description,

@@ -195,8 +195,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Gateway is the core. Create it with New; it is safe for concurrent use.
-type Gateway struct {
+// core is the state every handle shares (handles.go): the handles embed
+// it, so its methods are theirs, unexported.
+type core struct {
 	nc  *nats.Conn
 	cfg Config
 	log *slog.Logger
@@ -284,7 +285,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if _, err := rand.Read(idb); err != nil {
 		return nil, fmt.Errorf("gateway id: %w", err)
 	}
-	g := &Gateway{
+	g := &core{
 		nc:      nc,
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -401,12 +402,12 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if err := g.life.Start(ctx); err != nil {
 		return nil, err
 	}
-	return g, nil
+	return newGateway(g), nil
 }
 
 // subscribeControl subscribes to this gateway's control subjects: replies
 // relayed from other gateways, and their questions about its deliveries.
-func (g *Gateway) subscribeControl(context.Context) error {
+func (g *core) subscribeControl(context.Context) error {
 	for _, c := range []struct {
 		subj string
 		h    nats.MsgHandler
@@ -424,7 +425,7 @@ func (g *Gateway) subscribeControl(context.Context) error {
 	return nil
 }
 
-func (g *Gateway) unsubscribeControl() {
+func (g *core) unsubscribeControl() {
 	for _, s := range g.subs {
 		_ = s.Unsubscribe()
 	}

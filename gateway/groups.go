@@ -71,7 +71,7 @@ import (
 // promoteGroup gives queue's group a head if it has none: a copy of the
 // oldest message of its backlog. Waiting clients are notified when it
 // stored one.
-func (g *Gateway) promoteGroup(ctx context.Context, queue, group string) error {
+func (g *core) promoteGroup(ctx context.Context, queue, group string) error {
 	return g.promoteAfter(ctx, queue, group, 0)
 }
 
@@ -83,7 +83,7 @@ func (g *Gateway) promoteGroup(ctx context.Context, queue, group string) error {
 // (store/consumers.go, "Group heads"): ending a head (after > 0), the
 // consumer that delivered it does; otherwise the dispatcher makes sure
 // first (at no cost while it trusts the consumer to).
-func (g *Gateway) promoteAfter(ctx context.Context, queue, group string, after uint64) error {
+func (g *core) promoteAfter(ctx context.Context, queue, group string, after uint64) error {
 	m, err := g.store.GroupOldest(ctx, queue, group)
 	if err != nil || m == nil {
 		return err
@@ -105,7 +105,7 @@ func (g *Gateway) promoteAfter(ctx context.Context, queue, group string, after u
 
 // groupNext promotes the next message of r's group once r is removed;
 // a failure leaves it to the group sweep.
-func (g *Gateway) groupNext(r *dispatch.Raw) {
+func (g *core) groupNext(r *dispatch.Raw) {
 	if r.Group == "" {
 		return
 	}
@@ -131,7 +131,7 @@ func (g *Gateway) groupNext(r *dispatch.Raw) {
 // draining one group of 20,000 messages took the process to 1.1 GiB and
 // ~800 µs of CPU per message. The next head stored first keeps the last
 // block from emptying.
-func (g *Gateway) groupEnd(ctx context.Context, r *dispatch.Raw) (advanced bool, err error) {
+func (g *core) groupEnd(ctx context.Context, r *dispatch.Raw) (advanced bool, err error) {
 	if r.Group == "" {
 		return true, nil
 	}
@@ -156,7 +156,7 @@ func (g *Gateway) groupEnd(ctx context.Context, r *dispatch.Raw) (advanced bool,
 // handed out again (DC > 1), the backlog message it stands for is gone (it
 // was done, or deleted). The first costs a request per grouped delivery,
 // the price of "never two at once" across crashes.
-func (g *Gateway) staleHead(ctx context.Context, r *dispatch.Raw) bool {
+func (g *core) staleHead(ctx context.Context, r *dispatch.Raw) bool {
 	queue := r.Queue().Name()
 	if r.DC > 1 && r.GroupSeq > 0 {
 		if has, err := g.store.Has(ctx, queue, r.GroupSeq); err == nil && !has {
@@ -169,7 +169,7 @@ func (g *Gateway) staleHead(ctx context.Context, r *dispatch.Raw) bool {
 
 // dropStale removes a stale head (staleHead) without counting it anywhere,
 // and gives its group a head if it has none.
-func (g *Gateway) dropStale(r *dispatch.Raw) {
+func (g *core) dropStale(r *dispatch.Raw) {
 	ctx, cancel := g.opContext()
 	defer cancel()
 	if err := g.ackRemove(ctx, r); err != nil {
@@ -182,7 +182,7 @@ func (g *Gateway) dropStale(r *dispatch.Raw) {
 // sweepGroups gives a head to each of queue's groups that has a backlog
 // and no head (dispatch.Rules.Groups) and reports whether the queue has
 // group backlogs.
-func (g *Gateway) sweepGroups(queue string) bool {
+func (g *core) sweepGroups(queue string) bool {
 	ctx, cancel := g.opContext()
 	defer cancel()
 	stranded, any, err := g.store.StrandedGroups(ctx, queue)
@@ -227,7 +227,7 @@ func groupPushSubject(queue string, opts PushOptions) (string, error) {
 // copy was removed without a delivery (DELETE of one waiting message): the
 // backlog message it stood for (backlogSeq; 0 when unknown) is removed and
 // the group's next message becomes its head.
-func (g *Gateway) groupHeadGone(ctx context.Context, queue, group string, backlogSeq uint64) error {
+func (g *core) groupHeadGone(ctx context.Context, queue, group string, backlogSeq uint64) error {
 	if backlogSeq > 0 {
 		if err := g.store.Remove(ctx, queue, backlogSeq); err != nil {
 			return err

@@ -89,7 +89,7 @@ const (
 )
 
 // info describes d, nil when it is no longer in flight.
-func (g *Gateway) info(d *delivery, now time.Time) *DeliveryInfo {
+func (g *core) info(d *delivery, now time.Time) *DeliveryInfo {
 	d.mu.Lock()
 	st, deadline := d.state, d.deadline
 	d.mu.Unlock()
@@ -106,7 +106,7 @@ func (g *Gateway) info(d *delivery, now time.Time) *DeliveryInfo {
 
 // localDeliveries lists this gateway's deliveries of queue in flight, oldest
 // first, at most max; truncated when there were more.
-func (g *Gateway) localDeliveries(queue string, max int) (out []DeliveryInfo, truncated bool) {
+func (g *core) localDeliveries(queue string, max int) (out []DeliveryInfo, truncated bool) {
 	g.dels.mu.Lock()
 	ds := make([]*delivery, 0, 16)
 	for _, d := range g.dels.m {
@@ -159,7 +159,7 @@ type deliveriesAnswer struct {
 // Deliveries lists the queue's deliveries in flight on every gateway: this
 // one's, and those of the others (Peers) that answer within two seconds; the
 // others are named in Unanswered. ErrNotFound when the queue does not exist.
-func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, error) {
+func (g *Inspect) Deliveries(ctx context.Context, queue string) (DeliveryList, error) {
 	if err := validName(queue); err != nil {
 		return DeliveryList{}, err
 	}
@@ -227,7 +227,7 @@ func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 // its queue, asking the gateway holding it (the one whose id starts it).
 // ErrNotFound when no such delivery is in flight; ErrUnavailable when its
 // gateway does not answer in time.
-func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, error) {
+func (g *Inspect) FindDelivery(ctx context.Context, id string) (DeliveryInfo, error) {
 	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
 	u, err := uuid.Parse(id)
 	if err != nil {
@@ -266,7 +266,7 @@ func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, er
 	return DeliveryInfo{}, notFound
 }
 
-func (g *Gateway) findLocal(id string) *DeliveryInfo {
+func (g *core) findLocal(id string) *DeliveryInfo {
 	d := g.dels.get(id)
 	if d == nil {
 		return nil
@@ -275,7 +275,7 @@ func (g *Gateway) findLocal(id string) *DeliveryInfo {
 }
 
 // onDeliveriesRequest answers another gateway's Deliveries or FindDelivery.
-func (g *Gateway) onDeliveriesRequest(m *nats.Msg) {
+func (g *core) onDeliveriesRequest(m *nats.Msg) {
 	var req deliveriesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte(`{"deliveries":[]}`))

@@ -38,7 +38,7 @@ type leftovers struct {
 
 // leftover records what queue, just deleted, left behind for want of room,
 // and starts the worker if it does not run.
-func (g *Gateway) leftover(queue string, k leftKind) {
+func (g *core) leftover(queue string, k leftKind) {
 	l := &g.left
 	l.mu.Lock()
 	if l.pending == nil {
@@ -56,7 +56,7 @@ func (g *Gateway) leftover(queue string, k leftKind) {
 }
 
 // leftoverCount is how many deleted queues have something left.
-func (g *Gateway) leftoverCount() int {
+func (g *core) leftoverCount() int {
 	g.left.mu.Lock()
 	defer g.left.mu.Unlock()
 	return len(g.left.pending)
@@ -67,7 +67,7 @@ func (g *Gateway) leftoverCount() int {
 // ends the round (the store is still full: the others would be refused
 // too); one that fails otherwise is logged and dropped; a queue that exists
 // again is dropped (what is there is the new queue's).
-func (g *Gateway) removeLeftovers(ctx context.Context) {
+func (g *core) removeLeftovers(ctx context.Context) {
 	l := &g.left
 	t := time.NewTicker(leftoverRetry)
 	defer t.Stop()
@@ -100,7 +100,7 @@ func (g *Gateway) removeLeftovers(ctx context.Context) {
 
 // removeLeftover tries what queue left; false when the store is still full
 // (or the gateway closing).
-func (g *Gateway) removeLeftover(ctx context.Context, queue string) bool {
+func (g *core) removeLeftover(ctx context.Context, queue string) bool {
 	l := &g.left
 	l.mu.Lock()
 	k := l.pending[queue]

@@ -37,7 +37,7 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 		if n == 1000 {
 			t.Fatal("1000 pushes of 64 KiB fit a store limited to 4 MiB")
 		}
-		if _, err := g.Push(ctx, "fill", Message{Body: body}); errors.Is(err, ErrUnavailable) {
+		if _, err := g.Messages().Push(ctx, "fill", Message{Body: body}); errors.Is(err, ErrUnavailable) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 		t.Fatal("the properties went while the store was full")
 	}
 
-	if err := g.DeleteQueue(ctx, "fill"); err != nil {
+	if err := g.Queues().DeleteQueue(ctx, "fill"); err != nil {
 		t.Fatalf("delete the full queue: %v", err)
 	}
 	testwait.For(t, "the deleted queue's properties removed", func() bool {

@@ -37,7 +37,7 @@ import (
 // the order they will be delivered, without taking them (view.Reader.Peek);
 // without withBody their bodies and parts are left out. ErrInvalid for n
 // out of range, ErrNotFound when the queue does not exist.
-func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bool) ([]Peeked, error) {
+func (g *Inspect) Messages(ctx context.Context, queue string, n int, withBody bool) ([]Peeked, error) {
 	if n < 1 || n > MaxPeek {
 		return nil, fmt.Errorf("%w: n must be an integer from 1 to %d", ErrInvalid, MaxPeek)
 	}
@@ -55,7 +55,7 @@ func (g *Gateway) Messages(ctx context.Context, queue string, n int, withBody bo
 
 // storedMessage opens queue's log and reads its message at seq:
 // ErrNotFound when the queue does not exist or the message is gone.
-func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *store.StoredMsg, error) {
+func (g *core) storedMessage(ctx context.Context, queue string, seq uint64) (*store.Log, *store.StoredMsg, error) {
 	if _, err := g.queueShard(ctx, queue); err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +83,7 @@ func (g *Gateway) storedMessage(ctx context.Context, queue string, seq uint64) (
 // message its head (groupHeadGone); while that head copy is in flight both
 // are ErrNotFound. A group's oldest backlog message without a head copy is
 // becoming its head or has just been done with: ErrNotFound too (ask again).
-func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) error {
+func (g *Inspect) DeleteMessage(ctx context.Context, queue string, seq uint64) error {
 	if seq == 0 {
 		return fmt.Errorf("%w: message id must be a positive integer", ErrInvalid)
 	}
@@ -126,7 +126,7 @@ func (g *Gateway) DeleteMessage(ctx context.Context, queue string, seq uint64) e
 // it was pulled from the target in that window, both live on (the race of
 // DeleteMessage, described above, one step earlier). Any other failure of
 // the removal leaves the copy in place: ask again to finish the move.
-func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, target string) error {
+func (g *Inspect) MoveMessage(ctx context.Context, queue string, seq uint64, target string) error {
 	if seq == 0 {
 		return fmt.Errorf("%w: message id must be a positive integer", ErrInvalid)
 	}
@@ -183,7 +183,7 @@ func (g *Gateway) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 
 // unstoreCopy removes the copy MoveMessage stored at seq in target, with its
 // Object Store body, after the original turned out not to be waiting.
-func (g *Gateway) unstoreCopy(ctx context.Context, target string, seq uint64) {
+func (g *core) unstoreCopy(ctx context.Context, target string, seq uint64) {
 	tl, err := g.store.OpenLog(ctx, target)
 	if err == nil {
 		var c *store.StoredMsg
@@ -211,7 +211,7 @@ func moveID(source, target string, seq uint64) string {
 // first). Bodies are dropped only once the group moved on: until then the
 // backlog message may still need its body (it shares h's when h's copy
 // shares the reference).
-func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group string, h *store.StoredMsg) error {
+func (g *core) deleteHead(ctx context.Context, l *store.Log, queue, group string, h *store.StoredMsg) error {
 	if err := removeWaiting(ctx, l, queue, h, 0); err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (g *Gateway) deleteHead(ctx context.Context, l *store.Log, queue, group str
 // deleteBacklog removes the group's backlog message b: through its head copy
 // when one stands for it, else on its own if it is behind the group's
 // current message.
-func (g *Gateway) deleteBacklog(ctx context.Context, l *store.Log, queue, group string, b *store.StoredMsg) error {
+func (g *core) deleteBacklog(ctx context.Context, l *store.Log, queue, group string, b *store.StoredMsg) error {
 	h, err := l.Last(ctx, mapping.HeadSubject(queue, group))
 	if err != nil {
 		return err
@@ -288,7 +288,7 @@ func removeWaiting(ctx context.Context, l *store.Log, queue string, m *store.Sto
 
 // dropBodies removes the Object Store bodies of removed messages (nil ones
 // skipped; one body referred to twice is removed once).
-func (g *Gateway) dropBodies(ctx context.Context, ms ...*store.StoredMsg) {
+func (g *core) dropBodies(ctx context.Context, ms ...*store.StoredMsg) {
 	done := make(map[string]bool, len(ms))
 	for _, m := range ms {
 		if m == nil || m.Header == nil {

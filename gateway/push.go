@@ -21,7 +21,7 @@ import (
 
 // Push stores msg in queue, creating the queue if needed. It returns once
 // JetStream has the message (or, on accumulating queues, the part).
-func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
+func (g *Messages) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
 	return g.PushWith(ctx, queue, msg, PushOptions{})
 }
 
@@ -77,7 +77,7 @@ func checkIdempotencyKey(k string) error {
 }
 
 // PushWith is Push with per-message options.
-func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
+func (g *Messages) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
 	p, err := g.push(ctx, queue, msg, opts, true)
 	return p.state, err
 }
@@ -92,7 +92,7 @@ type pushed struct {
 // PushSeq is PushWith on a queue that does not accumulate, returning the
 // stored message's stream sequence (SQS's SequenceNumber and MessageId
 // come from it); ErrInvalid on an accumulating queue.
-func (g *Gateway) PushSeq(ctx context.Context, queue string, msg Message, opts PushOptions) (uint64, error) {
+func (g *Messages) PushSeq(ctx context.Context, queue string, msg Message, opts PushOptions) (uint64, error) {
 	if g.props.Effective(queue).Accum > 0 {
 		return 0, fmt.Errorf("%w: queue %q accumulates: its messages are stored as compounds", ErrInvalid, queue)
 	}
@@ -103,7 +103,7 @@ func (g *Gateway) PushSeq(ctx context.Context, queue string, msg Message, opts P
 // push stores msg in queue; mayCreate says whether the queue may be created
 // (a plain push) or must exist (push-all, which never brings back a queue
 // deleted after it listed the matching ones).
-func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (pushed, error) {
+func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (pushed, error) {
 	if err := validName(queue); err != nil {
 		return pushed{}, err
 	}
@@ -238,7 +238,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 // a deleted queue back. DeleteQueue removes the registry key before it
 // purges: a message stored before the purge goes with it, and one stored
 // after finds the key gone here.
-func (g *Gateway) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64) error {
+func (g *core) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64) error {
 	if !g.reg.KeyGone(ctx, q.Name()) {
 		return nil
 	}
@@ -255,7 +255,7 @@ func setNatsTTL(m *nats.Msg, ttl time.Duration) { jsapi.SetTTL(m, ttl) }
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).
 // Queues are not created by it; those out of scope are left alone.
-func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
+func (g *Messages) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
 	names := g.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
@@ -274,7 +274,7 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 
 // Notify wakes the clients waiting on queue, on every gateway: it is called
 // after a message became available there (dispatch.Dispatcher.Notify).
-func (g *Gateway) Notify(queue string) { g.disp.Notify(queue) }
+func (g *Messages) Notify(queue string) { g.disp.Notify(queue) }
 
 // pushPriority is the priority of a push: the option when given (in its
 // range: PushOptions.Check), else the queue's priority property.

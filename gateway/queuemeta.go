@@ -63,7 +63,7 @@ func metaKey(queue string) string { return mapping.MetaKeyPrefix + mapping.Encod
 
 // metaBucket is LMQ_META, opened (and made, when create is set) on first
 // use; nil without an error when it does not exist and create is not set.
-func (g *Gateway) metaBucket(ctx context.Context, create bool) (*store.KV, error) {
+func (g *core) metaBucket(ctx context.Context, create bool) (*store.KV, error) {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
 	if g.metaKV != nil {
@@ -88,7 +88,7 @@ func (g *Gateway) metaBucket(ctx context.Context, create bool) (*store.KV, error
 
 // QueueMeta returns the queue's metadata (all zero when it has none);
 // ErrNotFound when the queue does not exist.
-func (g *Gateway) QueueMeta(ctx context.Context, queue string) (QueueMeta, error) {
+func (g *Queues) QueueMeta(ctx context.Context, queue string) (QueueMeta, error) {
 	if err := g.existing(ctx, queue); err != nil {
 		return QueueMeta{}, err
 	}
@@ -108,7 +108,7 @@ func (g *Gateway) QueueMeta(ctx context.Context, queue string) (QueueMeta, error
 // the bounds (MaxQueueTags, MaxQueueAttrs, MaxQueueMetaLen; empty keys, or
 // keys and values that are not UTF-8) is not written: ErrInvalid.
 // ErrNotFound when the queue does not exist.
-func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*QueueMeta)) error {
+func (g *Queues) UpdateQueueMeta(ctx context.Context, queue string, fn func(*QueueMeta)) error {
 	if err := g.existing(ctx, queue); err != nil {
 		return err
 	}
@@ -163,8 +163,8 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 }
 
 // existing checks the name and that the queue exists (ErrNotFound).
-func (g *Gateway) existing(ctx context.Context, queue string) error {
-	ok, err := g.QueueExists(ctx, queue)
+func (g *core) existing(ctx context.Context, queue string) error {
+	ok, err := (&Queues{g}).QueueExists(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (g *Gateway) existing(ctx context.Context, queue string) error {
 // QueueExists reports whether queue exists: from the registry's mirror, or
 // when the mirror does not know it (yet) from the registry itself; no copy
 // of the queue list, so a front end may ask it for every request.
-func (g *Gateway) QueueExists(ctx context.Context, queue string) (bool, error) {
+func (g *Queues) QueueExists(ctx context.Context, queue string) (bool, error) {
 	if err := validName(queue); err != nil {
 		return false, err
 	}
@@ -188,7 +188,7 @@ func (g *Gateway) QueueExists(ctx context.Context, queue string) (bool, error) {
 // stored is input: anyone with access to the bucket may write anything, so
 // a record too large or not a record reads as none (logged), and is
 // replaced by the next update.
-func (g *Gateway) readMeta(ctx context.Context, kv *store.KV, queue string) (QueueMeta, uint64, error) {
+func (g *core) readMeta(ctx context.Context, kv *store.KV, queue string) (QueueMeta, uint64, error) {
 	e, err := kv.Get(ctx, metaKey(queue))
 	if errors.Is(err, store.ErrKeyNotFound) {
 		return QueueMeta{}, 0, nil
@@ -258,7 +258,7 @@ func encodeMeta(m QueueMeta) ([]byte, error) {
 // createdMeta records that the queue was made now, by CreateQueue. A record
 // already there (another gateway making the same queue at the same moment,
 // whose front end may have added attributes since) is left as it is.
-func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
+func (g *core) createdMeta(ctx context.Context, queue string) error {
 	kv, err := g.metaBucket(ctx, true)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
 }
 
 // dropMeta removes a deleted queue's metadata; none is no error.
-func (g *Gateway) dropMeta(ctx context.Context, queue string) error {
+func (g *core) dropMeta(ctx context.Context, queue string) error {
 	kv, err := g.metaBucket(ctx, false)
 	if kv == nil || err != nil {
 		return err

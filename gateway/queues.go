@@ -23,7 +23,7 @@ import (
 // store full (the queue freed less than other queues keep filling):
 // the queue is deleted then, and they are finished in the background
 // (leftovers.go) rather than failing a deletion that has happened.
-func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
+func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -63,12 +63,12 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 }
 
 // QueueNames lists every existing queue, sorted.
-func (g *Gateway) QueueNames() []string { return g.reg.Names() }
+func (g *Queues) QueueNames() []string { return g.reg.Names() }
 
 // CreateQueue makes queue exist (as a push or pull would) without storing
 // anything; created is false when it existed already. SQS's CreateQueue.
 // A queue it makes has its creation time in its metadata (QueueMeta).
-func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
+func (g *Queues) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
 	if err := validName(queue); err != nil {
 		return false, err
 	}

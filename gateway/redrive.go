@@ -25,7 +25,7 @@ import (
 
 // redriveTarget is the queue retry-exhausted messages of queue move to, ""
 // when none.
-func (g *Gateway) redriveTarget(queue string) string {
+func (g *core) redriveTarget(queue string) string {
 	t := g.props.Effective(queue).DeadLetterQueue
 	if t == queue {
 		return ""
@@ -63,7 +63,7 @@ func redriven(h string) bool {
 // SentTimestamp in its dead-letter queue). The target's ttl counts from that
 // push time, as SQS counts retention from the first enqueue: a message
 // older than the target's ttl has expired there and is not stored.
-func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
+func (g *core) redrive(r *dispatch.Raw, target string) error {
 	ctx, cancel := g.opContext()
 	defer cancel()
 	source := r.Queue().Name()
@@ -110,7 +110,7 @@ type moved struct {
 // retention from the first enqueue: a message older than the target's ttl
 // has expired there and is not stored (seq 0, no error). It returns the
 // copy's stream sequence and wakes the target's waiting clients.
-func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv moved) (uint64, error) {
+func (g *core) storeMoved(ctx context.Context, source, target string, mv moved) (uint64, error) {
 	q, err := g.disp.Bind(ctx, target, true)
 	if err != nil {
 		return 0, err
@@ -164,7 +164,7 @@ func (g *Gateway) storeMoved(ctx context.Context, source, target string, mv move
 // elsewhere (or expired), ending its group's head as bury does; a failure
 // is logged (the original comes back and is moved again: the target keeps
 // one copy within the duplicate window).
-func (g *Gateway) removeExhausted(ctx context.Context, r *dispatch.Raw) {
+func (g *core) removeExhausted(ctx context.Context, r *dispatch.Raw) {
 	advanced, err := g.groupEnd(ctx, r)
 	if err != nil {
 		g.log.Warn("could not remove a message moved to its dead-letter queue", "queue", r.Queue().Name(), "err", err)

@@ -30,7 +30,7 @@ func (busyError) Unwrap() error { return ErrUnavailable }
 // The pull is also listed, for the console's Clients page (WaitingClients):
 // the client's kind and address (WithClient on ctx), what it waits on
 // (a queue, or "pull-any: <regexp>") and since when.
-func (g *Gateway) waitSlot(ctx context.Context, wait time.Duration, what string) (release func(), err error) {
+func (g *core) waitSlot(ctx context.Context, wait time.Duration, what string) (release func(), err error) {
 	if wait == 0 {
 		return func() {}, nil
 	}
@@ -86,7 +86,7 @@ func (w *waitingPulls) remove(id uint64) {
 // WaitingClients lists the pulls waiting on this gateway now, longest
 // waiting first, at most MaxListedPulls of them, and counts them all by
 // client kind.
-func (g *Gateway) WaitingClients() (pulls []WaitingPull, byKind map[string]int) {
+func (g *Inspect) WaitingClients() (pulls []WaitingPull, byKind map[string]int) {
 	g.pulls.mu.Lock()
 	pulls = make([]WaitingPull, 0, len(g.pulls.m))
 	for _, p := range g.pulls.m {
@@ -112,4 +112,4 @@ func (g *Gateway) WaitingClients() (pulls []WaitingPull, byKind map[string]int) 
 // WaitingPulls is the number of pulls (HTTP, RPC and SQS) that may wait for a
 // message on this gateway now, those waiting and those being answered: what
 // Config.MaxWaitingPulls bounds.
-func (g *Gateway) WaitingPulls() int { return int(g.waiting.Load()) }
+func (g *Inspect) WaitingPulls() int { return int(g.waiting.Load()) }

@@ -65,7 +65,7 @@ func (c *conn) messages(p [][]byte) (result, error) {
 	if err := c.out.reserve(c.ctx, est.get()); err != nil {
 		return result{}, err
 	}
-	ps, err := c.s.core.Messages(c.ctx, name, n, withBody)
+	ps, err := c.s.core.Inspect.Messages(c.ctx, name, n, withBody)
 	if err != nil {
 		return result{}, err
 	}
@@ -142,7 +142,7 @@ func (c *conn) deleteMessage(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.DeleteMessage(c.ctx, name, id); err != nil {
+	if err := c.s.core.Inspect.DeleteMessage(c.ctx, name, id); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -164,7 +164,7 @@ func (c *conn) moveMessage(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.MoveMessage(c.ctx, name, id, target); err != nil {
+	if err := c.s.core.Inspect.MoveMessage(c.ctx, name, id, target); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
