@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/pushopt"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -25,27 +26,8 @@ func (g *Messages) Push(ctx context.Context, queue string, msg Message) (AccumSt
 	return g.PushWith(ctx, queue, msg, PushOptions{})
 }
 
-// PushOptions are the per-message features beyond LMQ.
-type PushOptions struct {
-	// Delay keeps the message invisible for this long.
-	Delay time.Duration
-	// TTL overrides the queue's ttl property: the message expires (is never
-	// delivered) this long after its push.
-	TTL time.Duration
-	// IdempotencyKey, when set, makes a retried push with the same key
-	// within IdempotencyWindow store the message once (a client that got
-	// ErrUnknown retries with the same key).
-	IdempotencyKey string
-	// Priority, when set, is the message's priority, 0 to
-	// mapping.MaxPriority (higher served first; ErrInvalid outside); nil
-	// means the queue's priority property (default 0). Not available on
-	// accumulating queues: a compound gets the queue's property.
-	Priority *int
-	// Group, when set, puts the message in that ordered group of the
-	// queue (mapping.ValidateGroup; groups.go): handed out one at a time,
-	// in push order. Not with Delay, nor on accumulating queues.
-	Group string
-}
+// PushOptions are the per-message features beyond LMQ (package pushopt).
+type PushOptions = pushopt.Options
 
 // IdempotencyWindow is how long a push's IdempotencyKey is remembered: the
 // shard streams' duplicate window (store.DuplicateWindow). 5 minutes, SQS's
@@ -53,27 +35,12 @@ type PushOptions struct {
 // same keys; JetStream's default would be 2.
 const IdempotencyWindow = store.DuplicateWindow
 
-// maxIdempotencyKey bounds a key's length; it is stored with the message.
-const maxIdempotencyKey = 256
-
 // idempotencyID is the Nats-Msg-Id of a push with an idempotency key. The
 // duplicate window is per stream, and a shard stream holds many queues: the
 // id names the queue too, so that two queues never share a key's window.
 func idempotencyID(queue, key string) string {
 	sum := sha256.Sum256([]byte(queue))
 	return hex.EncodeToString(sum[:12]) + ":" + key
-}
-
-func checkIdempotencyKey(k string) error {
-	if len(k) > maxIdempotencyKey {
-		return fmt.Errorf("%w: idempotency key longer than %d bytes", ErrInvalid, maxIdempotencyKey)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] == 0x7f {
-			return fmt.Errorf("%w: idempotency key has control characters", ErrInvalid)
-		}
-	}
-	return nil
 }
 
 // PushWith is Push with per-message options.
