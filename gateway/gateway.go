@@ -133,6 +133,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
@@ -237,9 +238,8 @@ type core struct {
 	// left is what deleted queues left behind for want of room in the
 	// store (leftovers.go).
 	left leftovers
-	// metaKV is the queue metadata bucket once opened (queuemeta.go).
-	metaMu   sync.Mutex
-	metaKV   *store.KV
+	// meta is the queues' metadata records (package meta, queuemeta.go).
+	meta     *meta.Records
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
 	// work counts everything started on the way and holds the context that
@@ -345,6 +345,13 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)
+	g.meta = meta.New(meta.Config{
+		Store:   g.store,
+		Create:  g.openBucket,
+		KeyGone: g.reg.KeyGone,
+		Logger:  g.log,
+		Noise:   g.noise,
+	})
 	g.views = newViews(g)
 
 	// The services, in start order; Close stops them in reverse, and so

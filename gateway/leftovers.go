@@ -22,7 +22,7 @@ type leftKind uint8
 
 const (
 	leftProps leftKind = 1 << iota // its own properties (dropOwnProps)
-	leftMeta                       // its metadata record (dropMeta)
+	leftMeta                       // its metadata record (meta.Records.Drop)
 )
 
 // leftoverRetry is how often the worker tries again.
@@ -120,7 +120,7 @@ func (g *core) removeLeftover(ctx context.Context, queue string) bool {
 		bit  leftKind
 		what string
 		drop func(context.Context, string) error
-	}{{leftProps, "properties", g.dropOwnProps}, {leftMeta, "metadata", g.dropMeta}} {
+	}{{leftProps, "properties", g.dropOwnProps}, {leftMeta, "metadata", g.meta.Drop}} {
 		if k&step.bit == 0 {
 			continue
 		}

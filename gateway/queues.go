@@ -52,7 +52,7 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 		}
 		g.leftover(queue, leftProps)
 	}
-	if err := g.dropMeta(ctx, queue); err != nil {
+	if err := g.meta.Drop(ctx, queue); err != nil {
 		if !store.IsStorageFull(err) {
 			return err
 		}
@@ -82,7 +82,7 @@ func (g *Queues) CreateQueue(ctx context.Context, queue string) (created bool, e
 	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return false, err
 	}
-	if err := g.createdMeta(ctx, queue); err != nil {
+	if err := g.meta.Created(ctx, queue); err != nil {
 		// The queue is made: a retried CreateQueue would find it and not
 		// record the time either. UpdateQueueMeta records one later.
 		g.log.Warn("could not record the creation time of a new queue", "queue", queue, "err", err)
