@@ -133,6 +133,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
@@ -236,8 +237,8 @@ type core struct {
 	followMu  sync.Mutex
 	followers []*kvfollow.Follower
 	// left is what deleted queues left behind for want of room in the
-	// store (leftovers.go).
-	left leftovers
+	// store (package leftover).
+	left *leftover.Set
 	// meta is the queues' metadata records (package meta, queuemeta.go).
 	meta     *meta.Records
 	stopWait sync.Once // closes closing (drain.go)
@@ -351,6 +352,14 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		KeyGone: g.reg.KeyGone,
 		Logger:  g.log,
 		Noise:   g.noise,
+	})
+	g.left = leftover.New(leftover.Config{
+		Spawn:     g.spawn,
+		Known:     g.reg.Known,
+		DropProps: g.dropOwnProps,
+		DropMeta:  g.meta.Drop,
+		Timeout:   opTimeout,
+		Logger:    g.log,
 	})
 	g.views = newViews(g)
 

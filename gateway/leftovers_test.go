@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 )
@@ -46,7 +47,7 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 	if err := g.dropOwnProps(ctx, "gone"); err == nil {
 		t.Fatal("the property tombstone fits the full store: nothing to test")
 	}
-	g.leftover("gone", leftProps)
+	g.left.Add("gone", leftover.Props)
 	if g.props.Own("gone").Timeout == nil {
 		t.Fatal("the properties went while the store was full")
 	}
@@ -55,12 +56,10 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 		t.Fatalf("delete the full queue: %v", err)
 	}
 	testwait.For(t, "the deleted queue's properties removed", func() bool {
-		return g.props.Own("gone").Timeout == nil && g.leftoverCount() == 0
+		return g.props.Own("gone").Timeout == nil && g.left.Count() == 0
 	})
 	// The worker stops once nothing is left.
 	testwait.For(t, "the leftover worker to stop", func() bool {
-		g.left.mu.Lock()
-		defer g.left.mu.Unlock()
-		return !g.left.running
+		return !g.left.Running()
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // The property and metadata tombstones that follow may still find the
 // store full (the queue freed less than other queues keep filling):
 // the queue is deleted then, and they are finished in the background
-// (leftovers.go) rather than failing a deletion that has happened.
+// (package leftover) rather than failing a deletion that has happened.
 func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
@@ -50,13 +51,13 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 		if !store.IsStorageFull(err) {
 			return err
 		}
-		g.leftover(queue, leftProps)
+		g.left.Add(queue, leftover.Props)
 	}
 	if err := g.meta.Drop(ctx, queue); err != nil {
 		if !store.IsStorageFull(err) {
 			return err
 		}
-		g.leftover(queue, leftMeta)
+		g.left.Add(queue, leftover.Meta)
 	}
 	g.store.DeleteQueueBodies(ctx, queue)
 	return nil
