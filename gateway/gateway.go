@@ -138,6 +138,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
+	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
@@ -212,6 +213,8 @@ type core struct {
 	idPfx []byte
 	props *props.Cache
 	views *view.Reader // read-only views of stored queues (inventory.go)
+	// edits are the edits of queues' waiting messages by id (messages.go).
+	edits *waiting.Editor
 	// reg is which queues exist (package registry); disp the pull engine
 	// and this gateway's per-queue state (package dispatch).
 	reg  *registry.Registry
@@ -362,6 +365,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		Logger:    g.log,
 	})
 	g.views = newViews(g)
+	g.edits = newWaiting(g)
 
 	// The services, in start order; Close stops them in reverse, and so
 	// does a failed start (lifecycle.Group): each one's Stop may rely on
