@@ -139,6 +139,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
+	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
@@ -230,8 +231,7 @@ type core struct {
 	acked *recent.IDs
 	noise *noise.Limiter
 
-	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
-	pulls   waitingPulls // who those pulls are (waitlimit.go)
+	waits *waits.Limiter // the pulls holding a waitSlot (waitlimit.go)
 
 	subs    []*nats.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
@@ -298,6 +298,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		idPfx:   idb,
 		closing: make(chan struct{}),
 		work:    lifecycle.New(closeGrace),
+		waits:   waits.New(cfg.MaxWaitingPulls),
 	}
 	if g.obs == nil {
 		g.obs = nopObserver{}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
 )
 
 // The deliveries in flight, for an operator (issue 29's control room): who
@@ -18,35 +20,23 @@ import (
 // own deliveries (the delivery table); the others are asked over NATS on
 // lmq.gw.<id>.deliveries, as replies are relayed (relay.go).
 
-// Client kinds: the front end a delivery was handed out through.
+// Client kinds: the front end a delivery was handed out through
+// (package waits).
 const (
-	ClientHTTP = "http"
-	ClientRPC  = "rpc"
-	ClientSQS  = "sqs"
-	ClientGo   = "go" // the Go API (package lmq), and any caller without WithClient
+	ClientHTTP = waits.ClientHTTP
+	ClientRPC  = waits.ClientRPC
+	ClientSQS  = waits.ClientSQS
+	ClientGo   = waits.ClientGo
 )
 
-// Client is who a delivery was handed to: the front end's kind and the
-// client's remote address ("" when unknown).
-type Client struct {
-	Kind string `json:"kind"`
-	Addr string `json:"addr,omitempty"`
-}
-
-type clientKey struct{}
+// Client is who a delivery was handed to (waits.Client).
+type Client = waits.Client
 
 // WithClient is ctx for a pull on behalf of a client of that kind (ClientHTTP,
 // ClientRPC, ClientSQS) at addr: the deliveries it gets record them
-// (Deliveries, FindDelivery).
+// (Deliveries, FindDelivery), and so does the list of waiting pulls.
 func WithClient(ctx context.Context, kind, addr string) context.Context {
-	return context.WithValue(ctx, clientKey{}, Client{Kind: kind, Addr: addr})
-}
-
-func clientOf(ctx context.Context) Client {
-	if c, ok := ctx.Value(clientKey{}).(Client); ok {
-		return c
-	}
-	return Client{Kind: ClientGo}
+	return waits.WithClient(ctx, kind, addr)
 }
 
 // DeliveryInfo describes one delivery in flight.
