@@ -133,6 +133,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
 	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
@@ -218,9 +219,10 @@ type core struct {
 	edits *waiting.Editor
 	// reg is which queues exist (package registry); disp the pull engine
 	// and this gateway's per-queue state (package dispatch).
-	reg  *registry.Registry
-	disp *dispatch.Dispatcher
-	dels *deliveryTable
+	reg    *registry.Registry
+	disp   *dispatch.Dispatcher
+	groups *groups.Groups // the ordered groups (groups.go)
+	dels   *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -350,6 +352,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)
+	g.groups = newGroups(g)
 	g.meta = meta.New(meta.Config{
 		Store:   g.store,
 		Create:  g.openBucket,
