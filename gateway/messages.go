@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/dead"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 )
 
@@ -21,9 +22,9 @@ func newWaiting(g *core) *waiting.Editor {
 		Peek:          g.views.Peek,
 		GroupHeadGone: g.groupHeadGone,
 		StoreMoved: func(ctx context.Context, source, target string, m waiting.Moved) (uint64, error) {
-			return g.storeMoved(ctx, source, target, moved{
-				header: m.Header, body: m.Body, pushedAt: m.PushedAt, priority: m.Priority,
-				id: moveID(source, target, m.Seq),
+			return g.dead.StoreMoved(ctx, source, target, dead.Moved{
+				Header: m.Header, Body: m.Body, PushedAt: m.PushedAt, Priority: m.Priority,
+				ID: moveID(source, target, m.Seq),
 			})
 		},
 		Logger: g.log,
@@ -56,7 +57,7 @@ func (g *Inspect) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 }
 
 // moveID is the Nats-Msg-Id of the copy MoveMessage stores of source's
-// message seq in target (not of idempotencyID's form, as redriveID).
+// message seq in target (not of idempotencyID's form, as dead.RedriveID).
 func moveID(source, target string, seq uint64) string {
-	return "move" + strings.TrimPrefix(redriveID(source, target, seq), "redrive")
+	return "move" + strings.TrimPrefix(dead.RedriveID(source, target, seq), "redrive")
 }
