@@ -132,6 +132,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dead"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
@@ -143,7 +144,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
-	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
@@ -241,8 +241,7 @@ type core struct {
 	closing chan struct{}
 	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
 	// stops them.
-	followMu  sync.Mutex
-	followers []*kvfollow.Follower
+	followers *buckets.Followers
 	// left is what deleted queues left behind for want of room in the
 	// store (package leftover).
 	left *leftover.Set
@@ -304,6 +303,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 		work:    lifecycle.New(closeGrace),
 		waits:   waits.New(cfg.MaxWaitingPulls),
 	}
+	g.followers = buckets.New(g.log)
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
@@ -385,7 +385,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 			g.work.Close()
 		}),
 		// The buckets opened later by OpenSharedBucket (auth's tokens).
-		lifecycle.Func(nil, g.stopFollowers),
+		lifecycle.Func(nil, g.followers.Stop),
 		g.props,
 		g.reg,
 		g.disp,
