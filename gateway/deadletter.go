@@ -2,44 +2,53 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway/dead"
+	"github.com/nats-io/nats.go"
+
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// Messages whose retries are used up are package dead's (gateway/dead):
-// dead letters (kept in the queue's own stream on mapping.DeadSubject)
-// and redrive (SQS's RedrivePolicy: moved into the queue the property
-// dead_letter_queue names). These are the core's calls into it.
+// Dead letters (beyond LMQ) live in the queue's own stream on a subject the
+// queue's consumer does not see: mapping.DeadSubject (lmq.d.<enc>).
 
-func newDead(g *core) *dead.Keeper {
-	return dead.New(dead.Config{
-		Store:     g.store,
-		Disp:      g.disp,
-		Props:     g.props,
-		Shard:     g.queueShard,
-		Body:      g.body,
-		AckRemove: g.ackRemove,
-		GroupEnd:  g.groupEnd,
-		GroupNext: g.groupNext,
-		OpContext: g.opContext,
-		Timeout:   opTimeout,
-		Logger:    g.log,
-	})
+// bury moves a retry-exhausted message to the queue's dead letters, with its
+// history: the deliveries it had (Lmq-Delivered) and when it died.
+func (g *core) bury(r *dispatch.Raw) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cp := nats.NewMsg(mapping.DeadSubject(r.Queue().Name()))
+	copyOwnHeaders(cp, r.Msg)
+	if r.Level > 0 {
+		// Kept for a respawn (one a NATS program published lacks it).
+		cp.Header.Set(mapping.HdrPriority, strconv.Itoa(r.Level))
+	}
+	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(r.Used()))
+	cp.Header.Set(mapping.HdrDeadAt, time.Now().UTC().Format(time.RFC3339Nano))
+	cp.Header.Del(mapping.HdrGroupSeq) // (its group goes on without it)
+	var err error
+	if cp.Data, err = g.body(ctx, r); err != nil {
+		return err
+	}
+	if _, err := g.store.Publish(ctx, "store dead letter", r.Queue().Name(), cp); err != nil {
+		return err
+	}
+	advanced, err := g.groupEnd(ctx, r)
+	if err != nil {
+		return fmt.Errorf("remove dead message: %w", err)
+	}
+	if err := g.ackRemove(ctx, r); err != nil {
+		return fmt.Errorf("remove dead message: %w", err)
+	}
+	if !advanced {
+		g.groupNext(r)
+	}
+	return nil
 }
-
-// bury moves a retry-exhausted message to the queue's dead letters
-// (dead.Keeper.Bury).
-func (g *core) bury(r *dispatch.Raw) error { return g.dead.Bury(r) }
-
-// redriveTarget is the queue retry-exhausted messages of queue move to, ""
-// when none (dead.Keeper.RedriveTarget).
-func (g *core) redriveTarget(queue string) string { return g.dead.RedriveTarget(queue) }
-
-// redrive moves r, whose retries are used up, into the queue target
-// (dead.Keeper.Redrive).
-func (g *core) redrive(r *dispatch.Raw, target string) error { return g.dead.Redrive(r, target) }
 
 // DeadLetter is a message whose retries were used up, kept because its queue
 // has the dead_letter property.
@@ -62,13 +71,70 @@ func (g *Inspect) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter
 }
 
 // RespawnDeadLetters moves up to n of the oldest dead letters back into the
-// queue with fresh retries; it returns how many moved (dead.Keeper.Respawn).
+// queue with fresh retries; it returns how many moved.
 func (g *Inspect) RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error) {
-	return g.dead.Respawn(ctx, queue, n)
+	sh, err := g.queueShard(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	q, err := g.disp.Ensure(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	moved, levels := 0, uint16(0)
+	for seq := uint64(1); moved < n; {
+		raw, err := sh.Next(ctx, mapping.DeadSubject(queue), seq)
+		if err != nil {
+			return moved, fmt.Errorf("read dead letter: %w", err) // classified by the store
+		}
+		if raw == nil {
+			break
+		}
+		// Back to its own priority (the Lmq-Priority header it kept).
+		p := store.MessagePriority("", raw.Header)
+		levels |= 1 << p
+		m := nats.NewMsg(mapping.PrioritySubject(queue, p))
+		copyOwnHeaders(m, &nats.Msg{Header: nats.Header(raw.Header)})
+		m.Header.Del(mapping.HdrDelivered)
+		m.Header.Del(mapping.HdrDeadAt)
+		m.Data = raw.Data
+		// Store the live copy first: a crash in between leaves a duplicate
+		// dead letter, never a lost message.
+		if _, err := g.store.Publish(ctx, "respawn dead letter", q.Name(), m); err != nil {
+			return moved, err
+		}
+		if err := sh.Delete(ctx, raw.Seq); err != nil {
+			return moved, fmt.Errorf("remove dead letter: %w", err)
+		}
+		moved++
+		seq = raw.Seq + 1
+	}
+	for p := mapping.MaxPriority; p >= 0; p-- {
+		if levels&(1<<p) != 0 {
+			g.disp.NotifyLevel(queue, p)
+		}
+	}
+	return moved, nil
 }
 
-// DeleteDeadLetters drops every dead letter of queue; it returns how many
-// (dead.Keeper.Delete).
+// DeleteDeadLetters drops every dead letter of queue; it returns how many.
 func (g *Inspect) DeleteDeadLetters(ctx context.Context, queue string) (uint64, error) {
-	return g.dead.Delete(ctx, queue)
+	sh, err := g.queueShard(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	// Large bodies first: after the purge nothing refers to them any more.
+	for seq := uint64(1); ; {
+		raw, err := sh.Next(ctx, mapping.DeadSubject(queue), seq)
+		if err != nil || raw == nil {
+			break
+		}
+		g.store.DropBody(ctx, &nats.Msg{Header: nats.Header(raw.Header)})
+		seq = raw.Seq + 1
+	}
+	n, err := sh.PurgeSubject(ctx, mapping.DeadSubject(queue))
+	if err != nil {
+		return 0, fmt.Errorf("delete dead letters: %w", err)
+	}
+	return n, nil
 }

@@ -133,12 +133,12 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
-	"github.com/lmq-gateway/lmq-gateway/gateway/dead"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
 	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
+	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
@@ -223,7 +223,7 @@ type core struct {
 	reg    *registry.Registry
 	disp   *dispatch.Dispatcher
 	groups *groups.Groups // the ordered groups (groups.go)
-	dead   *dead.Keeper   // retry-exhausted messages (deadletter.go)
+	mover  *redrive.Mover // moves into other queues (redrive.go)
 	dels   *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
@@ -355,7 +355,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Gateway, error) {
 	})
 	g.props.OnChange(g.disp.PropsChanged)
 	g.groups = newGroups(g)
-	g.dead = newDead(g)
+	g.mover = newRedrive(g)
 	g.meta = meta.New(meta.Config{
 		Store:   g.store,
 		Create:  g.openBucket,

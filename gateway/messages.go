@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway/dead"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 )
 
@@ -22,7 +21,7 @@ func newWaiting(g *core) *waiting.Editor {
 		Peek:          g.views.Peek,
 		GroupHeadGone: g.groupHeadGone,
 		StoreMoved: func(ctx context.Context, source, target string, m waiting.Moved) (uint64, error) {
-			return g.dead.StoreMoved(ctx, source, target, dead.Moved{
+			return g.storeMoved(ctx, source, target, moved{
 				Header: m.Header, Body: m.Body, PushedAt: m.PushedAt, Priority: m.Priority,
 				ID: moveID(source, target, m.Seq),
 			})
@@ -57,7 +56,7 @@ func (g *Inspect) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 }
 
 // moveID is the Nats-Msg-Id of the copy MoveMessage stores of source's
-// message seq in target (not of idempotencyID's form, as dead.RedriveID).
+// message seq in target (not of idempotencyID's form, as redriveID).
 func moveID(source, target string, seq uint64) string {
-	return "move" + strings.TrimPrefix(dead.RedriveID(source, target, seq), "redrive")
+	return "move" + strings.TrimPrefix(redriveID(source, target, seq), "redrive")
 }
