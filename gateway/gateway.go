@@ -103,6 +103,12 @@
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
 //
+// The API is handed out as handles (handles.go): Messages (push, pull,
+// reply, visibility), Queues (create, delete, properties, metadata),
+// Inspect (sizes, peeks, messages by id, dead letters, deliveries), Parts
+// (the accumulator's) and Logs (moving stored messages as they are: the
+// accumulator, upgrade and migrate); the Gateway keeps its owner's methods.
+//
 // Built from: package store (queue data in JetStream: its streams,
 // consumers, pull wire and reads, as above; and every KV bucket, store.KV),
 // gateway/registry (which queues
@@ -111,13 +117,20 @@
 // clients, priority levels, notifications), gateway/props (the
 // properties: their bucket, its mirror, writes and resolution),
 // gateway/view (read-only views of stored queues: counts, placement,
-// peeks, the oldest dead letter), internal/kvfollow (following a KV
-// bucket, skipping echoes of own writes: the registry and properties),
-// internal/peers (the other gateways, by heartbeats), internal/lifecycle
-// (the services New starts in order and Close stops in reverse, and the
-// background work owned and waited for by Close), internal/noise
-// (log-noise limiter), internal/recent (recently acked ids) and mapping's
-// compound body format.
+// peeks, the oldest dead letter), gateway/waiting (a queue's waiting
+// messages by id: listed, deleted, moved), gateway/groups (ordered groups
+// moving on), gateway/redrive (a message moved into another queue),
+// gateway/meta (queue metadata, LMQ_META), gateway/leftover (what queues
+// deleted while the store was full left), gateway/waits (the waiting
+// pulls' bound and list, who a pull is for), gateway/buckets (the shared
+// buckets' followers), gateway/pushopt (the push options' one parser),
+// gateway/errkind (the one error classification), internal/kvfollow
+// (following a KV bucket, skipping echoes of own writes: the registry and
+// properties), internal/peers (the other gateways, by heartbeats),
+// internal/lifecycle (the services New starts in order and Close stops in
+// reverse, and the background work owned and waited for by Close),
+// internal/noise (log-noise limiter), internal/recent (recently acked ids)
+// and mapping's compound body format.
 package gateway
 
 import (

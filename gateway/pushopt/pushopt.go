@@ -191,7 +191,7 @@ type Options struct {
 	// accumulating queues: a compound gets the queue's property.
 	Priority *int
 	// Group, when set, puts the message in that ordered group of the
-	// queue (mapping.ValidateGroup; gateway/groups.go): handed out one at a time,
+	// queue (mapping.ValidateGroup; package groups): handed out one at a time,
 	// in push order. Not with Delay, nor on accumulating queues.
 	Group string
 }
