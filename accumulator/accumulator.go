@@ -220,14 +220,14 @@ func (a *Accumulator) Push(ctx context.Context, queue string, accum time.Duratio
 	}
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	part, err := a.core.EncodePart(ctx, queue, msg, retry)
+	part, err := a.core.Parts().EncodePart(ctx, queue, msg, retry)
 	if err != nil {
 		return "", err
 	}
 	st, settled, err := a.push(ctx, queue, accum, retry, part)
 	if err != nil && settled {
 		// No window holds the part: its large body, if any, is garbage.
-		a.core.DropBody(ctx, part)
+		a.core.Parts().DropBody(ctx, part)
 	}
 	return st, err
 }
@@ -287,7 +287,7 @@ func (a *Accumulator) push(ctx context.Context, queue string, accum time.Duratio
 			}
 			st = gateway.AccumNew
 		}
-		if err := a.core.StorePart(ctx, part, w.ID); err != nil {
+		if err := a.core.Parts().StorePart(ctx, part, w.ID); err != nil {
 			// Unless the outcome is unknown, nothing was stored.
 			return "", !errors.Is(err, gateway.ErrUnknown), unavailable("store part", err)
 		}
@@ -420,7 +420,7 @@ func pause(ctx context.Context, attempt int) error {
 
 // lastSeq is the last sequence of the queue's stream, from its leader.
 func (a *Accumulator) lastSeq(ctx context.Context, queue string) (uint64, error) {
-	log, err := a.core.QueueLog(ctx, queue)
+	log, err := a.core.Logs().QueueLog(ctx, queue)
 	if errors.Is(err, gateway.ErrNotFound) {
 		// Deleted under a push: the push cannot be placed, try again.
 		return 0, fmt.Errorf("queue %q was deleted: %w", queue, gateway.ErrUnavailable)
@@ -432,7 +432,7 @@ func (a *Accumulator) lastSeq(ctx context.Context, queue string) (uint64, error)
 }
 
 func (a *Accumulator) partStored(ctx context.Context, queue string, seq uint64) (bool, error) {
-	log, err := a.core.QueueLog(ctx, queue)
+	log, err := a.core.Logs().QueueLog(ctx, queue)
 	if errors.Is(err, gateway.ErrNotFound) {
 		return false, nil // the queue was deleted, and its parts with it
 	}
@@ -447,7 +447,7 @@ func (a *Accumulator) partStored(ctx context.Context, queue string, seq uint64) 
 }
 
 func (a *Accumulator) deletePart(ctx context.Context, queue string, seq uint64) error {
-	log, err := a.core.QueueLog(ctx, queue)
+	log, err := a.core.Logs().QueueLog(ctx, queue)
 	if errors.Is(err, gateway.ErrNotFound) {
 		return nil
 	}

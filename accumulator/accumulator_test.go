@@ -196,7 +196,7 @@ func startAccumQueue(t *testing.T, dir, queue string, accum float64, retry int) 
 
 func setAccum(t *testing.T, g *gw, queue string, accum float64, retry int) {
 	t.Helper()
-	if err := g.core.UpdateProps(ctxT(t, 5*time.Second), queue, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
+	if err := g.core.Queues().UpdateProps(ctxT(t, 5*time.Second), queue, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,14 +208,14 @@ func waitAccum(t *testing.T, g *gw, queue string) {
 	applied := gateway.Signals(g.core).PropsApplied
 	applied.Init(t)
 	applied.WaitUntil(queue+" accumulates", func() bool {
-		p, err := g.core.QueueProps(context.Background(), queue)
+		p, err := g.core.Queues().QueueProps(context.Background(), queue)
 		return err == nil && p.Accum > 0
 	})
 }
 
 func push(t *testing.T, g *gw, queue, body string) gateway.AccumState {
 	t.Helper()
-	st, err := g.core.Push(ctxT(t, 10*time.Second), queue, gateway.Message{ContentType: "text/plain", Body: []byte(body)})
+	st, err := g.core.Messages().Push(ctxT(t, 10*time.Second), queue, gateway.Message{ContentType: "text/plain", Body: []byte(body)})
 	if err != nil {
 		t.Fatalf("push %s: %v", body, err)
 	}
@@ -226,12 +226,12 @@ func push(t *testing.T, g *gw, queue, body string) gateway.AccumState {
 func pull(t *testing.T, g *gw, queue string, wait time.Duration) *gateway.Delivery {
 	t.Helper()
 	ctx := ctxT(t, wait+10*time.Second)
-	d, err := g.core.Pull(ctx, queue, wait)
+	d, err := g.core.Messages().Pull(ctx, queue, wait)
 	if err != nil {
 		t.Fatalf("pull: %v", err)
 	}
 	if d != nil {
-		if err := g.core.Reply(ctx, queue, d.ID, gateway.Ack); err != nil {
+		if err := g.core.Messages().Reply(ctx, queue, d.ID, gateway.Ack); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
 	}
@@ -283,7 +283,7 @@ func TestWindowBecomesOneCompound(t *testing.T) {
 	const q = "acc/basic"
 	_, g := startAccumQueue(t, t.TempDir(), q, 0.4, 4)
 	ctx := ctxT(t, 20*time.Second)
-	st, err := g.core.Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("one"),
+	st, err := g.core.Messages().Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("one"),
 		Kept: []gateway.Header{{Name: "x-a", Value: "1"}}})
 	if err != nil || st != gateway.AccumNew {
 		t.Fatalf("first push: %v %v", st, err)
@@ -293,7 +293,7 @@ func TestWindowBecomesOneCompound(t *testing.T) {
 	if st := push(t, g, q, "two"); st != gateway.AccumYes {
 		t.Fatalf("second push: %v", st)
 	}
-	if _, err := g.core.Push(ctx, q, gateway.Message{Body: []byte("three")}); err != nil {
+	if _, err := g.core.Messages().Push(ctx, q, gateway.Message{Body: []byte("three")}); err != nil {
 		t.Fatal(err)
 	}
 	if d := pull(t, g, q, 0); d != nil {
@@ -396,7 +396,7 @@ func pushLoad(t *testing.T, gws []*gw, queue string, pushers, n int, pause time.
 				g := gws[(p+i)%len(gws)]
 				body := fmt.Sprintf("p%d %d", p, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				st, err := g.core.Push(ctx, queue, gateway.Message{Body: []byte(body)})
+				st, err := g.core.Messages().Push(ctx, queue, gateway.Message{Body: []byte(body)})
 				cancel()
 				if err != nil {
 					errs <- fmt.Errorf("push %q: %w", body, err)
@@ -550,7 +550,7 @@ func TestManyQueuesNoGoroutineEach(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	for i := range n {
 		q := "acc/many/" + strconv.Itoa(i)
-		if err := g.core.UpdateProps(ctx, q, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
+		if err := g.core.Queues().UpdateProps(ctx, q, mapping.Props{Accum: &accum, Retry: &retry}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -127,7 +127,7 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 		}
 	}
 	// Read after the fence: its last sequence can serve as the cut.
-	st, err := a.core.QueueLog(ctx, r.j.Queue)
+	st, err := a.core.Logs().QueueLog(ctx, r.j.Queue)
 	if errors.Is(err, gateway.ErrNotFound) {
 		// The queue was deleted, and the window's parts with it.
 		return a.finish(ctx, r)
@@ -192,7 +192,7 @@ func (a *Accumulator) steps(ctx context.Context, r *jobRef) error {
 			if err := a.update(ctx, r, a.id, func(j *job) { j.State = stPublished }); err != nil {
 				return err
 			}
-			a.core.Notify(r.j.Queue)
+			a.core.Messages().Notify(r.j.Queue)
 		case stPublished:
 			if parts == nil {
 				if parts, err = a.scan(ctx, st, r, false); err != nil {
@@ -307,7 +307,7 @@ func (a *Accumulator) scan(ctx context.Context, st *gateway.QueueLog, r *jobRef,
 		p := part{e: e}
 		if e.Window == r.j.ID {
 			if decode {
-				if p.body, err = a.core.PartContent(ctx, e); err != nil {
+				if p.body, err = a.core.Parts().PartContent(ctx, e); err != nil {
 					return nil, fmt.Errorf("part %d: %w", e.Seq, err)
 				}
 			}
@@ -328,7 +328,7 @@ func (a *Accumulator) scan(ctx context.Context, st *gateway.QueueLog, r *jobRef,
 // orphan bodies).
 func (a *Accumulator) removeParts(ctx context.Context, st *gateway.QueueLog, r *jobRef, parts *scanned) error {
 	for _, p := range parts.of {
-		a.core.DropBody(ctx, p.e)
+		a.core.Parts().DropBody(ctx, p.e)
 	}
 	if parts.alone && len(parts.of) > 1 {
 		// One request instead of one per part. Sequences up to the cut were
@@ -370,7 +370,7 @@ func (a *Accumulator) removeStray(ctx context.Context, st *gateway.QueueLog, r *
 			continue
 		}
 		a.log.Warn("removing a stray accumulation part", "queue", r.j.Queue, "seq", p.e.Seq, "window", tag)
-		a.core.DropBody(ctx, p.e)
+		a.core.Parts().DropBody(ctx, p.e)
 		if err := st.Delete(ctx, p.e.Seq); err != nil {
 			return
 		}
@@ -407,7 +407,7 @@ func (a *Accumulator) publish(ctx context.Context, r *jobRef, parts []part) erro
 	for i, p := range parts {
 		msgs[i] = p.body
 	}
-	_, err := a.core.StoreCopy(ctx, r.j.Queue, gateway.Copy{
+	_, err := a.core.Logs().StoreCopy(ctx, r.j.Queue, gateway.Copy{
 		Parts:    msgs,
 		Retry:    r.j.Retry,
 		Window:   r.j.ID,

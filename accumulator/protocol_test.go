@@ -47,11 +47,11 @@ func startDeadJob(t *testing.T, g *gw, queue string) (*jobRef, window, uint64) {
 func storePart(t *testing.T, g *gw, w window, body string) uint64 {
 	t.Helper()
 	ctx := ctxT(t, 10*time.Second)
-	part, err := g.core.EncodePart(ctx, w.Queue, gateway.Message{Body: []byte(body)}, w.Retry)
+	part, err := g.core.Parts().EncodePart(ctx, w.Queue, gateway.Message{Body: []byte(body)}, w.Retry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.core.StorePart(ctx, part, w.ID); err != nil {
+	if err := g.core.Parts().StorePart(ctx, part, w.ID); err != nil {
 		t.Fatal(err)
 	}
 	return part.Seq
@@ -112,7 +112,7 @@ func TestResumeAfterCompoundStored(t *testing.T) {
 	r, _, _ := startDeadJob(t, g, q)
 	ctx := ctxT(t, 20*time.Second)
 
-	st, err := g.core.QueueLog(ctx, q)
+	st, err := g.core.Logs().QueueLog(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestDeleteQueueWithOpenWindow(t *testing.T) {
 	const q = "acc/deleted"
 	_, g := startAccumQueue(t, t.TempDir(), q, 0.2, 2)
 	push(t, g, q, "a")
-	if err := g.core.DeleteQueue(ctxT(t, 5*time.Second), q); err != nil {
+	if err := g.core.Queues().DeleteQueue(ctxT(t, 5*time.Second), q); err != nil {
 		t.Fatal(err)
 	}
 	// The window (0.2s) closes, finds no stream and removes its keys.
@@ -218,7 +218,7 @@ func TestPurgeWithOpenWindow(t *testing.T) {
 		t.Fatalf("first push: %v", st)
 	}
 	push(t, g, q, "b")
-	if err := g.core.Purge(ctxT(t, 5*time.Second), q); err != nil {
+	if err := g.core.Queues().Purge(ctxT(t, 5*time.Second), q); err != nil {
 		t.Fatal(err)
 	}
 	push(t, g, q, "c") // joins the window, or opens one if it closed already

@@ -203,7 +203,7 @@ func (c *Console) oldestAges(ctx context.Context, rows []Row) {
 	for range min(ageWorkers, len(rows)) {
 		wg.Go(func() {
 			for i := range jobs {
-				at, err := c.core.OldestWaiting(ctx, rows[i].Name)
+				at, err := c.core.Inspect.OldestWaiting(ctx, rows[i].Name)
 				if err != nil || at.IsZero() {
 					continue
 				}
@@ -285,17 +285,17 @@ func (c *Console) serveQueue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := c.core.QueueDetail(r.Context(), name)
+	d, err := c.core.Inspect.QueueDetail(r.Context(), name)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
 	}
-	own, err := c.core.OwnProps(r.Context(), name)
+	own, err := c.core.Queues.OwnProps(r.Context(), name)
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
 	}
-	defaults, err := c.core.DefaultProps(r.Context())
+	defaults, err := c.core.Queues.DefaultProps(r.Context())
 	if err != nil {
 		c.unavailable(w, r, err)
 		return
@@ -409,11 +409,11 @@ func (c *Console) servePeek(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "n: "+err.Error())
 		return
 	}
-	peek := c.core.Peek
+	peek := c.core.Inspect.Peek
 	switch r.URL.Query().Get("dead") {
 	case "", "0", "false":
 	case "1", "true":
-		peek = c.core.PeekDead
+		peek = c.core.Inspect.PeekDead
 	default:
 		writeError(w, http.StatusBadRequest, "dead: not 0, 1, true or false")
 		return
@@ -515,7 +515,7 @@ func (c *Console) serveMatch(w http.ResponseWriter, r *http.Request) {
 		name = body.Name
 	} else {
 		var err error
-		if list, err = c.core.DefaultProps(r.Context()); err != nil {
+		if list, err = c.core.Queues.DefaultProps(r.Context()); err != nil {
 			c.unavailable(w, r, err)
 			return
 		}
@@ -583,8 +583,8 @@ func (c *Console) serveCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := Cluster{
-		Gateway:       GatewayInfo{ID: c.core.ID(), Version: c.opt.Version, Auth: c.inv.AuthMode()},
-		OtherGateways: c.core.Peers(),
+		Gateway:       GatewayInfo{ID: c.core.Gateway.ID(), Version: c.opt.Version, Auth: c.inv.AuthMode()},
+		OtherGateways: c.core.Gateway.Peers(),
 		ActiveNodes:   doc.ActiveNodes,
 		AllNodes:      doc.AllNodes,
 		Queues:        len(views),
@@ -657,10 +657,10 @@ func (c *Console) serveRates(w http.ResponseWriter, r *http.Request) {
 	shared := c.rates.bus != nil
 	c.rates.mu.Unlock()
 	writeJSON(w, http.StatusOK, Rates{
-		Gateway:  c.core.ID(),
+		Gateway:  c.core.Gateway.ID(),
 		This:     c.rates.longHistory(&c.rates.long, now),
 		Cluster:  c.rates.longHistory(&c.rates.cluster, now),
-		Gateways: append([]string{c.core.ID()}, c.rates.livePeers()...),
+		Gateways: append([]string{c.core.Gateway.ID()}, c.rates.livePeers()...),
 		Shared:   shared,
 		Series:   PrometheusSeries,
 	})

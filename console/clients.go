@@ -10,12 +10,12 @@ import (
 )
 
 // waitLister is the part of the core that lists the pulls waiting now;
-// *gateway.Gateway implements it (a core without it lists none).
+// *gateway.Inspect implements it (a core without it lists none).
 type waitLister interface {
 	WaitingClients() ([]gateway.WaitingPull, map[string]int)
 }
 
-var _ waitLister = (*gateway.Gateway)(nil)
+var _ waitLister = (*gateway.Inspect)(nil)
 
 // Clients is the answer of GET /ui/api/clients: who is pulling from this
 // gateway now.
@@ -40,8 +40,8 @@ type AddrCount struct {
 }
 
 func (c *Console) serveClients(w http.ResponseWriter, r *http.Request) {
-	out := Clients{Gateway: c.core.ID(), Waiting: map[string]int{}, Pulls: []gateway.WaitingPull{}}
-	if wl, ok := c.core.(waitLister); ok {
+	out := Clients{Gateway: c.core.Gateway.ID(), Waiting: map[string]int{}, Pulls: []gateway.WaitingPull{}}
+	if wl, ok := c.core.Inspect.(waitLister); ok {
 		out.Pulls, out.Waiting = wl.WaitingClients()
 	}
 	if conns := c.rpcConns(); conns != nil {

@@ -8,8 +8,9 @@
 // Everything else the page does (edit properties, push, delete, dead
 // letters) goes through the ordinary HTTP API, with the same credentials.
 //
-// The console reads through narrow interfaces (Core, Inventory) that
-// *gateway.Gateway and *ops.Ops implement; it never talks to NATS itself.
+// The console reads through narrow interfaces: Core (the gateway's
+// Inspect and Queues handles and the gateway itself) and Inventory
+// (*ops.Ops); it never talks to NATS itself.
 package console
 
 import (
@@ -44,8 +45,22 @@ const Prefix = "/ui/"
 //go:embed assets
 var assetsFS embed.FS
 
-// Core is what the console reads of the core; *gateway.Gateway implements it.
-type Core interface {
+// Core is what the console reads of the core, one small interface per
+// handle (CoreOf makes it of a *gateway.Gateway).
+type Core struct {
+	Inspect Inspect
+	Queues  Queues
+	Gateway Gateway
+}
+
+// CoreOf is the Core of gateway g's handles.
+func CoreOf(g *gateway.Gateway) Core {
+	return Core{Inspect: g.Inspect(), Queues: g.Queues(), Gateway: g}
+}
+
+// Inspect is what the console reads of the queues' contents
+// (gateway.Inspect); one that is also a waitLister lists the pulls waiting.
+type Inspect interface {
 	// QueueDetail is a queue's sizes by kind (ErrNotFound when it does not
 	// exist).
 	QueueDetail(ctx context.Context, queue string) (gateway.QueueDetail, error)
@@ -57,10 +72,20 @@ type Core interface {
 	OldestWaiting(ctx context.Context, queue string) (time.Time, error)
 	// PeekDead returns the oldest dead letters without removing them.
 	PeekDead(ctx context.Context, queue string, n int) ([]gateway.Peeked, error)
+}
+
+// Queues is what the console reads of the queues' properties
+// (gateway.Queues).
+type Queues interface {
 	// OwnProps are the properties set on the queue itself.
 	OwnProps(ctx context.Context, queue string) (mapping.Props, error)
 	// DefaultProps is the default-properties list.
 	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
+}
+
+// Gateway is what the console reads of the gateway itself
+// (*gateway.Gateway); one that is also a RatesBus shares the rates.
+type Gateway interface {
 	// ID names this gateway.
 	ID() string
 	// Peers are the ids of the other gateways it hears.
@@ -83,7 +108,9 @@ type Inventory interface {
 }
 
 var (
-	_ Core      = (*gateway.Gateway)(nil)
+	_ Inspect   = (*gateway.Inspect)(nil)
+	_ Queues    = (*gateway.Queues)(nil)
+	_ Gateway   = (*gateway.Gateway)(nil)
 	_ Inventory = (*ops.Ops)(nil)
 	_ RatesBus  = (*gateway.Gateway)(nil)
 )
@@ -141,7 +168,7 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 		assets: map[string]*asset{},
 		rates:  newSampler(inv.Stats()),
 	}
-	c.rates.id = core.ID()
+	c.rates.id = core.Gateway.ID()
 	err := fs.WalkDir(assetsFS, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -180,12 +207,12 @@ func New(core Core, inv Inventory, opt Options) (*Console, error) {
 // for the rates and charts, on a goroutine of its own until Stop
 // (lifecycle.Service).
 //
-// When the Core is a RatesBus, the console also shares the samples with the
+// When the Core's Gateway is a RatesBus, the console also shares the samples with the
 // other gateways' consoles, and sums theirs into the cluster's rates; when
 // it cannot subscribe, the cluster's rates are off (logged), this
 // gateway's still on.
 func (c *Console) Start(context.Context) error {
-	if bus, ok := c.core.(RatesBus); ok {
+	if bus, ok := c.core.Gateway.(RatesBus); ok {
 		stop, err := bus.SubscribeRates(c.rates.heard)
 		if err != nil {
 			c.log.Warn("console: the cluster's rates are off", "err", err)

@@ -327,7 +327,7 @@ const (
 )
 
 // RatesBus carries the rate samples between the gateways' consoles. The
-// Core may implement it (*gateway.Gateway does); without it the console
+// Core's Gateway may implement it (*gateway.Gateway does); without it the console
 // shows this gateway's rates only.
 type RatesBus interface {
 	PublishRates(data []byte) error

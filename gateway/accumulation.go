@@ -49,7 +49,7 @@ func newEntry(queue string, rm *store.StoredMsg) *Entry {
 // EncodePart prepares msg as a part of an accumulation window of queue: a
 // large body goes to the Object Store now, once, however often StorePart is
 // tried. When no window takes the part, DropBody removes that body.
-func (g *Gateway) EncodePart(ctx context.Context, queue string, msg Message, retry int) (*Entry, error) {
+func (g *Parts) EncodePart(ctx context.Context, queue string, msg Message, retry int) (*Entry, error) {
 	m, err := g.store.Encode(ctx, queue, mapping.PartSubject(queue), msg.content(), retry)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (g *Gateway) EncodePart(ctx context.Context, queue string, msg Message, ret
 // StorePart stores part, tagged with window, in its queue's stream (on
 // mapping.PartSubject, which no consumer reads) and sets its Seq and Window.
 // Its errors are Push's: ErrUnknown when the part may be stored.
-func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) error {
+func (g *Parts) StorePart(ctx context.Context, part *Entry, window string) error {
 	q, err := g.disp.Bind(ctx, part.queue, true)
 	if err != nil {
 		return err
@@ -72,13 +72,13 @@ func (g *Gateway) StorePart(ctx context.Context, part *Entry, window string) err
 }
 
 // PartContent reads back the content of a part (QueueLog.NextPart).
-func (g *Gateway) PartContent(ctx context.Context, part *Entry) (Message, error) {
+func (g *Parts) PartContent(ctx context.Context, part *Entry) (Message, error) {
 	return decoded(g.store.Decode(ctx, part.msg))
 }
 
 // DropBody removes the Object Store body of an entry, if it has one: for a
 // part no window took, or parts whose compound message is stored.
-func (g *Gateway) DropBody(ctx context.Context, e *Entry) { g.store.DropBody(ctx, e.msg) }
+func (g *Parts) DropBody(ctx context.Context, e *Entry) { g.store.DropBody(ctx, e.msg) }
 
 // QueueLog reads and trims one queue's stream below the level of
 // deliveries, for the accumulator's and migrate's bookkeeping (store.Log).
@@ -89,7 +89,7 @@ type QueueLog struct {
 
 // QueueLog opens queue's stream; the error wraps ErrNotFound when it does not
 // exist.
-func (g *Gateway) QueueLog(ctx context.Context, queue string) (*QueueLog, error) {
+func (g *Logs) QueueLog(ctx context.Context, queue string) (*QueueLog, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if _, err := g.queueShard(ctx, queue); err != nil {

@@ -17,7 +17,7 @@ const MaxBatch = 1000
 
 // PushBatch stores msgs in queue atomically (all or none, in order) with
 // JetStream's atomic batch publish. Accumulating queues do not take batches.
-func (g *Gateway) PushBatch(ctx context.Context, queue string, msgs []Message) error {
+func (g *Messages) PushBatch(ctx context.Context, queue string, msgs []Message) error {
 	if err := validName(queue); err != nil {
 		return err
 	}

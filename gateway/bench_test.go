@@ -16,7 +16,7 @@ func BenchmarkPush(b *testing.B) {
 	cpu0 := cpuSeconds()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Push(ctx, "bench", msg); err != nil {
+			if _, err := g.Messages().Push(ctx, "bench", msg); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -37,7 +37,7 @@ func BenchmarkPullAck(b *testing.B) {
 	ctx := ctxT(b)
 	msg := gateway.Message{ContentType: "text/plain", Body: make([]byte, 256)}
 	for i := 0; i < b.N; i++ {
-		if _, err := g.Push(ctx, "bench", msg); err != nil {
+		if _, err := g.Messages().Push(ctx, "bench", msg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,11 +46,11 @@ func BenchmarkPullAck(b *testing.B) {
 	cpu0 := cpuSeconds()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			d, err := g.Pull(ctx, "bench", time.Second)
+			d, err := g.Messages().Pull(ctx, "bench", time.Second)
 			if err != nil || d == nil {
 				b.Fatal(err)
 			}
-			if err := g.Reply(ctx, "bench", d.ID, gateway.Ack); err != nil {
+			if err := g.Messages().Reply(ctx, "bench", d.ID, gateway.Ack); err != nil {
 				b.Fatal(err)
 			}
 		}

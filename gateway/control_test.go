@@ -18,7 +18,7 @@ func setProps(t *testing.T, g *Gateway, queue, js string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.UpdateProps(prioCtx(t), queue, p); err != nil {
+	if err := g.Queues().UpdateProps(prioCtx(t), queue, p); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -34,7 +34,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	setProps(t, a, "pq", `{"paused":true}`)
 	pushP(t, a, "pq", "m1", -1)
 	pushP(t, a, "pq", "m2", -1)
-	if d, err := a.Pull(ctx, "pq", 0); err != nil || d != nil {
+	if d, err := a.Messages().Pull(ctx, "pq", 0); err != nil || d != nil {
 		t.Fatalf("no-wait pull of a paused queue = %v, %v; want nothing", d, err)
 	}
 	// The other gateway sees the pause too (followed from the bucket).
@@ -43,7 +43,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	for _, g := range []*Gateway{a, b} {
 		g.disp.TestSignals.WaiterParked.Init(t)
 		go func() {
-			d, err := g.Pull(ctx, "pq", 30*time.Second)
+			d, err := g.Messages().Pull(ctx, "pq", 30*time.Second)
 			if err != nil || d == nil {
 				got <- "none"
 				return
@@ -64,7 +64,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 	if !seen["m1"] || !seen["m2"] {
 		t.Fatalf("after resume the waiting pulls got %v, want m1 and m2", seen)
 	}
-	if own, _ := a.OwnProps(ctx, "pq"); own.Paused == nil || *own.Paused {
+	if own, _ := a.Queues().OwnProps(ctx, "pq"); own.Paused == nil || *own.Paused {
 		t.Fatalf("own props after resume = %s", own.JSON())
 	}
 }
@@ -86,16 +86,16 @@ func TestMaxInflightAcrossGateways(t *testing.T) {
 	}
 	d1, d2 := pullP(t, a, "lim1"), pullP(t, b, "lim1")
 	for _, g := range []*Gateway{a, b} {
-		if d, err := g.Pull(ctx, "lim1", 0); d != nil || err != nil {
+		if d, err := g.Messages().Pull(ctx, "lim1", 0); d != nil || err != nil {
 			t.Fatalf("a third delivery with max_inflight 2: %v (%v)", d, err)
 		}
 	}
-	if err := a.Reply(ctx, "lim1", d1.ID, Ack); err != nil {
+	if err := a.Messages().Reply(ctx, "lim1", d1.ID, Ack); err != nil {
 		t.Fatal(err)
 	}
 	d3 := pullP(t, b, "lim1") // a slot is free again
 	for _, d := range []*Delivery{d2, d3} {
-		if err := b.Reply(ctx, "lim1", d.ID, Ack); err != nil {
+		if err := b.Messages().Reply(ctx, "lim1", d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestMaxInflightAcrossGateways(t *testing.T) {
 		}
 		wg.Go(func() {
 			for done.Load() < n {
-				d, err := g.Pull(ctx, "lim", 2*time.Second)
+				d, err := g.Messages().Pull(ctx, "lim", 2*time.Second)
 				if err != nil {
 					t.Error(err)
 					return
@@ -135,7 +135,7 @@ func TestMaxInflightAcrossGateways(t *testing.T) {
 					runtime.Gosched()
 				}
 				inflight.Add(-1)
-				if err := g.Reply(context.Background(), "lim", d.ID, Ack); err != nil {
+				if err := g.Messages().Reply(context.Background(), "lim", d.ID, Ack); err != nil {
 					t.Error(err)
 				}
 				done.Add(1)

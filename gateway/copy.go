@@ -43,7 +43,7 @@ type Copy struct {
 // stored (look for it before storing it again), ErrUnavailable when it
 // certainly is not. It does not wake waiting clients (see Notify), nor count
 // a push for statistics.
-func (g *Gateway) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint64, err error) {
+func (g *Logs) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint64, err error) {
 	if err := validName(queue); err != nil {
 		return 0, err
 	}

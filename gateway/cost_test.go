@@ -29,7 +29,7 @@ func BenchmarkIdlePullAnyCost(b *testing.B) {
 	ctx := context.Background()
 	ns, g := startCore(b)
 	for i := range queues {
-		if d, err := g.Pull(ctx, fmt.Sprintf("idle-%04d", i), 0); d != nil || err != nil {
+		if d, err := g.Messages().Pull(ctx, fmt.Sprintf("idle-%04d", i), 0); d != nil || err != nil {
 			b.Fatal(d, err)
 		}
 	}
@@ -51,7 +51,7 @@ func BenchmarkIdlePullAnyCost(b *testing.B) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = g.PullAny(ctx, regexp.MustCompile(`^idle-`), 4*time.Second, nil)
+			_, _ = g.Messages().PullAny(ctx, regexp.MustCompile(`^idle-`), 4*time.Second, nil)
 		}()
 		// Measured from the end of the initial look at every queue, when
 		// the pull-any sleeps: what it costs while it waits.

@@ -16,7 +16,7 @@ import (
 
 // bury moves a retry-exhausted message to the queue's dead letters, with its
 // history: the deliveries it had (Lmq-Delivered) and when it died.
-func (g *Gateway) bury(r *dispatch.Raw) error {
+func (g *core) bury(r *dispatch.Raw) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	cp := store.NewMsg(mapping.DeadSubject(r.Queue().Name()))
@@ -59,7 +59,7 @@ type DeadLetter struct {
 
 // DeadLetterHead returns the oldest dead letter of queue, nil when none
 // (view.Reader.DeadHead).
-func (g *Gateway) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter, error) {
+func (g *Inspect) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter, error) {
 	d, err := g.views.DeadHead(ctx, queue)
 	if d == nil || err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (g *Gateway) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter
 
 // RespawnDeadLetters moves up to n of the oldest dead letters back into the
 // queue with fresh retries; it returns how many moved.
-func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error) {
+func (g *Inspect) RespawnDeadLetters(ctx context.Context, queue string, n int) (int, error) {
 	sh, err := g.queueShard(ctx, queue)
 	if err != nil {
 		return 0, err
@@ -116,7 +116,7 @@ func (g *Gateway) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 }
 
 // DeleteDeadLetters drops every dead letter of queue; it returns how many.
-func (g *Gateway) DeleteDeadLetters(ctx context.Context, queue string) (uint64, error) {
+func (g *Inspect) DeleteDeadLetters(ctx context.Context, queue string) (uint64, error) {
 	sh, err := g.queueShard(ctx, queue)
 	if err != nil {
 		return 0, err

@@ -16,7 +16,7 @@ func TestDelay(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	start := time.Now()
-	if _, err := g.PushWith(ctx, "dl", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 3 * time.Second}); err != nil {
+	if _, err := g.Messages().PushWith(ctx, "dl", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	// The delay is long enough for the requests up to the detail to come
@@ -25,10 +25,10 @@ func TestDelay(t *testing.T) {
 	if d := mustPull(t, g, "dl", 0); string(d.Message.Body) != "now" {
 		t.Fatalf("got %q", d.Message.Body)
 	}
-	if d, _ := g.Pull(ctx, "dl", 500*time.Millisecond); d != nil {
+	if d, _ := g.Messages().Pull(ctx, "dl", 500*time.Millisecond); d != nil {
 		t.Fatalf("delayed message visible early: %q after %v", d.Message.Body, time.Since(start))
 	}
-	det, err := g.QueueDetail(ctx, "dl")
+	det, err := g.Inspect().QueueDetail(ctx, "dl")
 	if err != nil || det.Delayed != 1 {
 		t.Fatalf("detail %+v %v", det, err)
 	}
@@ -42,7 +42,7 @@ func TestTTL(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	if _, err := g.PushWith(ctx, "ttl", gateway.Message{Body: []byte("short")}, gateway.PushOptions{TTL: 300 * time.Millisecond}); err != nil {
+	if _, err := g.Messages().PushWith(ctx, "ttl", gateway.Message{Body: []byte("short")}, gateway.PushOptions{TTL: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl", "keeps")
@@ -52,12 +52,12 @@ func TestTTL(t *testing.T) {
 	}
 	// The queue property applies to every push.
 	ttl := 0.3
-	if err := g.UpdateProps(ctx, "ttl2", mapping.Props{TTL: &ttl}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, "ttl2", mapping.Props{TTL: &ttl}); err != nil {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "ttl2", "x")
 	testwait.For(t, "queueSize(ctx, g, \"ttl2\") == 0", func() bool { return queueSize(ctx, g, "ttl2") == 0 })
-	if d, _ := g.Pull(ctx, "ttl2", 0); d != nil {
+	if d, _ := g.Messages().Pull(ctx, "ttl2", 0); d != nil {
 		t.Fatal("expired message delivered (property)")
 	}
 }
@@ -67,7 +67,7 @@ func TestDeadLetters(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	retry, yes := 0, true
-	if err := g.UpdateProps(ctx, "dead", mapping.Props{Retry: &retry, DeadLetter: &yes}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, "dead", mapping.Props{Retry: &retry, DeadLetter: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -75,36 +75,36 @@ func TestDeadLetters(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		d := mustPull(t, g, "dead", time.Second)
-		if err := g.Reply(ctx, "dead", d.ID, gateway.Nack); err != nil {
+		if err := g.Messages().Reply(ctx, "dead", d.ID, gateway.Nack); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d, _ := g.Pull(ctx, "dead", 0); d != nil {
+	if d, _ := g.Messages().Pull(ctx, "dead", 0); d != nil {
 		t.Fatal("exhausted message delivered")
 	}
 	var det gateway.QueueDetail
 	testwait.For(t, "3 dead letters", func() bool {
-		det, _ = g.QueueDetail(ctx, "dead")
+		det, _ = g.Inspect().QueueDetail(ctx, "dead")
 		return det.DeadLetters == 3
 	})
 	if det.DeadLetters != 3 || det.Size != 0 {
 		t.Fatalf("detail %+v", det)
 	}
-	head, err := g.DeadLetterHead(ctx, "dead")
+	head, err := g.Inspect().DeadLetterHead(ctx, "dead")
 	if err != nil || head == nil || string(head.Message.Body) != "0" || head.Deliveries != 1 || head.DiedAt.IsZero() {
 		t.Fatalf("head %+v %v", head, err)
 	}
-	if n, err := g.RespawnDeadLetters(ctx, "dead", 2); n != 2 || err != nil {
+	if n, err := g.Inspect().RespawnDeadLetters(ctx, "dead", 2); n != 2 || err != nil {
 		t.Fatalf("respawn %d %v", n, err)
 	}
 	d := mustPull(t, g, "dead", time.Second)
 	if string(d.Message.Body) != "0" || d.RetryRemaining != 0 {
 		t.Fatalf("respawned %q retry %d", d.Message.Body, d.RetryRemaining)
 	}
-	if n, err := g.DeleteDeadLetters(ctx, "dead"); n != 1 || err != nil {
+	if n, err := g.Inspect().DeleteDeadLetters(ctx, "dead"); n != 1 || err != nil {
 		t.Fatalf("delete %d %v", n, err)
 	}
-	if head, err := g.DeadLetterHead(ctx, "dead"); head != nil || err != nil {
+	if head, err := g.Inspect().DeadLetterHead(ctx, "dead"); head != nil || err != nil {
 		t.Fatalf("after delete %+v %v", head, err)
 	}
 }
@@ -114,7 +114,7 @@ func TestBatch(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	msgs := []gateway.Message{{Body: []byte("a"), ContentType: "text/plain"}, {Body: []byte("b")}, {Body: []byte("c")}}
-	if err := g.PushBatch(ctx, "batch", msgs); err != nil {
+	if err := g.Messages().PushBatch(ctx, "batch", msgs); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"a", "b", "c"} {
@@ -123,11 +123,11 @@ func TestBatch(t *testing.T) {
 		}
 	}
 	// A batch message that is nacked comes back (its copy is no batch).
-	if err := g.PushBatch(ctx, "batch", msgs[:2]); err != nil {
+	if err := g.Messages().PushBatch(ctx, "batch", msgs[:2]); err != nil {
 		t.Fatal(err)
 	}
 	d := mustPull(t, g, "batch", time.Second)
-	if err := g.Reply(ctx, "batch", d.ID, gateway.Nack); err != nil {
+	if err := g.Messages().Reply(ctx, "batch", d.ID, gateway.Nack); err != nil {
 		t.Fatal(err)
 	}
 	if d := mustPull(t, g, "batch", time.Second); string(d.Message.Body) != "b" {
@@ -136,7 +136,7 @@ func TestBatch(t *testing.T) {
 	if d := mustPull(t, g, "batch", time.Second); string(d.Message.Body) != "a" || d.RetryRemaining != 1 {
 		t.Fatalf("nacked batch message: %q retry %d", d.Message.Body, d.RetryRemaining)
 	}
-	if err := g.PushBatch(ctx, "batch", make([]gateway.Message, gateway.MaxBatch+1)); err == nil {
+	if err := g.Messages().PushBatch(ctx, "batch", make([]gateway.Message, gateway.MaxBatch+1)); err == nil {
 		t.Fatal("oversized batch accepted")
 	}
 }
@@ -144,7 +144,7 @@ func TestBatch(t *testing.T) {
 // queueSize is the queue's size (waiting and in flight), or -1 when it
 // cannot be read.
 func queueSize(ctx context.Context, g *gateway.Gateway, q string) int {
-	d, err := g.QueueDetail(ctx, q)
+	d, err := g.Inspect().QueueDetail(ctx, q)
 	if err != nil {
 		return -1
 	}

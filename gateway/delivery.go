@@ -98,7 +98,7 @@ func (t *deliveryTable) stopTimers() {
 }
 
 // InFlight is the number of this gateway's deliveries not yet answered.
-func (g *Gateway) InFlight() int {
+func (g *Inspect) InFlight() int {
 	g.dels.mu.Lock()
 	defer g.dels.mu.Unlock()
 	return len(g.dels.m)
@@ -106,7 +106,7 @@ func (g *Gateway) InFlight() int {
 
 // newID makes a delivery id: a random (version 4) UUID whose first four bytes
 // are this gateway's id, so any gateway can tell where to relay a reply.
-func (g *Gateway) newID() string {
+func (g *core) newID() string {
 	u := uuid.New()
 	copy(u[:4], g.idPfx)
 	return u.String()
@@ -114,7 +114,7 @@ func (g *Gateway) newID() string {
 
 // deliver turns a message JetStream handed over into a delivery: fresh id,
 // timer from the queue's current timeout.
-func (g *Gateway) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
+func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
 	q := r.Queue()
 	msg, err := decoded(g.store.Decode(ctx, &r.Msg))
 	if store.BodyLost(err) {
@@ -215,7 +215,7 @@ func receives(r *dispatch.Raw) int {
 
 // take moves an active delivery to finished and out of the table; false if it
 // was not active (already answered, expired or being acked).
-func (g *Gateway) take(d *delivery) bool {
+func (g *core) take(d *delivery) bool {
 	if !g.finish(d) {
 		return false
 	}
@@ -225,7 +225,7 @@ func (g *Gateway) take(d *delivery) bool {
 
 // finish ends the delivery (a reply to it now finds it finished) but leaves
 // it in the table: see expire.
-func (g *Gateway) finish(d *delivery) bool {
+func (g *core) finish(d *delivery) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.state != active {
@@ -244,7 +244,7 @@ func (g *Gateway) finish(d *delivery) bool {
 // tells a watcher that the message is back in its queue; counted out
 // before, a release by a client just after could store its copy first and
 // put its message ahead of this one.
-func (g *Gateway) expire(d *delivery) {
+func (g *core) expire(d *delivery) {
 	if !g.finish(d) {
 		return
 	}
@@ -256,7 +256,7 @@ func (g *Gateway) expire(d *delivery) {
 // Abandon gives back a delivery the front end could not hand to its client (the
 // client went away): the message is available again at once and the delivery
 // does not count as a retry.
-func (g *Gateway) Abandon(_ context.Context, d *Delivery) {
+func (g *Messages) Abandon(_ context.Context, d *Delivery) {
 	if d == nil || d.ref == nil {
 		return
 	}
@@ -269,7 +269,7 @@ func (g *Gateway) Abandon(_ context.Context, d *Delivery) {
 // deliveries used so far is stored first, then the original is removed (a
 // crash in between duplicates the message; it never loses it). counted says
 // whether the delivery that ends here used up one of the message's retries.
-func (g *Gateway) release(r *dispatch.Raw, counted bool) {
+func (g *core) release(r *dispatch.Raw, counted bool) {
 	used := r.Used()
 	if !counted {
 		used--
@@ -348,7 +348,7 @@ func copyOwnHeaders(dst *store.Msg, src store.Headers) { jsapi.CopyOwnHeaders(ds
 
 // body returns the stored body of r, reading it from the stream when the
 // delivery let go of it.
-func (g *Gateway) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
+func (g *core) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
 	if !r.BodyGone {
 		return r.Msg.Data, nil
 	}
@@ -359,7 +359,7 @@ func (g *Gateway) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
 // its dead_letter_queue property names (redrive.go), else it becomes a dead
 // letter when the queue keeps them (the dead_letter property), else it is
 // dropped as LMQ did. A move that fails falls back to the others.
-func (g *Gateway) discard(r *dispatch.Raw) {
+func (g *core) discard(r *dispatch.Raw) {
 	if target := g.redriveTarget(r.Queue().Name()); target != "" {
 		if err := g.redrive(r, target); err == nil {
 			g.obs.Discarded(r.Queue().Name())
@@ -382,7 +382,7 @@ func (g *Gateway) discard(r *dispatch.Raw) {
 }
 
 // drop removes a message (and its large body) for good.
-func (g *Gateway) drop(r *dispatch.Raw) {
+func (g *core) drop(r *dispatch.Raw) {
 	ctx, cancel := g.opContext()
 	defer cancel()
 	advanced, err := g.groupEnd(ctx, r)
@@ -402,13 +402,13 @@ func (g *Gateway) drop(r *dispatch.Raw) {
 
 // ackRemove acks the JetStream message, which removes it from the WorkQueue
 // stream, and waits for JetStream's answer.
-func (g *Gateway) ackRemove(ctx context.Context, r *dispatch.Raw) error {
+func (g *core) ackRemove(ctx context.Context, r *dispatch.Raw) error {
 	return g.store.Ack(ctx, &r.Msg)
 }
 
 // Reply applies a client's ack, nack or ext to the delivery id of queue.
 // Unknown, superseded or expired ids give ErrNotFound.
-func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) error {
+func (g *Messages) Reply(ctx context.Context, queue, id string, kind ReplyKind) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -425,7 +425,7 @@ func (g *Gateway) Reply(ctx context.Context, queue, id string, kind ReplyKind) e
 	return g.replyLocal(ctx, d, kind)
 }
 
-func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
+func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
 	// Made only when answered (every successful ack would pay for it).
 	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
 	q := d.raw.Queue()
@@ -515,7 +515,7 @@ func (g *Gateway) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) e
 // AckWait (release logs it), which is what a nack that is not answered in
 // time amounts to as well. In the usual case the release is done before the
 // answer, so a client's next pull sees the message where LMQ puts it.
-func (g *Gateway) nackRelease(r *dispatch.Raw) {
+func (g *core) nackRelease(r *dispatch.Raw) {
 	done := make(chan struct{})
 	if !g.spawn(func(context.Context) {
 		defer close(done)

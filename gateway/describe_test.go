@@ -60,7 +60,7 @@ func TestConsumerOnlyWhenUsed(t *testing.T) {
 		}
 		return err == nil
 	}
-	if d, err := g.Pull(ctx, "polled", 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "polled", 0); d != nil || err != nil {
 		t.Fatalf("pull of an empty queue: %v, %v", d, err)
 	}
 	mustPush(t, g, "pushed", "x")
@@ -75,7 +75,7 @@ func TestConsumerOnlyWhenUsed(t *testing.T) {
 	}
 	// Nor do dead letters or parts make a queue worth a consumer: nothing
 	// of theirs waits (mapping.WaitingOf).
-	if err := g.RegisterQueue(ctx, "buried"); err != nil {
+	if err := g.Logs().RegisterQueue(ctx, "buried"); err != nil {
 		t.Fatal(err)
 	}
 	for _, subj := range []string{mapping.DeadSubject("buried"), mapping.PartSubject("buried")} {
@@ -83,7 +83,7 @@ func TestConsumerOnlyWhenUsed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d, err := g.Pull(ctx, "buried", 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "buried", 0); d != nil || err != nil {
 		t.Fatalf("pull of a queue holding only a dead letter and a part: %v, %v", d, err)
 	}
 	if hasConsumer("buried") {

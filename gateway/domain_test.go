@@ -48,27 +48,27 @@ func exercise(t *testing.T, g *gateway.Gateway) {
 	if string(d.Message.Body) != "one" {
 		t.Fatalf("pulled %q", d.Message.Body)
 	}
-	if err := g.Reply(ctx, "dq", d.ID, gateway.Nack); err != nil {
+	if err := g.Messages().Reply(ctx, "dq", d.ID, gateway.Nack); err != nil {
 		t.Fatalf("nack: %v", err)
 	}
 	d = mustPull(t, g, "dq", 5*time.Second)
 	if string(d.Message.Body) != "one" || d.RetryRemaining != 1 {
 		t.Fatalf("after nack: %q retry %d", d.Message.Body, d.RetryRemaining)
 	}
-	if err := g.Reply(ctx, "dq", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "dq", d.ID, gateway.Ack); err != nil {
 		t.Fatalf("ack: %v", err)
 	}
-	if d, err := g.Pull(ctx, "dq", 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "dq", 0); d != nil || err != nil {
 		t.Fatalf("queue not empty after ack: %+v %v", d, err)
 	}
-	if _, err := g.PushWith(ctx, "dq", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 100 * time.Millisecond}); err != nil {
+	if _, err := g.Messages().PushWith(ctx, "dq", gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if d := mustPull(t, g, "dq", 10*time.Second); string(d.Message.Body) != "later" {
 		t.Fatalf("delayed: %q", d.Message.Body)
 	}
 	got := waitingPull(t, g, "", func() *gateway.Delivery {
-		d, _ := g.PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second, nil)
+		d, _ := g.Messages().PullAny(ctx, regexp.MustCompile(`^fresh`), 15*time.Second, nil)
 		return d
 	})
 	mustPush(t, g, "fresh", "f")

@@ -103,6 +103,12 @@
 // In-flight deliveries keep only the message's headers in memory; a release
 // reads the body back from the stream by sequence.
 //
+// The API is handed out as handles (handles.go): Messages (push, pull,
+// reply, visibility), Queues (create, delete, properties, metadata),
+// Inspect (sizes, peeks, messages by id, dead letters, deliveries), Parts
+// (the accumulator's) and Logs (moving stored messages as they are: the
+// accumulator, upgrade and migrate); the Gateway keeps its owner's methods.
+//
 // Built from: package store (queue data in JetStream: its streams,
 // consumers, pull wire and reads, as above; and every KV bucket, store.KV),
 // gateway/registry (which queues
@@ -111,13 +117,20 @@
 // clients, priority levels, notifications), gateway/props (the
 // properties: their bucket, its mirror, writes and resolution),
 // gateway/view (read-only views of stored queues: counts, placement,
-// peeks, the oldest dead letter), internal/kvfollow (following a KV
-// bucket, skipping echoes of own writes: the registry and properties),
-// internal/peers (the other gateways, by heartbeats), internal/lifecycle
-// (the services New starts in order and Close stops in reverse, and the
-// background work owned and waited for by Close), internal/noise
-// (log-noise limiter), internal/recent (recently acked ids) and mapping's
-// compound body format.
+// peeks, the oldest dead letter), gateway/waiting (a queue's waiting
+// messages by id: listed, deleted, moved), gateway/groups (ordered groups
+// moving on), gateway/redrive (a message moved into another queue),
+// gateway/meta (queue metadata, LMQ_META), gateway/leftover (what queues
+// deleted while the store was full left), gateway/waits (the waiting
+// pulls' bound and list, who a pull is for), gateway/buckets (the shared
+// buckets' followers), gateway/pushopt (the push options' one parser),
+// gateway/errkind (the one error classification), internal/kvfollow
+// (following a KV bucket, skipping echoes of own writes: the registry and
+// properties), internal/peers (the other gateways, by heartbeats),
+// internal/lifecycle (the services New starts in order and Close stops in
+// reverse, and the background work owned and waited for by Close),
+// internal/noise (log-noise limiter), internal/recent (recently acked ids)
+// and mapping's compound body format.
 package gateway
 
 import (
@@ -130,11 +143,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
+	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
+	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
-	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
+	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
+	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
@@ -192,8 +211,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Gateway is the core. Create it with New; it is safe for concurrent use.
-type Gateway struct {
+// core is the state every handle shares (handles.go): the handles embed
+// it, so its methods are theirs, unexported.
+type core struct {
 	bus *store.Bus
 	cfg Config
 	log *slog.Logger
@@ -206,11 +226,15 @@ type Gateway struct {
 	idPfx []byte
 	props *props.Cache
 	views *view.Reader // read-only views of stored queues (inventory.go)
+	// edits are the edits of queues' waiting messages by id (messages.go).
+	edits *waiting.Editor
 	// reg is which queues exist (package registry); disp the pull engine
 	// and this gateway's per-queue state (package dispatch).
-	reg  *registry.Registry
-	disp *dispatch.Dispatcher
-	dels *deliveryTable
+	reg    *registry.Registry
+	disp   *dispatch.Dispatcher
+	groups *groups.Groups // the ordered groups (groups.go)
+	mover  *redrive.Mover // moves into other queues (redrive.go)
+	dels   *deliveryTable
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -221,21 +245,18 @@ type Gateway struct {
 	acked *recent.IDs
 	noise *noise.Limiter
 
-	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
-	pulls   waitingPulls // who those pulls are (waitlimit.go)
+	waits *waits.Limiter // the pulls holding a waitSlot (waitlimit.go)
 
 	subs    []*store.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
 	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
 	// stops them.
-	followMu  sync.Mutex
-	followers []*kvfollow.Follower
+	followers *buckets.Followers
 	// left is what deleted queues left behind for want of room in the
-	// store (leftovers.go).
-	left leftovers
-	// metaKV is the queue metadata bucket once opened (queuemeta.go).
-	metaMu   sync.Mutex
-	metaKV   *store.KV
+	// store (package leftover).
+	left *leftover.Set
+	// meta is the queues' metadata records (package meta, queuemeta.go).
+	meta     *meta.Records
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
 	// work counts everything started on the way and holds the context that
@@ -288,7 +309,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	if _, err := rand.Read(idb); err != nil {
 		return nil, fmt.Errorf("gateway id: %w", err)
 	}
-	g := &Gateway{
+	g := &core{
 		bus:     bus,
 		store:   st,
 		cfg:     cfg,
@@ -298,7 +319,9 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 		idPfx:   idb,
 		closing: make(chan struct{}),
 		work:    lifecycle.New(closeGrace),
+		waits:   waits.New(cfg.MaxWaitingPulls),
 	}
+	g.followers = buckets.New(g.log)
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
@@ -343,7 +366,25 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)
+	g.groups = newGroups(g)
+	g.mover = newRedrive(g)
+	g.meta = meta.New(meta.Config{
+		Store:   g.store,
+		Create:  g.openBucket,
+		KeyGone: g.reg.KeyGone,
+		Logger:  g.log,
+		Noise:   g.noise,
+	})
+	g.left = leftover.New(leftover.Config{
+		Spawn:     g.spawn,
+		Known:     g.reg.Known,
+		DropProps: g.dropOwnProps,
+		DropMeta:  g.meta.Drop,
+		Timeout:   opTimeout,
+		Logger:    g.log,
+	})
 	g.views = newViews(g)
+	g.edits = newWaiting(g)
 
 	// The services, in start order; Close stops them in reverse, and so
 	// does a failed start (lifecycle.Group): each one's Stop may rely on
@@ -356,7 +397,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 			g.work.Close()
 		}),
 		// The buckets opened later by OpenSharedBucket (auth's tokens).
-		lifecycle.Func(nil, g.stopFollowers),
+		lifecycle.Func(nil, g.followers.Stop),
 		g.props,
 		g.reg,
 		g.disp,
@@ -396,12 +437,12 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	if err := g.life.Start(ctx); err != nil {
 		return nil, err
 	}
-	return g, nil
+	return newGateway(g), nil
 }
 
 // subscribeControl subscribes to this gateway's control subjects: replies
 // relayed from other gateways, and their questions about its deliveries.
-func (g *Gateway) subscribeControl(context.Context) error {
+func (g *core) subscribeControl(context.Context) error {
 	for _, c := range []struct {
 		subj string
 		h    store.Handler
@@ -419,7 +460,7 @@ func (g *Gateway) subscribeControl(context.Context) error {
 	return nil
 }
 
-func (g *Gateway) unsubscribeControl() {
+func (g *core) unsubscribeControl() {
 	for _, s := range g.subs {
 		_ = s.Unsubscribe()
 	}

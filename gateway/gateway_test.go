@@ -60,37 +60,37 @@ func TestPushPullAck(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	if st, err := g.Push(ctx, "q", gateway.Message{ContentType: "text/plain", Body: []byte("hello")}); err != nil || st != gateway.AccumNo {
+	if st, err := g.Messages().Push(ctx, "q", gateway.Message{ContentType: "text/plain", Body: []byte("hello")}); err != nil || st != gateway.AccumNo {
 		t.Fatalf("push: %v %v", st, err)
 	}
-	d, err := g.Pull(ctx, "q", time.Second)
+	d, err := g.Messages().Pull(ctx, "q", time.Second)
 	if err != nil || d == nil {
 		t.Fatalf("pull: %v %v", d, err)
 	}
 	if string(d.Message.Body) != "hello" || d.Message.ContentType != "text/plain" || d.RetryRemaining != 2 {
 		t.Fatalf("got %+v", d)
 	}
-	if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err == nil {
+	if err := g.Messages().Reply(ctx, "q", d.ID, gateway.Ack); err == nil {
 		t.Fatal("second ack accepted")
 	}
-	if d, err := g.Pull(ctx, "q", 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "q", 0); d != nil || err != nil {
 		t.Fatalf("queue not empty after ack: %v %v", d, err)
 	}
 }
 
 func mustPush(t *testing.T, g *gateway.Gateway, q, body string) {
 	t.Helper()
-	if _, err := g.Push(ctxT(t), q, gateway.Message{Body: []byte(body)}); err != nil {
+	if _, err := g.Messages().Push(ctxT(t), q, gateway.Message{Body: []byte(body)}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func mustPull(t *testing.T, g *gateway.Gateway, q string, wait time.Duration) *gateway.Delivery {
 	t.Helper()
-	d, err := g.Pull(ctxT(t), q, wait)
+	d, err := g.Messages().Pull(ctxT(t), q, wait)
 	if err != nil || d == nil {
 		t.Fatalf("pull %s: %v %v", q, d, err)
 	}
@@ -110,7 +110,7 @@ func wantPulled(t *testing.T, g *gateway.Gateway, q string, wait time.Duration, 
 
 func timeoutProps(t *testing.T, g *gateway.Gateway, q string, timeout float64) {
 	t.Helper()
-	if err := g.UpdateProps(ctxT(t), q, mapping.Props{Timeout: &timeout}); err != nil {
+	if err := g.Queues().UpdateProps(ctxT(t), q, mapping.Props{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -132,17 +132,17 @@ func TestRetryCountdownAndDiscard(t *testing.T) {
 			}
 		}
 		ids = append(ids, d.ID)
-		if err := g.Reply(ctx, "r", d.ID, gateway.Nack); err != nil {
+		if err := g.Messages().Reply(ctx, "r", d.ID, gateway.Nack); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.Reply(ctx, "r", d.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+		if err := g.Messages().Reply(ctx, "r", d.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 			t.Fatalf("ack after nack: %v", err)
 		}
 	}
-	if d, err := g.Pull(ctx, "r", 200*time.Millisecond); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "r", 200*time.Millisecond); d != nil || err != nil {
 		t.Fatalf("exhausted message delivered again: %+v %v", d, err)
 	}
-	qi, err := g.Queue(ctx, "r")
+	qi, err := g.Inspect().Queue(ctx, "r")
 	if err != nil || qi.Size != 0 {
 		t.Fatalf("exhausted message left in stream: %+v %v", qi, err)
 	}
@@ -158,7 +158,7 @@ func TestNackGoesBehindWaiting(t *testing.T) {
 	if string(d.Message.Body) != "1" {
 		t.Fatalf("got %q", d.Message.Body)
 	}
-	if err := g.Reply(ctx, "n", d.ID, gateway.Nack); err != nil {
+	if err := g.Messages().Reply(ctx, "n", d.ID, gateway.Nack); err != nil {
 		t.Fatal(err)
 	}
 	if d := mustPull(t, g, "n", time.Second); string(d.Message.Body) != "2" {
@@ -175,8 +175,8 @@ func TestTimeoutOrderAndStaleID(t *testing.T) {
 	mustPush(t, g, "o", "a")
 	da := mustPull(t, g, "o", time.Second) // a times out after 1s
 	mustPush(t, g, "o", "b")               // b available before a returns
-	testwait.For(t, "g.InFlight() == 0", func() bool { return g.InFlight() == 0 })
-	if err := g.Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+	testwait.For(t, "g.InFlight() == 0", func() bool { return g.Inspect().InFlight() == 0 })
+	if err := g.Messages().Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("ack after timeout: %v", err)
 	}
 	if d := mustPull(t, g, "o", 10*time.Second); string(d.Message.Body) != "b" {
@@ -197,11 +197,11 @@ func TestExtRestartsTimer(t *testing.T) {
 	d := mustPull(t, g, "x", time.Second)
 	for i := 0; i < 3; i++ {
 		time.Sleep(800 * time.Millisecond) // the time must pass: ext is answered after it
-		if err := g.Reply(ctx, "x", d.ID, gateway.Ext); err != nil {
+		if err := g.Messages().Reply(ctx, "x", d.ID, gateway.Ext); err != nil {
 			t.Fatalf("ext %d: %v", i, err)
 		}
 	}
-	if err := g.Reply(ctx, "x", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "x", d.ID, gateway.Ack); err != nil {
 		t.Fatalf("ack after exts: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestTimeoutZero(t *testing.T) {
 	if d1.RetryRemaining != 2 || d2.RetryRemaining != 1 {
 		t.Fatalf("retry %d then %d", d1.RetryRemaining, d2.RetryRemaining)
 	}
-	if err := g.Reply(ctx, "z", d1.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Messages().Reply(ctx, "z", d1.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("ack with timeout 0: %v", err)
 	}
 }
@@ -233,14 +233,14 @@ func TestLongPollWakesAndCancelLosesNothing(t *testing.T) {
 	sig.WaiterParked.Init(t)
 	go func() {
 		defer close(done)
-		_, _ = g.Pull(cctx, "w", -1)
+		_, _ = g.Messages().Pull(cctx, "w", -1)
 	}()
 	waitParked(sig, "w")
 	cancel()
 	<-done
 	// A waiter that stays, woken by a push.
 	got := waitingPull(t, g, "w", func() *gateway.Delivery {
-		d, _ := g.Pull(ctx, "w", -1)
+		d, _ := g.Messages().Pull(ctx, "w", -1)
 		return d
 	})
 	mustPush(t, g, "w", "m")
@@ -311,7 +311,7 @@ func TestManyInFlight(t *testing.T) {
 		mustPush(t, g, "many", "m")
 	}
 	for i := 0; i < n; i++ {
-		if d, err := g.Pull(ctx, "many", time.Second); d == nil || err != nil {
+		if d, err := g.Messages().Pull(ctx, "many", time.Second); d == nil || err != nil {
 			t.Fatalf("pull %d: %v", i, err)
 		}
 	}
@@ -333,7 +333,7 @@ func TestPullAnyFairAndExactlyOnce(t *testing.T) {
 	served := make(map[string]int)
 	// The first 300 pulls must spread over all queues.
 	for i := 0; i < 3*perQueue; i++ {
-		d, err := g.PullAny(ctx, re, 0, nil)
+		d, err := g.Messages().PullAny(ctx, re, 0, nil)
 		if err != nil || d == nil {
 			t.Fatalf("pull-any %d: %v %v", i, d, err)
 		}
@@ -345,7 +345,7 @@ func TestPullAnyFairAndExactlyOnce(t *testing.T) {
 		if i < 3*perQueue/2 {
 			served[d.Queue]++
 		}
-		if err := g.Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
+		if err := g.Messages().Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +354,7 @@ func TestPullAnyFairAndExactlyOnce(t *testing.T) {
 			t.Fatalf("queue %s starved: %v", q, served)
 		}
 	}
-	if d, err := g.PullAny(ctx, re, 0, nil); d != nil || err != nil {
+	if d, err := g.Messages().PullAny(ctx, re, 0, nil); d != nil || err != nil {
 		t.Fatalf("left over: %+v %v", d, err)
 	}
 }
@@ -364,14 +364,14 @@ func TestPullAnyIncludesNewQueue(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	got := waitingPull(t, g, "", func() *gateway.Delivery {
-		d, _ := g.PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
+		d, _ := g.Messages().PullAny(ctx, regexp.MustCompile(`^new`), 15*time.Second, nil)
 		return d
 	})
 	mustPush(t, g, "new-queue", "hi")
 	if d := woken(t, got); d == nil || d.Queue != "new-queue" {
 		t.Fatalf("got %+v", d)
 	}
-	if d, err := g.PullAny(ctx, regexp.MustCompile(`^nomatch`), 0, nil); d != nil || err != nil {
+	if d, err := g.Messages().PullAny(ctx, regexp.MustCompile(`^nomatch`), 0, nil); d != nil || err != nil {
 		t.Fatalf("no queue: %v %v", d, err)
 	}
 }
@@ -383,11 +383,11 @@ func TestPushAll(t *testing.T) {
 	mustPush(t, g, "pa/1", "x")
 	mustPush(t, g, "pa/2", "x")
 	mustPush(t, g, "other", "x")
-	res, err := g.PushAll(ctx, regexp.MustCompile(`^pa/`), gateway.Message{Body: []byte("all")}, nil)
+	res, err := g.Messages().PushAll(ctx, regexp.MustCompile(`^pa/`), gateway.Message{Body: []byte("all")}, nil)
 	if err != nil || len(res) != 2 || res["pa/1"] != gateway.AccumNo || res["pa/2"] != gateway.AccumNo {
 		t.Fatalf("push all: %v %v", res, err)
 	}
-	if res, err := g.PushAll(ctx, regexp.MustCompile(`^none`), gateway.Message{}, nil); err != nil || len(res) != 0 {
+	if res, err := g.Messages().PushAll(ctx, regexp.MustCompile(`^none`), gateway.Message{}, nil); err != nil || len(res) != 0 {
 		t.Fatalf("no match: %v %v", res, err)
 	}
 }
@@ -442,26 +442,26 @@ func TestPropsReadOwnWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 30 {
-		if err := g.SetDefaultProps(ctx, list); err != nil {
+		if err := g.Queues().SetDefaultProps(ctx, list); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.SetDefaultProps(ctx, nil); err != nil {
+		if err := g.Queues().SetDefaultProps(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		if l, _ := g.DefaultProps(ctx); len(l) != 0 {
+		if l, _ := g.Queues().DefaultProps(ctx); len(l) != 0 {
 			t.Fatalf("round %d: cleared default list reads %v", i, l)
 		}
 		retry := i % 5
-		if err := g.UpdateProps(ctx, "own", mapping.Props{Retry: &retry}); err != nil {
+		if err := g.Queues().UpdateProps(ctx, "own", mapping.Props{Retry: &retry}); err != nil {
 			t.Fatal(err)
 		}
-		if e, _ := g.QueueProps(ctx, "own"); e.Retry != retry {
+		if e, _ := g.Queues().QueueProps(ctx, "own"); e.Retry != retry {
 			t.Fatalf("round %d: retry %d after writing %d", i, e.Retry, retry)
 		}
-		if err := g.ResetProps(ctx, "own"); err != nil {
+		if err := g.Queues().ResetProps(ctx, "own"); err != nil {
 			t.Fatal(err)
 		}
-		if e, _ := g.QueueProps(ctx, "own"); e.Retry != 2 {
+		if e, _ := g.Queues().QueueProps(ctx, "own"); e.Retry != 2 {
 			t.Fatalf("round %d: retry %d after a reset, want the default 2", i, e.Retry)
 		}
 	}

@@ -87,7 +87,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 	setProps(t, a, "gpar", `{"timeout":60}`)
 	for k := range 2 {
 		for _, grp := range groups {
-			if _, err := a.PushWith(ctx, "gpar", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
+			if _, err := a.Messages().PushWith(ctx, "gpar", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -105,12 +105,12 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 		}
 	}
 	for _, g := range gws {
-		if d, err := g.Pull(ctx, "gpar", 0); d != nil || err != nil {
+		if d, err := g.Messages().Pull(ctx, "gpar", 0); d != nil || err != nil {
 			t.Fatalf("a pull while every group's head is held got %v (%v)", d, err)
 		}
 	}
 	for _, d := range held {
-		if err := a.Reply(ctx, "gpar", d.ID, Ack); err != nil {
+		if err := a.Messages().Reply(ctx, "gpar", d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,14 +119,14 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 	const per = 20
 	for k := 0; k < per; k++ {
 		for _, grp := range groups {
-			if _, err := a.PushWith(ctx, "gq", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
+			if _, err := a.Messages().PushWith(ctx, "gq", Message{Body: []byte(grp + ":" + strconv.Itoa(k))}, PushOptions{Group: grp}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	pushP(t, a, "gq", "plain", -1)
 	// A group's head is a copy: the queue's size counts each message once.
-	if info, err := a.Queue(ctx, "gq"); err != nil || info.Size != per*uint64(len(groups))+1 {
+	if info, err := a.Inspect().Queue(ctx, "gq"); err != nil || info.Size != per*uint64(len(groups))+1 {
 		t.Fatalf("queue info = %+v, %v; want size %d", info, err, per*len(groups)+1)
 	}
 	log := newGroupLog()
@@ -146,7 +146,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(c), 7))
 		wg.Go(func() {
 			for !finished() {
-				d, err := g.Pull(ctx, "gq", time.Second)
+				d, err := g.Messages().Pull(ctx, "gq", time.Second)
 				if err != nil {
 					t.Error(err)
 					return
@@ -158,7 +158,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 					mu.Lock()
 					plain = true
 					mu.Unlock()
-					_ = g.Reply(ctx, "gq", d.ID, Ack)
+					_ = g.Messages().Reply(ctx, "gq", d.ID, Ack)
 					continue
 				}
 				grp, ks, _ := strings.Cut(string(d.Message.Body), ":")
@@ -175,7 +175,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 				switch x := rng.IntN(10); {
 				case x == 0: // nack
 					log.let(grp, k, false)
-					if err := g.Reply(ctx, "gq", d.ID, Nack); err != nil {
+					if err := g.Messages().Reply(ctx, "gq", d.ID, Nack); err != nil {
 						t.Error(err)
 					}
 				case x == 1: // let it time out
@@ -184,7 +184,7 @@ func TestGroupsOrderedOneAtATime(t *testing.T) {
 					// Released to the log before the ack is sent: the next
 					// message may come the moment the ack is applied.
 					log.let(grp, k, true)
-					if err := g.Reply(ctx, "gq", d.ID, Ack); err != nil {
+					if err := g.Messages().Reply(ctx, "gq", d.ID, Ack); err != nil {
 						t.Errorf("ack %s:%d: %v", grp, k, err)
 						continue
 					}
@@ -222,12 +222,12 @@ func TestGroupWithoutHeadIsSwept(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for range 2 {
-		d, err := g.Pull(ctx, "gs", msgWait)
+		d, err := g.Messages().Pull(ctx, "gs", msgWait)
 		if err != nil || d == nil {
 			t.Fatalf("pull: %v, %v (seen %v)", d, err, seen)
 		}
 		seen[string(d.Message.Body)] = d.Group
-		if err := g.Reply(ctx, "gs", d.ID, Ack); err != nil {
+		if err := g.Messages().Reply(ctx, "gs", d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,14 +263,14 @@ func TestGroupsAfterPlainUse(t *testing.T) {
 		queue := fmt.Sprintf("plain-then-grouped-%d", i)
 		pushP(t, a, queue, "plain", -1)
 		d := pullP(t, a, queue)
-		if err := a.Reply(ctx, queue, d.ID, Ack); err != nil {
+		if err := a.Messages().Reply(ctx, queue, d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 		if queueConsumerReadsHeads(t, js, queue) {
 			t.Fatalf("%s: the consumer of a queue without groups reads the head subjects", queue)
 		}
 		for k := range 3 {
-			if _, err := g.PushWith(ctx, queue, Message{Body: []byte(strconv.Itoa(k))}, PushOptions{Group: "g"}); err != nil {
+			if _, err := g.Messages().PushWith(ctx, queue, Message{Body: []byte(strconv.Itoa(k))}, PushOptions{Group: "g"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -282,7 +282,7 @@ func TestGroupsAfterPlainUse(t *testing.T) {
 			if string(d.Message.Body) != strconv.Itoa(k) || d.Group != "g" {
 				t.Fatalf("%s: pulled %q of group %q; want %d of g", queue, d.Message.Body, d.Group, k)
 			}
-			if err := a.Reply(ctx, queue, d.ID, Ack); err != nil {
+			if err := a.Messages().Reply(ctx, queue, d.ID, Ack); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -307,7 +307,7 @@ func TestHeadStoredWithoutHeadSubjects(t *testing.T) {
 	const queue = "old-head"
 	pushP(t, g, queue, "plain", -1)
 	d := pullP(t, g, queue)
-	if err := g.Reply(ctx, queue, d.ID, Ack); err != nil {
+	if err := g.Messages().Reply(ctx, queue, d.ID, Ack); err != nil {
 		t.Fatal(err)
 	}
 	if queueConsumerReadsHeads(t, js, queue) {
@@ -328,18 +328,18 @@ func TestHeadStoredWithoutHeadSubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The consumer looks past the head (an empty pull), then a plain message.
-	if d, err := g.Pull(ctx, queue, 0); err != nil || d != nil {
+	if d, err := g.Messages().Pull(ctx, queue, 0); err != nil || d != nil {
 		t.Fatalf("pull: %v, %v; want nothing", d, err)
 	}
 	pushP(t, g, queue, "after", -1)
 	seen := map[string]string{}
 	for range 2 {
-		d, err := g.Pull(ctx, queue, msgWait)
+		d, err := g.Messages().Pull(ctx, queue, msgWait)
 		if err != nil || d == nil {
 			t.Fatalf("pull: %v, %v (seen %v)", d, err, seen)
 		}
 		seen[string(d.Message.Body)] = d.Group
-		if err := g.Reply(ctx, queue, d.ID, Ack); err != nil {
+		if err := g.Messages().Reply(ctx, queue, d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -18,35 +19,23 @@ import (
 // own deliveries (the delivery table); the others are asked over NATS on
 // lmq.gw.<id>.deliveries, as replies are relayed (relay.go).
 
-// Client kinds: the front end a delivery was handed out through.
+// Client kinds: the front end a delivery was handed out through
+// (package waits).
 const (
-	ClientHTTP = "http"
-	ClientRPC  = "rpc"
-	ClientSQS  = "sqs"
-	ClientGo   = "go" // the Go API (package lmq), and any caller without WithClient
+	ClientHTTP = waits.ClientHTTP
+	ClientRPC  = waits.ClientRPC
+	ClientSQS  = waits.ClientSQS
+	ClientGo   = waits.ClientGo
 )
 
-// Client is who a delivery was handed to: the front end's kind and the
-// client's remote address ("" when unknown).
-type Client struct {
-	Kind string `json:"kind"`
-	Addr string `json:"addr,omitempty"`
-}
-
-type clientKey struct{}
+// Client is who a delivery was handed to (waits.Client).
+type Client = waits.Client
 
 // WithClient is ctx for a pull on behalf of a client of that kind (ClientHTTP,
 // ClientRPC, ClientSQS) at addr: the deliveries it gets record them
-// (Deliveries, FindDelivery).
+// (Deliveries, FindDelivery), and so does the list of waiting pulls.
 func WithClient(ctx context.Context, kind, addr string) context.Context {
-	return context.WithValue(ctx, clientKey{}, Client{Kind: kind, Addr: addr})
-}
-
-func clientOf(ctx context.Context) Client {
-	if c, ok := ctx.Value(clientKey{}).(Client); ok {
-		return c
-	}
-	return Client{Kind: ClientGo}
+	return waits.WithClient(ctx, kind, addr)
 }
 
 // DeliveryInfo describes one delivery in flight.
@@ -89,7 +78,7 @@ const (
 )
 
 // info describes d, nil when it is no longer in flight.
-func (g *Gateway) info(d *delivery, now time.Time) *DeliveryInfo {
+func (g *core) info(d *delivery, now time.Time) *DeliveryInfo {
 	d.mu.Lock()
 	st, deadline := d.state, d.deadline
 	d.mu.Unlock()
@@ -106,7 +95,7 @@ func (g *Gateway) info(d *delivery, now time.Time) *DeliveryInfo {
 
 // localDeliveries lists this gateway's deliveries of queue in flight, oldest
 // first, at most max; truncated when there were more.
-func (g *Gateway) localDeliveries(queue string, max int) (out []DeliveryInfo, truncated bool) {
+func (g *core) localDeliveries(queue string, max int) (out []DeliveryInfo, truncated bool) {
 	g.dels.mu.Lock()
 	ds := make([]*delivery, 0, 16)
 	for _, d := range g.dels.m {
@@ -159,7 +148,7 @@ type deliveriesAnswer struct {
 // Deliveries lists the queue's deliveries in flight on every gateway: this
 // one's, and those of the others (Peers) that answer within two seconds; the
 // others are named in Unanswered. ErrNotFound when the queue does not exist.
-func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, error) {
+func (g *Inspect) Deliveries(ctx context.Context, queue string) (DeliveryList, error) {
 	if err := validName(queue); err != nil {
 		return DeliveryList{}, err
 	}
@@ -227,7 +216,7 @@ func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 // its queue, asking the gateway holding it (the one whose id starts it).
 // ErrNotFound when no such delivery is in flight; ErrUnavailable when its
 // gateway does not answer in time.
-func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, error) {
+func (g *Inspect) FindDelivery(ctx context.Context, id string) (DeliveryInfo, error) {
 	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
 	u, err := uuid.Parse(id)
 	if err != nil {
@@ -266,7 +255,7 @@ func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, er
 	return DeliveryInfo{}, notFound
 }
 
-func (g *Gateway) findLocal(id string) *DeliveryInfo {
+func (g *core) findLocal(id string) *DeliveryInfo {
 	d := g.dels.get(id)
 	if d == nil {
 		return nil
@@ -275,7 +264,7 @@ func (g *Gateway) findLocal(id string) *DeliveryInfo {
 }
 
 // onDeliveriesRequest answers another gateway's Deliveries or FindDelivery.
-func (g *Gateway) onDeliveriesRequest(m store.Msg) {
+func (g *core) onDeliveriesRequest(m store.Msg) {
 	var req deliveriesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte(`{"deliveries":[]}`))

@@ -31,7 +31,7 @@ func TestDeliveriesAcrossGateways(t *testing.T) {
 		mustPush(t, a, "held", "m")
 	}
 	mustPush(t, a, "other", "o")
-	da, err := a.Pull(gateway.WithClient(ctx, gateway.ClientHTTP, "192.0.2.7:5000"), "held", 5*time.Second)
+	da, err := a.Messages().Pull(gateway.WithClient(ctx, gateway.ClientHTTP, "192.0.2.7:5000"), "held", 5*time.Second)
 	if err != nil || da == nil {
 		t.Fatal(da, err)
 	}
@@ -39,7 +39,7 @@ func TestDeliveriesAcrossGateways(t *testing.T) {
 	mustPull(t, b, "other", 5*time.Second)
 
 	for _, g := range []*gateway.Gateway{a, b} {
-		l, err := g.Deliveries(ctx, "held")
+		l, err := g.Inspect().Deliveries(ctx, "held")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,30 +73,30 @@ func TestDeliveriesAcrossGateways(t *testing.T) {
 	// Found from the gateway that does not hold it, and from the one that does.
 	for _, g := range []*gateway.Gateway{a, b} {
 		for _, id := range []string{da.ID, db.ID} {
-			d, err := g.FindDelivery(ctx, id)
+			d, err := g.Inspect().FindDelivery(ctx, id)
 			if err != nil || d.ID != id || d.Queue != "held" {
 				t.Errorf("find %s from %s: %+v %v", id, g.ID(), d, err)
 			}
 		}
 	}
 	// Answered: gone from the list, and not found.
-	if err := b.Reply(ctx, "held", da.ID, gateway.Nack); err != nil {
+	if err := b.Messages().Reply(ctx, "held", da.ID, gateway.Nack); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.FindDelivery(ctx, da.ID); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := b.Inspect().FindDelivery(ctx, da.ID); !errors.Is(err, gateway.ErrNotFound) {
 		t.Errorf("find a nacked delivery: %v", err)
 	}
-	if _, err := a.FindDelivery(ctx, "not-an-id"); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := a.Inspect().FindDelivery(ctx, "not-an-id"); !errors.Is(err, gateway.ErrNotFound) {
 		t.Errorf("find a bad id: %v", err)
 	}
-	if _, err := a.FindDelivery(ctx, "0badbeef-0000-4000-8000-000000000000"); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := a.Inspect().FindDelivery(ctx, "0badbeef-0000-4000-8000-000000000000"); !errors.Is(err, gateway.ErrNotFound) {
 		t.Errorf("find an id of no gateway: %v", err)
 	}
-	l, err := b.Deliveries(ctx, "held")
+	l, err := b.Inspect().Deliveries(ctx, "held")
 	if err != nil || len(l.Deliveries) != 1 || l.Deliveries[0].ID != db.ID {
 		t.Errorf("after the nack: %+v %v", l, err)
 	}
-	if _, err := a.Deliveries(ctx, "nosuchqueue"); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := a.Inspect().Deliveries(ctx, "nosuchqueue"); !errors.Is(err, gateway.ErrNotFound) {
 		t.Errorf("unknown queue: %v", err)
 	}
 }

@@ -39,7 +39,7 @@ const (
 const ReplicaSilence = view.ReplicaSilence
 
 // newViews is the read-only views on this core (after props is open).
-func newViews(g *Gateway) *view.Reader {
+func newViews(g *core) *view.Reader {
 	return view.New(view.Core{
 		Store: g.store,
 		Shard: g.queueShard,
@@ -49,52 +49,52 @@ func newViews(g *Gateway) *view.Reader {
 }
 
 // Queue returns JetStream's view of one queue; ErrNotFound if it does not exist.
-func (g *Gateway) Queue(ctx context.Context, queue string) (QueueInfo, error) {
+func (g *Inspect) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 	s, err := g.QueueStatus(ctx, queue)
 	return s.QueueInfo, err
 }
 
 // QueueDetail reports a queue's sizes by kind; ErrNotFound if it does not exist.
-func (g *Gateway) QueueDetail(ctx context.Context, queue string) (QueueDetail, error) {
+func (g *Inspect) QueueDetail(ctx context.Context, queue string) (QueueDetail, error) {
 	return g.Queue(ctx, queue)
 }
 
 // QueueStatus returns JetStream's view of one queue with its placement;
 // ErrNotFound if it does not exist.
-func (g *Gateway) QueueStatus(ctx context.Context, queue string) (QueueStatus, error) {
+func (g *Inspect) QueueStatus(ctx context.Context, queue string) (QueueStatus, error) {
 	return g.views.Status(ctx, queue)
 }
 
 // QueueStatuses returns the view of every existing queue of scope (nil:
 // all), sorted by name, from one look at each shard stream and its
 // consumers. A queue whose shard did not answer has Err set.
-func (g *Gateway) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus, error) {
+func (g *Inspect) QueueStatuses(ctx context.Context, scope Scope) ([]QueueStatus, error) {
 	return g.views.Statuses(ctx, scope.Allows)
 }
 
 // Peek returns up to n (at most MaxPeek) of the queue's next waiting
 // messages, in the order pulls would get them, without taking them
 // (view.Reader.Peek). ErrNotFound when the queue does not exist.
-func (g *Gateway) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
+func (g *Inspect) Peek(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	return g.views.Peek(ctx, queue, n)
 }
 
 // PeekDead returns up to n (at most MaxPeek) of the queue's oldest dead
 // letters, without removing them. ErrNotFound when the queue does not exist.
-func (g *Gateway) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
+func (g *Inspect) PeekDead(ctx context.Context, queue string, n int) ([]Peeked, error) {
 	return g.views.PeekDead(ctx, queue, n)
 }
 
 // OldestWaiting returns when the oldest of the queue's next waiting
 // messages was pushed; zero when none is waiting or its push time is
 // unknown; ErrNotFound when the queue does not exist.
-func (g *Gateway) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
+func (g *Inspect) OldestWaiting(ctx context.Context, queue string) (time.Time, error) {
 	return g.views.OldestWaiting(ctx, queue)
 }
 
 // queueShard returns the handle on an existing queue's shard stream;
 // ErrNotFound when the queue does not exist.
-func (g *Gateway) queueShard(ctx context.Context, queue string) (*store.Shard, error) {
+func (g *core) queueShard(ctx context.Context, queue string) (*store.Shard, error) {
 	if err := validName(queue); err != nil {
 		return nil, err
 	}

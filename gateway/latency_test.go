@@ -28,7 +28,7 @@ func BenchmarkLatency(b *testing.B) {
 	for range 16 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				d, err := g.Pull(ctx, "lat", 200*time.Millisecond)
+				d, err := g.Messages().Pull(ctx, "lat", 200*time.Millisecond)
 				if err != nil || d == nil {
 					continue
 				}
@@ -36,7 +36,7 @@ func BenchmarkLatency(b *testing.B) {
 				mu.Lock()
 				lat = append(lat, time.Since(time.Unix(0, ns)))
 				mu.Unlock()
-				_ = g.Reply(ctx, "lat", d.ID, gateway.Ack)
+				_ = g.Messages().Reply(ctx, "lat", d.ID, gateway.Ack)
 				select {
 				case received <- struct{}{}:
 				default: // a redelivery beyond b.N
@@ -52,7 +52,7 @@ func BenchmarkLatency(b *testing.B) {
 		<-tick.C
 		pushes.Go(func() {
 			body := []byte(strconv.FormatInt(time.Now().UnixNano(), 10))
-			if _, err := g.Push(ctx, "lat", gateway.Message{Body: body}); err != nil {
+			if _, err := g.Messages().Push(ctx, "lat", gateway.Message{Body: body}); err != nil {
 				b.Error(err)
 				return
 			}

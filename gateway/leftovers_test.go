@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lmq-gateway/lmq-gateway/embedded"
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -34,7 +35,7 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 		if n == 1000 {
 			t.Fatal("1000 pushes of 64 KiB fit a store limited to 4 MiB")
 		}
-		if _, err := g.Push(ctx, "fill", Message{Body: body}); errors.Is(err, ErrUnavailable) {
+		if _, err := g.Messages().Push(ctx, "fill", Message{Body: body}); errors.Is(err, ErrUnavailable) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
@@ -43,21 +44,19 @@ func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 	if err := g.dropOwnProps(ctx, "gone"); err == nil {
 		t.Fatal("the property tombstone fits the full store: nothing to test")
 	}
-	g.leftover("gone", leftProps)
+	g.left.Add("gone", leftover.Props)
 	if g.props.Own("gone").Timeout == nil {
 		t.Fatal("the properties went while the store was full")
 	}
 
-	if err := g.DeleteQueue(ctx, "fill"); err != nil {
+	if err := g.Queues().DeleteQueue(ctx, "fill"); err != nil {
 		t.Fatalf("delete the full queue: %v", err)
 	}
 	testwait.For(t, "the deleted queue's properties removed", func() bool {
-		return g.props.Own("gone").Timeout == nil && g.leftoverCount() == 0
+		return g.props.Own("gone").Timeout == nil && g.left.Count() == 0
 	})
 	// The worker stops once nothing is left.
 	testwait.For(t, "the leftover worker to stop", func() bool {
-		g.left.mu.Lock()
-		defer g.left.mu.Unlock()
-		return !g.left.running
+		return !g.left.Running()
 	})
 }

@@ -66,28 +66,28 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		mustPush(t, a, "life", "m")
 	}
 	d := mustPull(t, a, "life", 5*time.Second)
-	if err := a.Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
+	if err := a.Messages().Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
 		t.Fatal(err)
 	}
 	d = mustPull(t, a, "life", 5*time.Second)
-	if err := b.Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
+	if err := b.Messages().Reply(ctx, "life", d.ID, gateway.Nack); err != nil {
 		t.Fatalf("relayed nack: %v", err)
 	}
 	d = mustPull(t, a, "life", 5*time.Second)
-	if err := b.Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
+	if err := b.Messages().Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
 		t.Fatalf("relayed ack: %v", err)
 	}
 	d = mustPull(t, a, "life", 5*time.Second)
-	if err := a.Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
+	if err := a.Messages().Reply(ctx, "life", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 
 	// A delayed push reaches a waiting client (the wake-up fires).
-	if _, err := a.PushWith(ctx, "later", gateway.Message{Body: []byte("d")}, gateway.PushOptions{Delay: 200 * time.Millisecond}); err != nil {
+	if _, err := a.Messages().PushWith(ctx, "later", gateway.Message{Body: []byte("d")}, gateway.PushOptions{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	d = mustPull(t, a, "later", 10*time.Second)
-	if err := a.Reply(ctx, "later", d.ID, gateway.Ack); err != nil {
+	if err := a.Messages().Reply(ctx, "later", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 
@@ -102,7 +102,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 
 	// A delivery the front end could not hand over.
 	mustPush(t, a, "left", "x")
-	a.Abandon(ctx, mustPull(t, a, "left", 5*time.Second))
+	a.Messages().Abandon(ctx, mustPull(t, a, "left", 5*time.Second))
 	if d := mustPull(t, a, "left", 5*time.Second); string(d.Message.Body) != "x" {
 		t.Fatalf("abandoned message came back as %q", d.Message.Body)
 	}
@@ -111,14 +111,14 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	// ahead, a client waiting, messages for nobody.
 	mustPush(t, a, "pending", "p")
 	_ = mustPull(t, a, "pending", 5*time.Second)
-	if _, err := a.PushWith(ctx, "pending", gateway.Message{Body: []byte("h")}, gateway.PushOptions{Delay: time.Hour}); err != nil {
+	if _, err := a.Messages().PushWith(ctx, "pending", gateway.Message{Body: []byte("h")}, gateway.PushOptions{Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
 	sig := gateway.Signals(a).Dispatch
 	sig.WaiterParked.Init(t)
 	go func() {
-		_, err := a.Pull(context.Background(), "idle", -1)
+		_, err := a.Messages().Pull(context.Background(), "idle", -1)
 		waited <- err
 	}()
 	for i := 0; i < 20; i++ {
@@ -136,7 +136,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	for i := range ids {
 		ids[i] = mustPull(t, a, "relayq", 5*time.Second).ID
 	}
-	held := a.InFlight()
+	held := a.Inspect().InFlight()
 	var replies sync.WaitGroup
 	for _, id := range ids {
 		replies.Add(1)
@@ -147,10 +147,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			// sooner.
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			_ = b.Reply(rctx, "relayq", id, gateway.Nack)
+			_ = b.Messages().Reply(rctx, "relayq", id, gateway.Nack)
 		}()
 	}
-	testwait.For(t, "a relayed nack under way", func() bool { return a.InFlight() != held })
+	testwait.For(t, "a relayed nack under way", func() bool { return a.Inspect().InFlight() != held })
 
 	a.Close()
 	replies.Wait()

@@ -25,12 +25,12 @@ func TestPushLimits(t *testing.T) {
 			{Name: "x-b", Value: strings.Repeat("b", 3100)},
 		}},
 	} {
-		if _, err := g.Push(ctx, "lim", msg); !errors.Is(err, gateway.ErrHeaderTooLarge) {
+		if _, err := g.Messages().Push(ctx, "lim", msg); !errors.Is(err, gateway.ErrHeaderTooLarge) {
 			t.Errorf("push with %d bytes of content-type and %d kept headers: %v, want ErrHeaderTooLarge",
 				len(msg.ContentType), len(msg.Kept), err)
 		}
 	}
-	err := g.PushBatch(ctx, "lim", []gateway.Message{{Body: []byte("ok")}, {ContentType: big}})
+	err := g.Messages().PushBatch(ctx, "lim", []gateway.Message{{Body: []byte("ok")}, {ContentType: big}})
 	if !errors.Is(err, gateway.ErrInvalid) || errors.Is(err, gateway.ErrHeaderTooLarge) {
 		t.Errorf("batch with a large part content-type: %v, want ErrInvalid (the header came in the body)", err)
 	}
@@ -38,17 +38,17 @@ func TestPushLimits(t *testing.T) {
 		{Delay: mapping.MaxDuration + 1},
 		{TTL: mapping.MaxDuration + 1},
 	} {
-		if _, err := g.PushWith(ctx, "lim", gateway.Message{Body: []byte("x")}, opts); !errors.Is(err, gateway.ErrInvalid) {
+		if _, err := g.Messages().PushWith(ctx, "lim", gateway.Message{Body: []byte("x")}, opts); !errors.Is(err, gateway.ErrInvalid) {
 			t.Errorf("push with %+v: %v, want ErrInvalid", opts, err)
 		}
 	}
-	if d, err := g.Pull(ctx, "lim", 0); err != nil || d != nil {
+	if d, err := g.Messages().Pull(ctx, "lim", 0); err != nil || d != nil {
 		t.Fatalf("refused pushes stored something: %+v, %v", d, err)
 	}
 
 	// At the limits: stored and delivered as given.
 	ct := strings.Repeat("c", mapping.MaxHeaderValue)
-	if _, err := g.PushWith(ctx, "lim", gateway.Message{ContentType: ct, Body: []byte("edge")},
+	if _, err := g.Messages().PushWith(ctx, "lim", gateway.Message{ContentType: ct, Body: []byte("edge")},
 		gateway.PushOptions{TTL: mapping.MaxDuration}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if _, err := g.Push(ctx, "same", gateway.Message{Body: []byte("x")}); err != nil {
+			if _, err := g.Messages().Push(ctx, "same", gateway.Message{Body: []byte("x")}); err != nil {
 				t.Errorf("push into the same queue: %v", err)
 			}
 		})
@@ -39,10 +39,10 @@ func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 			q := fmt.Sprintf("q%02d", i)
 			var err error
 			if i%2 == 0 {
-				_, err = g.Push(ctx, q, gateway.Message{Body: []byte("x")})
+				_, err = g.Messages().Push(ctx, q, gateway.Message{Body: []byte("x")})
 			} else {
 				retry := 7
-				err = g.UpdateProps(ctx, q, mapping.Props{Retry: &retry})
+				err = g.Queues().UpdateProps(ctx, q, mapping.Props{Retry: &retry})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -57,22 +57,22 @@ func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if made != 9 || refused != 31 || len(g.QueueNames()) != 10 {
-		t.Fatalf("made %d, refused %d, %d queues exist; want 9, 31 and 10", made, refused, len(g.QueueNames()))
+	if made != 9 || refused != 31 || len(g.Queues().QueueNames()) != 10 {
+		t.Fatalf("made %d, refused %d, %d queues exist; want 9, 31 and 10", made, refused, len(g.Queues().QueueNames()))
 	}
-	for _, q := range g.QueueNames() {
-		if _, err := g.Push(ctx, q, gateway.Message{Body: []byte("y")}); err != nil {
+	for _, q := range g.Queues().QueueNames() {
+		if _, err := g.Messages().Push(ctx, q, gateway.Message{Body: []byte("y")}); err != nil {
 			t.Errorf("push into existing %s: %v", q, err)
 		}
 	}
 	for i := range 40 {
 		q := fmt.Sprintf("q%02d", i)
-		own, err := g.OwnProps(ctx, q)
+		own, err := g.Queues().OwnProps(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		exists := false
-		for _, n := range g.QueueNames() {
+		for _, n := range g.Queues().QueueNames() {
 			exists = exists || n == q
 		}
 		if !exists && !own.IsZero() {
@@ -80,13 +80,13 @@ func TestMaxQueuesExactUnderConcurrency(t *testing.T) {
 		}
 	}
 	// A deleted queue makes room for one.
-	if err := g.DeleteQueue(ctx, "same"); err != nil {
+	if err := g.Queues().DeleteQueue(ctx, "same"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Push(ctx, "new", gateway.Message{Body: []byte("z")}); err != nil {
+	if _, err := g.Messages().Push(ctx, "new", gateway.Message{Body: []byte("z")}); err != nil {
 		t.Fatalf("push after a deletion: %v", err)
 	}
-	if _, err := g.Push(ctx, "newer", gateway.Message{Body: []byte("z")}); !errors.Is(err, gateway.ErrTooManyQueues) {
+	if _, err := g.Messages().Push(ctx, "newer", gateway.Message{Body: []byte("z")}); !errors.Is(err, gateway.ErrTooManyQueues) {
 		t.Fatalf("push beyond the limit again: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // them (with bodies), and their ids.
 func listed(t *testing.T, g *gateway.Gateway, q string) ([]string, []uint64) {
 	t.Helper()
-	ps, err := g.Messages(ctxT(t), q, gateway.MaxPeek, true)
+	ps, err := g.Inspect().Messages(ctxT(t), q, gateway.MaxPeek, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestDeleteMessage(t *testing.T) {
 	for _, b := range []string{"a", "b", "c"} {
 		mustPush(t, g, q, b)
 	}
-	if _, err := g.PushWith(ctx, q, gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: time.Hour}); err != nil {
+	if _, err := g.Messages().PushWith(ctx, q, gateway.Message{Body: []byte("later")}, gateway.PushOptions{Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "del/other", "theirs")
@@ -49,32 +49,32 @@ func TestDeleteMessage(t *testing.T) {
 	if fmt.Sprint(bodies) != "[a b c]" {
 		t.Fatalf("listed %v", bodies)
 	}
-	if ps, err := g.Messages(ctx, q, 1, false); err != nil || len(ps) != 1 || ps[0].Body != nil || ps[0].Size != 1 {
+	if ps, err := g.Inspect().Messages(ctx, q, 1, false); err != nil || len(ps) != 1 || ps[0].Body != nil || ps[0].Size != 1 {
 		t.Fatalf("Messages without bodies: %+v, %v", ps, err)
 	}
 	for _, n := range []int{0, -1, gateway.MaxPeek + 1} {
-		if _, err := g.Messages(ctx, q, n, false); !errors.Is(err, gateway.ErrInvalid) {
+		if _, err := g.Inspect().Messages(ctx, q, n, false); !errors.Is(err, gateway.ErrInvalid) {
 			t.Fatalf("Messages n=%d: %v", n, err)
 		}
 	}
-	if _, err := g.Messages(ctx, "del/none", 10, false); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := g.Inspect().Messages(ctx, "del/none", 10, false); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("Messages of no queue: %v", err)
 	}
 
 	inFlight := mustPull(t, g, q, time.Second) // "a"
-	if err := g.DeleteMessage(ctx, q, ids[0]); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().DeleteMessage(ctx, q, ids[0]); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("delete in flight: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, q, ids[1]); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, ids[1]); err != nil {
 		t.Fatalf("delete waiting: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, q, ids[1]); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().DeleteMessage(ctx, q, ids[1]); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("delete twice: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, q, 0); !errors.Is(err, gateway.ErrInvalid) {
+	if err := g.Inspect().DeleteMessage(ctx, q, 0); !errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("delete id 0: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, "del/none", ids[2]); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().DeleteMessage(ctx, "del/none", ids[2]); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("delete on no queue: %v", err)
 	}
 	// Every other sequence of the queue's shard stream that is not one of
@@ -84,23 +84,23 @@ func TestDeleteMessage(t *testing.T) {
 		if seq == ids[2] {
 			continue
 		}
-		if err := g.DeleteMessage(ctx, q, seq); !errors.Is(err, gateway.ErrNotFound) {
+		if err := g.Inspect().DeleteMessage(ctx, q, seq); !errors.Is(err, gateway.ErrNotFound) {
 			t.Fatalf("delete seq %d: %v", seq, err)
 		}
 	}
 	if bodies, _ := listed(t, g, q); fmt.Sprint(bodies) != "[c]" {
 		t.Fatalf("listed after delete: %v", bodies)
 	}
-	if err := g.Reply(ctx, q, inFlight.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, q, inFlight.ID, gateway.Ack); err != nil {
 		t.Fatalf("ack of the in-flight message: %v", err)
 	}
 	if d := mustPull(t, g, q, time.Second); string(d.Message.Body) != "c" {
 		t.Fatalf("pulled %q, want c", d.Message.Body)
 	}
-	if d, err := g.Pull(ctx, q, 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, q, 0); d != nil || err != nil {
 		t.Fatalf("pulled %v, %v: the deleted message came back", d, err)
 	}
-	if det, err := g.QueueDetail(ctx, "del/other"); err != nil || det.Size != 1 {
+	if det, err := g.Inspect().QueueDetail(ctx, "del/other"); err != nil || det.Size != 1 {
 		t.Fatalf("the other queue: %+v, %v", det, err)
 	}
 }
@@ -113,10 +113,10 @@ func TestDeleteMessageLargeBody(t *testing.T) {
 	ctx := ctxT(t)
 	const q = "del/big"
 	big := bytes.Repeat([]byte("x"), int(nc.MaxPayload())+1)
-	if _, err := g.Push(ctx, q, gateway.Message{Body: big}); err != nil {
+	if _, err := g.Messages().Push(ctx, q, gateway.Message{Body: big}); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := g.Messages(ctx, q, 1, true)
+	ps, err := g.Inspect().Messages(ctx, q, 1, true)
 	if err != nil || len(ps) != 1 || !ps[0].Object || ps[0].Size != int64(len(big)) {
 		t.Fatalf("Messages: %+v, %v", ps, err)
 	}
@@ -140,7 +140,7 @@ func TestDeleteMessageLargeBody(t *testing.T) {
 	if _, err := obj.GetInfo(ctx, ref); err != nil {
 		t.Fatalf("the body before: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, q, ps[0].Seq); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, ps[0].Seq); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := obj.GetInfo(ctx, ref); !errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -227,33 +227,33 @@ func TestDeleteGroupMessages(t *testing.T) {
 	}
 
 	// Behind the head: alone.
-	if err := g.DeleteMessage(ctx, q, a2); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, a2); err != nil {
 		t.Fatalf("delete a2: %v", err)
 	}
 	if f.has(a2) || !f.has(ha1) || !f.has(a1) || !f.has(a3) {
 		t.Fatal("a2's delete removed another message, or not a2")
 	}
-	if err := g.DeleteMessage(ctx, q, a2); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().DeleteMessage(ctx, q, a2); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("delete a2 twice: %v", err)
 	}
 	// A waiting head copy by its id; B's by the backlog message's.
-	if err := g.DeleteMessage(ctx, q, ha1); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, ha1); err != nil {
 		t.Fatalf("delete A's head: %v", err)
 	}
 	if f.has(ha1) {
 		t.Fatal("A's head copy still there")
 	}
-	if err := g.DeleteMessage(ctx, q, b1); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, b1); err != nil {
 		t.Fatalf("delete b1 through its head: %v", err)
 	}
 	if f.has(hb1) {
 		t.Fatal("B's head copy still there")
 	}
 	// C's current message has no head copy yet: not found; c2 is behind it.
-	if err := g.DeleteMessage(ctx, q, c1); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().DeleteMessage(ctx, q, c1); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("delete c1 without a head copy: %v", err)
 	}
-	if err := g.DeleteMessage(ctx, q, c2); err != nil || f.has(c2) || !f.has(c1) {
+	if err := g.Inspect().DeleteMessage(ctx, q, c2); err != nil || f.has(c2) || !f.has(c1) {
 		t.Fatalf("delete c2: %v", err)
 	}
 
@@ -286,14 +286,14 @@ func TestDeleteGroupMessages(t *testing.T) {
 		t.Fatalf("fetched %d", n)
 	}
 	for _, seq := range []uint64{hd1, d1} {
-		if err := g.DeleteMessage(ctx, q2, seq); !errors.Is(err, gateway.ErrNotFound) {
+		if err := g.Inspect().DeleteMessage(ctx, q2, seq); !errors.Is(err, gateway.ErrNotFound) {
 			t.Fatalf("delete %d of a head in flight: %v", seq, err)
 		}
 	}
 	if !f2.has(hd1) || !f2.has(d1) {
 		t.Fatal("a head in flight was removed")
 	}
-	if err := g.DeleteMessage(ctx, q2, d2); err != nil || f2.has(d2) {
+	if err := g.Inspect().DeleteMessage(ctx, q2, d2); err != nil || f2.has(d2) {
 		t.Fatalf("delete d2 behind a head in flight: %v", err)
 	}
 }
@@ -305,18 +305,18 @@ func TestDeleteGroupHeadPromotesNext(t *testing.T) {
 	ctx := ctxT(t)
 	const q = "del/grp"
 	for _, b := range []string{"g1", "g2", "g3"} {
-		if _, err := g.PushWith(ctx, q, gateway.Message{Body: []byte(b)}, gateway.PushOptions{Group: "k"}); err != nil {
+		if _, err := g.Messages().PushWith(ctx, q, gateway.Message{Body: []byte(b)}, gateway.PushOptions{Group: "k"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ps, err := g.Messages(ctx, q, 10, true)
+	ps, err := g.Inspect().Messages(ctx, q, 10, true)
 	if err != nil || len(ps) != 3 || string(ps[0].Body) != "g1" || ps[0].Group != "k" {
 		t.Fatalf("listed %+v, %v; want g1, g2, g3 of group k", ps, err)
 	}
-	if err := g.DeleteMessage(ctx, q, ps[0].Seq); err != nil {
+	if err := g.Inspect().DeleteMessage(ctx, q, ps[0].Seq); err != nil {
 		t.Fatal(err)
 	}
-	d, err := g.Pull(ctx, q, 20*time.Second)
+	d, err := g.Messages().Pull(ctx, q, 20*time.Second)
 	if err != nil || d == nil || string(d.Message.Body) != "g2" || d.Group != "k" {
 		t.Fatalf("after deleting the head: %+v, %v; want g2 of group k", d, err)
 	}

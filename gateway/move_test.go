@@ -20,31 +20,31 @@ func TestMoveMessage(t *testing.T) {
 	ctx := ctxT(t)
 	const q, target = "mv/src", "mv/dst"
 	for _, b := range []string{"a", "b", "c"} {
-		if _, err := g.Push(ctx, q, gateway.Message{ContentType: "text/x-" + b, Body: []byte(b)}); err != nil {
+		if _, err := g.Messages().Push(ctx, q, gateway.Message{ContentType: "text/x-" + b, Body: []byte(b)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, ids := listed(t, g, q)
 	inFlight := mustPull(t, g, q, time.Second) // "a"
-	if err := g.MoveMessage(ctx, q, ids[0], target); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[0], target); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("move in flight: %v", err)
 	}
-	if err := g.MoveMessage(ctx, q, ids[1], q); !errors.Is(err, gateway.ErrInvalid) {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[1], q); !errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("move to its own queue: %v", err)
 	}
-	if err := g.MoveMessage(ctx, q, 0, target); !errors.Is(err, gateway.ErrInvalid) {
+	if err := g.Inspect().MoveMessage(ctx, q, 0, target); !errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("move id 0: %v", err)
 	}
-	if err := g.MoveMessage(ctx, "mv/none", ids[1], target); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().MoveMessage(ctx, "mv/none", ids[1], target); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("move on no queue: %v", err)
 	}
-	if err := g.MoveMessage(ctx, q, ids[2]+100, target); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[2]+100, target); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("move of no message: %v", err)
 	}
-	if err := g.MoveMessage(ctx, q, ids[1], target); err != nil {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[1], target); err != nil {
 		t.Fatalf("move waiting: %v", err)
 	}
-	if err := g.MoveMessage(ctx, q, ids[1], target); !errors.Is(err, gateway.ErrNotFound) {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[1], target); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("move twice: %v", err)
 	}
 	if bodies, _ := listed(t, g, q); fmt.Sprint(bodies) != "[c]" {
@@ -57,13 +57,13 @@ func TestMoveMessage(t *testing.T) {
 	if string(d.Message.Body) != "b" || d.Message.ContentType != "text/x-b" {
 		t.Fatalf("pulled from the target %q (%q)", d.Message.Body, d.Message.ContentType)
 	}
-	if err := g.Reply(ctx, q, inFlight.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, q, inFlight.ID, gateway.Ack); err != nil {
 		t.Fatalf("ack of the in-flight message: %v", err)
 	}
 	if d := mustPull(t, g, q, time.Second); string(d.Message.Body) != "c" {
 		t.Fatalf("pulled %q, want c", d.Message.Body)
 	}
-	if d, err := g.Pull(ctx, q, 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, q, 0); d != nil || err != nil {
 		t.Fatalf("pulled %v, %v: the moved message came back", d, err)
 	}
 }
@@ -76,11 +76,11 @@ func TestMoveMessageLargeBody(t *testing.T) {
 	ctx := ctxT(t)
 	const q, target = "mv/bigsrc", "mv/bigdst"
 	big := bytes.Repeat([]byte("y"), int(nc.MaxPayload())+1)
-	if _, err := g.Push(ctx, q, gateway.Message{Body: big}); err != nil {
+	if _, err := g.Messages().Push(ctx, q, gateway.Message{Body: big}); err != nil {
 		t.Fatal(err)
 	}
 	_, ids := listed(t, g, q)
-	if err := g.MoveMessage(ctx, q, ids[0], target); err != nil {
+	if err := g.Inspect().MoveMessage(ctx, q, ids[0], target); err != nil {
 		t.Fatal(err)
 	}
 	if d := mustPull(t, g, target, time.Second); !bytes.Equal(d.Message.Body, big) {

@@ -28,7 +28,7 @@ func TestNotifyWakesWaitingPull(t *testing.T) {
 
 	const q = "notify/plain"
 	retry := 2
-	if err := g.UpdateProps(ctx, q, mapping.Props{Retry: &retry}); err != nil { // creates the queue
+	if err := g.Queues().UpdateProps(ctx, q, mapping.Props{Retry: &retry}); err != nil { // creates the queue
 		t.Fatal(err)
 	}
 	names, err := mapping.NativeNames(q)
@@ -38,7 +38,7 @@ func TestNotifyWakesWaitingPull(t *testing.T) {
 	looks := watchLooks(t, ns)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.Pull(ctx, q, 15*time.Second) // far below the re-poll
+		d, _ := g.Messages().Pull(ctx, q, 15*time.Second) // far below the re-poll
 		got <- d
 	}()
 	// The message is published after the waiting pull found the queue
@@ -55,7 +55,7 @@ func TestNotifyWakesWaitingPull(t *testing.T) {
 	if d == nil || string(d.Message.Body) != "plain" {
 		t.Fatalf("waiting pull after a notification: %+v", d)
 	}
-	if err := g.Reply(ctx, q, d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, q, d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,26 +81,26 @@ func TestNotifyAcrossGateways(t *testing.T) {
 		gs[i] = g
 	}
 	const q = "notify/across"
-	if d, err := gs[1].Pull(ctx, q, 0); d != nil || err != nil { // creates the queue and its consumer
+	if d, err := gs[1].Messages().Pull(ctx, q, 0); d != nil || err != nil { // creates the queue and its consumer
 		t.Fatalf("first pull: %+v %v", d, err)
 	}
 	looks := watchLooks(t, ns)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := gs[1].Pull(ctx, q, 15*time.Second) // far below the re-poll
+		d, _ := gs[1].Messages().Pull(ctx, q, 15*time.Second) // far below the re-poll
 		got <- d
 	}()
 	// Pushed after the waiting pull found the queue empty: only the
 	// notification can lead to it.
 	looks.awaitEmpty(ctx)
-	if _, err := gs[0].Push(ctx, q, gateway.Message{Body: []byte("across")}); err != nil {
+	if _, err := gs[0].Messages().Push(ctx, q, gateway.Message{Body: []byte("across")}); err != nil {
 		t.Fatal(err)
 	}
 	d := <-got
 	if d == nil || string(d.Message.Body) != "across" {
 		t.Fatalf("waiting pull on the other gateway: %+v", d)
 	}
-	if err := gs[1].Reply(ctx, q, d.ID, gateway.Ack); err != nil {
+	if err := gs[1].Messages().Reply(ctx, q, d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range gs {
@@ -130,7 +130,7 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 	// of q reached the subscriber before the marker.
 	notified := func() bool {
 		t.Helper()
-		if _, err := g.Push(ctx, q, gateway.Message{Body: []byte("x")}); err != nil {
+		if _, err := g.Messages().Push(ctx, q, gateway.Message{Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := nc.FlushWithContext(ctx); err != nil {

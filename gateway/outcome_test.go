@@ -26,15 +26,15 @@ func TestRetriedAckReadsAsDone(t *testing.T) {
 	ctx := ctxT(t)
 	mustPush(t, g, "q", "a")
 	d := mustPull(t, g, "q", time.Second)
-	if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
-	err := g.Reply(ctx, "q", d.ID, gateway.Ack)
+	err := g.Messages().Reply(ctx, "q", d.ID, gateway.Ack)
 	if !errors.Is(err, gateway.ErrNotFound) || !errors.Is(err, gateway.ErrAlreadyAcked) {
 		t.Fatalf("second ack: %v, want not found / already acknowledged", err)
 	}
 	// A nack of an acked delivery gets the same answer: nothing to undo.
-	if err := g.Reply(ctx, "q", d.ID, gateway.Nack); !errors.Is(err, gateway.ErrAlreadyAcked) {
+	if err := g.Messages().Reply(ctx, "q", d.ID, gateway.Nack); !errors.Is(err, gateway.ErrAlreadyAcked) {
 		t.Fatalf("nack after ack: %v", err)
 	}
 	// A delivery that timed out is only "not found".
@@ -45,7 +45,7 @@ func TestRetriedAckReadsAsDone(t *testing.T) {
 	if d3 := mustPull(t, g, "r", 10*time.Second); d3.ID == d2.ID {
 		t.Fatal("redelivery kept the id")
 	}
-	if err := g.Reply(ctx, "r", d2.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrAlreadyAcked) {
+	if err := g.Messages().Reply(ctx, "r", d2.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) || errors.Is(err, gateway.ErrAlreadyAcked) {
 		t.Fatalf("ack after timeout: %v, want plain not found", err)
 	}
 }
@@ -58,16 +58,16 @@ func TestIdempotencyKey(t *testing.T) {
 	ctx := ctxT(t)
 	opts := gateway.PushOptions{IdempotencyKey: "order-17"}
 	for range 3 {
-		if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("x")}, opts); err != nil {
+		if _, err := g.Messages().PushWith(ctx, "q", gateway.Message{Body: []byte("x")}, opts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("y")}, gateway.PushOptions{IdempotencyKey: "order-18"}); err != nil {
+	if _, err := g.Messages().PushWith(ctx, "q", gateway.Message{Body: []byte("y")}, gateway.PushOptions{IdempotencyKey: "order-18"}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for {
-		d, err := g.Pull(ctx, "q", 0)
+		d, err := g.Messages().Pull(ctx, "q", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestIdempotencyKey(t *testing.T) {
 			break
 		}
 		got = append(got, string(d.Message.Body))
-		if err := g.Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
+		if err := g.Messages().Reply(ctx, "q", d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestIdempotencyKey(t *testing.T) {
 			other = n
 		}
 	}
-	if _, err := g.PushWith(ctx, other, gateway.Message{Body: []byte("o")}, opts); err != nil {
+	if _, err := g.Messages().PushWith(ctx, other, gateway.Message{Body: []byte("o")}, opts); err != nil {
 		t.Fatal(err)
 	}
 	if d := mustPull(t, g, other, 0); string(d.Message.Body) != "o" {
@@ -99,7 +99,7 @@ func TestIdempotencyKey(t *testing.T) {
 	for i := range long {
 		long[i] = 'k'
 	}
-	if _, err := g.PushWith(ctx, "q", gateway.Message{Body: []byte("z")}, gateway.PushOptions{IdempotencyKey: string(long)}); !errors.Is(err, gateway.ErrInvalid) {
+	if _, err := g.Messages().PushWith(ctx, "q", gateway.Message{Body: []byte("z")}, gateway.PushOptions{IdempotencyKey: string(long)}); !errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("300-byte key: %v, want invalid", err)
 	}
 }
@@ -115,11 +115,11 @@ func TestAnswersWithNATSGone(t *testing.T) {
 	d := mustPull(t, g, "q", time.Second)
 	ns.Stop()
 
-	err := g.Reply(context.Background(), "q", d.ID, gateway.Ack)
+	err := g.Messages().Reply(context.Background(), "q", d.ID, gateway.Ack)
 	if !errors.Is(err, gateway.ErrUnknown) && !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("ack with NATS gone: %v, want unknown or unavailable", err)
 	}
-	_, err = g.Push(ctx, "q", gateway.Message{Body: []byte("b")})
+	_, err = g.Messages().Push(ctx, "q", gateway.Message{Body: []byte("b")})
 	if !errors.Is(err, gateway.ErrUnknown) && !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("push with NATS gone: %v, want unknown or unavailable", err)
 	}
@@ -149,15 +149,15 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 		learned.Init(t)
 		mustPush(t, a, name, "x")
 		// b learns of the queue from the registry.
-		learned.WaitUntil("b to learn of "+name, func() bool { return slices.Contains(b.QueueNames(), name) })
-		if err := b.DeleteQueue(ctx, name); err != nil {
+		learned.WaitUntil("b to learn of "+name, func() bool { return slices.Contains(b.Queues().QueueNames(), name) })
+		if err := b.Queues().DeleteQueue(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		// a may not have heard of the deletion yet: exactly the race.
-		if _, err := a.PushAll(ctx, re, gateway.Message{Body: []byte("y")}, nil); err != nil {
+		if _, err := a.Messages().PushAll(ctx, re, gateway.Message{Body: []byte("y")}, nil); err != nil {
 			t.Fatalf("push-all: %v", err)
 		}
-		if _, err := a.PullAny(ctx, re, 0, nil); err != nil {
+		if _, err := a.Messages().PullAny(ctx, re, 0, nil); err != nil {
 			t.Fatalf("pull-any: %v", err)
 		}
 		if _, err := reg.Get(ctx, mapping.EncodeName(name)); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -199,7 +199,7 @@ func TestOtherGatewaysShards(t *testing.T) {
 		mustPush(t, a, fmt.Sprintf("late/%d", i), "x")
 	}
 	testwait.For(t, "b sees the late queues", func() bool {
-		all, err := b.QueueStatuses(ctx, nil)
+		all, err := b.Inspect().QueueStatuses(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,11 +210,11 @@ func TestOtherGatewaysShards(t *testing.T) {
 		return n == 8
 	})
 	for range 8 {
-		d, err := b.PullAny(ctx, regexp.MustCompile(`^late/`), 0, nil)
+		d, err := b.Messages().PullAny(ctx, regexp.MustCompile(`^late/`), 0, nil)
 		if err != nil || d == nil {
 			t.Fatalf("pull-any through the other gateway: %v, %v", d, err)
 		}
-		if err := b.Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
+		if err := b.Messages().Reply(ctx, d.Queue, d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}

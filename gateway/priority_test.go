@@ -55,14 +55,14 @@ func pushP(t *testing.T, g *Gateway, queue, body string, p int) {
 	if p >= 0 {
 		opts.Priority = &p
 	}
-	if _, err := g.PushWith(prioCtx(t), queue, Message{Body: []byte(body)}, opts); err != nil {
+	if _, err := g.Messages().PushWith(prioCtx(t), queue, Message{Body: []byte(body)}, opts); err != nil {
 		t.Fatalf("push %s p%d: %v", body, p, err)
 	}
 }
 
 func pullP(t *testing.T, g *Gateway, queue string) *Delivery {
 	t.Helper()
-	d, err := g.Pull(prioCtx(t), queue, msgWait)
+	d, err := g.Messages().Pull(prioCtx(t), queue, msgWait)
 	if err != nil || d == nil {
 		t.Fatalf("pull %s: %v %v", queue, d, err)
 	}
@@ -89,11 +89,11 @@ func pullOrder(t *testing.T, g *Gateway, queue string, n int) []string {
 			t.Errorf("%s delivered with priority %d", want, d.Priority)
 		}
 		got = append(got, string(d.Message.Body))
-		if err := g.Reply(prioCtx(t), queue, d.ID, Ack); err != nil {
+		if err := g.Messages().Reply(prioCtx(t), queue, d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d, err := g.Pull(prioCtx(t), queue, 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(prioCtx(t), queue, 0); d != nil || err != nil {
 		t.Fatalf("queue not empty: %+v %v", d, err)
 	}
 	return got
@@ -122,7 +122,7 @@ func TestPriorityOrder(t *testing.T) {
 
 	// The property sets the default priority; an explicit 0 overrides it.
 	five := 5
-	if err := g.UpdateProps(prioCtx(t), "prio", mapping.Props{Priority: &five}); err != nil {
+	if err := g.Queues().UpdateProps(prioCtx(t), "prio", mapping.Props{Priority: &five}); err != nil {
 		t.Fatal(err)
 	}
 	pushP(t, g, "prio", "p0-4", 0)
@@ -135,7 +135,7 @@ func TestPriorityOrder(t *testing.T) {
 
 	// Out of range: ErrInvalid.
 	for _, p := range []int{-1, 10} {
-		if _, err := g.PushWith(prioCtx(t), "prio", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err == nil {
+		if _, err := g.Messages().PushWith(prioCtx(t), "prio", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err == nil {
 			t.Errorf("priority %d accepted", p)
 		}
 	}
@@ -147,7 +147,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	t.Parallel()
 	g, _ := prioCore(t)
 	timeout := 1.0
-	if err := g.UpdateProps(prioCtx(t), "pn", mapping.Props{Timeout: &timeout}); err != nil {
+	if err := g.Queues().UpdateProps(prioCtx(t), "pn", mapping.Props{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range []struct {
@@ -160,7 +160,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	if string(d.Message.Body) != "p4-1" || d.Priority != 4 {
 		t.Fatalf("first %s p%d", d.Message.Body, d.Priority)
 	}
-	if err := g.Reply(prioCtx(t), "pn", d.ID, Nack); err != nil {
+	if err := g.Messages().Reply(prioCtx(t), "pn", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
 	d = pullP(t, g, "pn") // p4-2: left to time out
@@ -169,7 +169,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	}
 	// The status counts a priority's delivery in flight.
 	testwait.For(t, "the status counts the delivery in flight", func() bool {
-		s, err := g.QueueStatus(prioCtx(t), "pn")
+		s, err := g.Inspect().QueueStatus(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	// Wait for the timeout: the message is available again (at the tail of
 	// priority 4, behind p4-3 and the nacked p4-1).
 	testwait.For(t, "the message available again after its timeout", func() bool {
-		qi, err := g.Queue(prioCtx(t), "pn")
+		qi, err := g.Inspect().Queue(prioCtx(t), "pn")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,16 +209,16 @@ func TestPriorityDeadLetterRespawn(t *testing.T) {
 	t.Parallel()
 	g, _ := prioCore(t)
 	retry, yes := 0, true
-	if err := g.UpdateProps(prioCtx(t), "pd", mapping.Props{Retry: &retry, DeadLetter: &yes}); err != nil {
+	if err := g.Queues().UpdateProps(prioCtx(t), "pd", mapping.Props{Retry: &retry, DeadLetter: &yes}); err != nil {
 		t.Fatal(err)
 	}
 	pushP(t, g, "pd", "p7-1", 7)
 	d := pullP(t, g, "pd")
-	if err := g.Reply(prioCtx(t), "pd", d.ID, Nack); err != nil {
+	if err := g.Messages().Reply(prioCtx(t), "pd", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "one dead letter", func() bool {
-		det, err := g.QueueDetail(prioCtx(t), "pd")
+		det, err := g.Inspect().QueueDetail(prioCtx(t), "pd")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestPriorityDeadLetterRespawn(t *testing.T) {
 	})
 	pushP(t, g, "pd", "p0-1", 0)
 	pushP(t, g, "pd", "p6-1", 6)
-	if n, err := g.RespawnDeadLetters(prioCtx(t), "pd", 1); n != 1 || err != nil {
+	if n, err := g.Inspect().RespawnDeadLetters(prioCtx(t), "pd", 1); n != 1 || err != nil {
 		t.Fatalf("respawn %d %v", n, err)
 	}
 	wantOrder(t, g, "pd", "p7-1 p6-1 p0-1")
@@ -285,7 +285,7 @@ func TestPriorityUnusedOneRequestPerPull(t *testing.T) {
 	if cs := consumers(); len(cs) != 2 {
 		t.Fatalf("consumers %v", cs)
 	}
-	if err := g.DeleteQueue(prioCtx(t), "plain"); err != nil {
+	if err := g.Queues().DeleteQueue(prioCtx(t), "plain"); err != nil {
 		t.Fatal(err)
 	}
 	if cs := consumers(); len(cs) != 0 {
@@ -313,7 +313,7 @@ func TestPriorityLearnedByOtherGateway(t *testing.T) {
 	done := make(chan *Delivery, 1)
 	g2.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
-		d, _ := g2.Pull(prioCtx(t), "po", 20*time.Second)
+		d, _ := g2.Messages().Pull(prioCtx(t), "po", 20*time.Second)
 		done <- d
 	}()
 	waitParkedOn(g2, "po")
@@ -355,7 +355,7 @@ func TestPriorityNotifiedBeforeFirstUse(t *testing.T) {
 	notified.WaitUntil("g1's notification of priority 5 at g2", func() bool {
 		return g2.disp.NotifiedBeforeUse(second)&(1<<5) != 0
 	})
-	d, err := g2.Pull(prioCtx(t), second, time.Second)
+	d, err := g2.Messages().Pull(prioCtx(t), second, time.Second)
 	if err != nil || d == nil || string(d.Message.Body) != "p5" {
 		t.Fatalf("first pull: %+v, %v; want p5", d, err)
 	}
@@ -407,16 +407,16 @@ func BenchmarkPriorityPullAck(b *testing.B) {
 				if mode == "plain" || mode == "alternate-plain" {
 					p = 0
 				}
-				if _, err := g.PushWith(ctx, "bench", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err != nil {
+				if _, err := g.Messages().PushWith(ctx, "bench", Message{Body: []byte("x")}, PushOptions{Priority: &p}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			pullAck := func() {
-				d, err := g.Pull(ctx, "bench", 5*time.Second)
+				d, err := g.Messages().Pull(ctx, "bench", 5*time.Second)
 				if err != nil || d == nil {
 					b.Fatal(d, err)
 				}
-				if err := g.Reply(ctx, "bench", d.ID, Ack); err != nil {
+				if err := g.Messages().Reply(ctx, "bench", d.ID, Ack); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -468,18 +468,18 @@ func TestPriorityPullAny(t *testing.T) {
 	g2 := gatewayOn(t, ns, "g2")
 	re := regexp.MustCompile(`^pa/`)
 	for _, want := range []string{"p6-1", "p2-1"} {
-		d, err := g2.PullAny(prioCtx(t), re, 0, nil)
+		d, err := g2.Messages().PullAny(prioCtx(t), re, 0, nil)
 		if err != nil || d == nil || string(d.Message.Body) != want {
 			t.Fatalf("pull-any: %+v %v, want %s", d, err, want)
 		}
-		if err := g2.Reply(prioCtx(t), d.Queue, d.ID, Ack); err != nil {
+		if err := g2.Messages().Reply(prioCtx(t), d.Queue, d.ID, Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d, err := g2.PullAny(prioCtx(t), re, 0, nil); d != nil || err != nil {
+	if d, err := g2.Messages().PullAny(prioCtx(t), re, 0, nil); d != nil || err != nil {
 		t.Fatalf("pull-any after: %+v %v", d, err)
 	}
-	if qi, err := g2.Queue(prioCtx(t), "pa/x"); err != nil || qi.Size != 0 {
+	if qi, err := g2.Inspect().Queue(prioCtx(t), "pa/x"); err != nil || qi.Size != 0 {
 		t.Fatalf("queue %+v %v", qi, err)
 	}
 }
@@ -489,12 +489,12 @@ func TestPriorityDelayed(t *testing.T) {
 	t.Parallel()
 	g, _ := prioCore(t)
 	five := 5
-	if _, err := g.PushWith(prioCtx(t), "pdl", Message{Body: []byte("p5-1")}, PushOptions{Delay: 300 * time.Millisecond, Priority: &five}); err != nil {
+	if _, err := g.Messages().PushWith(prioCtx(t), "pdl", Message{Body: []byte("p5-1")}, PushOptions{Delay: 300 * time.Millisecond, Priority: &five}); err != nil {
 		t.Fatal(err)
 	}
 	pushP(t, g, "pdl", "p0-1", 0)
 	testwait.For(t, "queue size 2", func() bool {
-		qi, err := g.Queue(prioCtx(t), "pdl")
+		qi, err := g.Inspect().Queue(prioCtx(t), "pdl")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -518,7 +518,7 @@ func TestPriorityFilledWithoutEvent(t *testing.T) {
 	got := make(chan *Delivery, 1)
 	g.disp.TestSignals.WaiterParked.Init(t)
 	go func() {
-		d, err := g.Pull(prioCtx(t), q, msgWait)
+		d, err := g.Messages().Pull(prioCtx(t), q, msgWait)
 		if err != nil {
 			t.Error(err)
 		}

@@ -14,7 +14,7 @@ import (
 // and its consumer follows its new timeout.
 
 // QueueProps returns the queue's effective properties without creating it.
-func (g *Gateway) QueueProps(_ context.Context, queue string) (mapping.Effective, error) {
+func (g *Queues) QueueProps(_ context.Context, queue string) (mapping.Effective, error) {
 	if err := validName(queue); err != nil {
 		return mapping.Effective{}, err
 	}
@@ -23,7 +23,7 @@ func (g *Gateway) QueueProps(_ context.Context, queue string) (mapping.Effective
 
 // OwnProps returns the properties set on the queue itself (without the
 // defaults), for the console's "where does this value come from".
-func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, error) {
+func (g *Queues) OwnProps(_ context.Context, queue string) (mapping.Props, error) {
 	if err := validName(queue); err != nil {
 		return mapping.Props{}, err
 	}
@@ -31,7 +31,7 @@ func (g *Gateway) OwnProps(_ context.Context, queue string) (mapping.Props, erro
 }
 
 // UpdateProps merges patch into the queue's own properties, creating the queue.
-func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.Props) error {
+func (g *Queues) UpdateProps(ctx context.Context, queue string, patch mapping.Props) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (g *Gateway) UpdateProps(ctx context.Context, queue string, patch mapping.P
 
 // ResetProps drops the queue's own properties (back to the defaults), creating
 // the queue as LMQ's update_props without properties did.
-func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
+func (g *Queues) ResetProps(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -75,17 +75,17 @@ func (g *Gateway) ResetProps(ctx context.Context, queue string) error {
 }
 
 // dropOwnProps drops the queue's own properties (a deleted queue's too).
-func (g *Gateway) dropOwnProps(ctx context.Context, queue string) error {
+func (g *core) dropOwnProps(ctx context.Context, queue string) error {
 	return g.props.Drop(ctx, queue)
 }
 
 // DefaultProps returns the default-properties list.
-func (g *Gateway) DefaultProps(context.Context) (mapping.DefaultList, error) {
+func (g *Queues) DefaultProps(context.Context) (mapping.DefaultList, error) {
 	return g.props.Defaults(), nil
 }
 
 // SetDefaultProps replaces the default-properties list (nil or empty clears it).
-func (g *Gateway) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
+func (g *Queues) SetDefaultProps(ctx context.Context, list mapping.DefaultList) error {
 	return g.props.SetDefaults(ctx, list)
 }
 

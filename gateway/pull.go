@@ -9,7 +9,7 @@ import (
 // Pull hands out the queue's next available message, creating the queue if
 // needed. wait < 0 waits until a message comes or ctx ends; wait == 0 does not
 // wait. It returns (nil, nil) when no message came in time.
-func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*Delivery, error) {
+func (g *Messages) Pull(ctx context.Context, queue string, wait time.Duration) (*Delivery, error) {
 	release, err := g.waitSlot(ctx, wait, queue)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (g *Gateway) Pull(ctx context.Context, queue string, wait time.Duration) (*
 // (which also catches messages published by plain NATS programs and
 // JetStream's own redeliveries). An idle pull-any thus costs nothing but
 // one shared scan per re-poll interval.
-func (g *Gateway) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope Scope) (*Delivery, error) {
+func (g *Messages) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope Scope) (*Delivery, error) {
 	release, err := g.waitSlot(ctx, wait, "pull-any: "+re.String())
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ import (
 // within store.BodyGrace before the purge (a push may not have stored
 // their message yet): a second sweep removes those once the grace has
 // passed, if this gateway still runs then.
-func (g *Gateway) Purge(ctx context.Context, queue string) error {
+func (g *Queues) Purge(ctx context.Context, queue string) error {
 	if err := g.existing(ctx, queue); err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ const sweepTimeout = time.Minute
 
 // InFlightByQueue is the number of this gateway's deliveries not yet
 // answered, per queue (queues with none are absent).
-func (g *Gateway) InFlightByQueue() map[string]int {
+func (g *Inspect) InFlightByQueue() map[string]int {
 	g.dels.mu.Lock()
 	defer g.dels.mu.Unlock()
 	out := make(map[string]int)

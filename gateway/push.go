@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/pushopt"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -20,40 +21,18 @@ import (
 
 // Push stores msg in queue, creating the queue if needed. It returns once
 // JetStream has the message (or, on accumulating queues, the part).
-func (g *Gateway) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
+func (g *Messages) Push(ctx context.Context, queue string, msg Message) (AccumState, error) {
 	return g.PushWith(ctx, queue, msg, PushOptions{})
 }
 
-// PushOptions are the per-message features beyond LMQ.
-type PushOptions struct {
-	// Delay keeps the message invisible for this long.
-	Delay time.Duration
-	// TTL overrides the queue's ttl property: the message expires (is never
-	// delivered) this long after its push.
-	TTL time.Duration
-	// IdempotencyKey, when set, makes a retried push with the same key
-	// within IdempotencyWindow store the message once (a client that got
-	// ErrUnknown retries with the same key).
-	IdempotencyKey string
-	// Priority, when set, is the message's priority, 0 to
-	// mapping.MaxPriority (higher served first; ErrInvalid outside); nil
-	// means the queue's priority property (default 0). Not available on
-	// accumulating queues: a compound gets the queue's property.
-	Priority *int
-	// Group, when set, puts the message in that ordered group of the
-	// queue (mapping.ValidateGroup; groups.go): handed out one at a time,
-	// in push order. Not with Delay, nor on accumulating queues.
-	Group string
-}
+// PushOptions are the per-message features beyond LMQ (package pushopt).
+type PushOptions = pushopt.Options
 
 // IdempotencyWindow is how long a push's IdempotencyKey is remembered: the
 // shard streams' duplicate window (store.DuplicateWindow). 5 minutes, SQS's
 // deduplication interval, so that an SQS MessageDeduplicationId rides on the
 // same keys; JetStream's default would be 2.
 const IdempotencyWindow = store.DuplicateWindow
-
-// maxIdempotencyKey bounds a key's length; it is stored with the message.
-const maxIdempotencyKey = 256
 
 // idempotencyID is the Nats-Msg-Id of a push with an idempotency key. The
 // duplicate window is per stream, and a shard stream holds many queues: the
@@ -63,20 +42,8 @@ func idempotencyID(queue, key string) string {
 	return hex.EncodeToString(sum[:12]) + ":" + key
 }
 
-func checkIdempotencyKey(k string) error {
-	if len(k) > maxIdempotencyKey {
-		return fmt.Errorf("%w: idempotency key longer than %d bytes", ErrInvalid, maxIdempotencyKey)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] == 0x7f {
-			return fmt.Errorf("%w: idempotency key has control characters", ErrInvalid)
-		}
-	}
-	return nil
-}
-
 // PushWith is Push with per-message options.
-func (g *Gateway) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
+func (g *Messages) PushWith(ctx context.Context, queue string, msg Message, opts PushOptions) (AccumState, error) {
 	p, err := g.push(ctx, queue, msg, opts, true)
 	return p.state, err
 }
@@ -91,7 +58,7 @@ type pushed struct {
 // PushSeq is PushWith on a queue that does not accumulate, returning the
 // stored message's stream sequence (SQS's SequenceNumber and MessageId
 // come from it); ErrInvalid on an accumulating queue.
-func (g *Gateway) PushSeq(ctx context.Context, queue string, msg Message, opts PushOptions) (uint64, error) {
+func (g *Messages) PushSeq(ctx context.Context, queue string, msg Message, opts PushOptions) (uint64, error) {
 	if g.props.Effective(queue).Accum > 0 {
 		return 0, fmt.Errorf("%w: queue %q accumulates: its messages are stored as compounds", ErrInvalid, queue)
 	}
@@ -102,7 +69,7 @@ func (g *Gateway) PushSeq(ctx context.Context, queue string, msg Message, opts P
 // push stores msg in queue; mayCreate says whether the queue may be created
 // (a plain push) or must exist (push-all, which never brings back a queue
 // deleted after it listed the matching ones).
-func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (pushed, error) {
+func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOptions, mayCreate bool) (pushed, error) {
 	if err := validName(queue); err != nil {
 		return pushed{}, err
 	}
@@ -237,7 +204,7 @@ func (g *Gateway) push(ctx context.Context, queue string, msg Message, opts Push
 // a deleted queue back. DeleteQueue removes the registry key before it
 // purges: a message stored before the purge goes with it, and one stored
 // after finds the key gone here.
-func (g *Gateway) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64) error {
+func (g *core) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64) error {
 	if !g.reg.KeyGone(ctx, q.Name()) {
 		return nil
 	}
@@ -254,7 +221,7 @@ func setNatsTTL(m *store.Msg, ttl time.Duration) { jsapi.SetTTL(m.Header, ttl) }
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).
 // Queues are not created by it; those out of scope are left alone.
-func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
+func (g *Messages) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, scope Scope) (map[string]AccumState, error) {
 	names := g.reg.Matching(func(name string) bool { return re.MatchString(name) && scope.Allows(name) })
 	out := make(map[string]AccumState, len(names))
 	for _, name := range names {
@@ -273,7 +240,7 @@ func (g *Gateway) PushAll(ctx context.Context, re *regexp.Regexp, msg Message, s
 
 // Notify wakes the clients waiting on queue, on every gateway: it is called
 // after a message became available there (dispatch.Dispatcher.Notify).
-func (g *Gateway) Notify(queue string) { g.disp.Notify(queue) }
+func (g *Messages) Notify(queue string) { g.disp.Notify(queue) }
 
 // pushPriority is the priority of a push: the option when given (in its
 // range: PushOptions.Check), else the queue's priority property.

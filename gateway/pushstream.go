@@ -38,7 +38,7 @@ func (m Message) size() int {
 //
 // Errors of body itself come back wrapped (errors.As finds them) inside
 // ErrInvalid, or ErrTooLarge for the core's own limit.
-func (g *Gateway) PushStream(ctx context.Context, queue string, msg Message, body io.Reader, opts PushOptions) (AccumState, error) {
+func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, body io.Reader, opts PushOptions) (AccumState, error) {
 	if err := validName(queue); err != nil {
 		return "", err
 	}

@@ -32,23 +32,23 @@ func TestQueueMeta(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 
-	if _, err := a.QueueMeta(ctx, "meta"); !errors.Is(err, gateway.ErrNotFound) {
+	if _, err := a.Queues().QueueMeta(ctx, "meta"); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("unknown queue: %v, want ErrNotFound", err)
 	}
-	if err := a.UpdateQueueMeta(ctx, "meta", func(*gateway.QueueMeta) {}); !errors.Is(err, gateway.ErrNotFound) {
+	if err := a.Queues().UpdateQueueMeta(ctx, "meta", func(*gateway.QueueMeta) {}); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("update of an unknown queue: %v, want ErrNotFound", err)
 	}
 	// A queue made by a push has none, and LMQ_META need not exist.
 	mustPush(t, a, "pushed", "x")
-	if m, err := a.QueueMeta(ctx, "pushed"); err != nil || !m.Created.IsZero() || m.Tags != nil {
+	if m, err := a.Queues().QueueMeta(ctx, "pushed"); err != nil || !m.Created.IsZero() || m.Tags != nil {
 		t.Fatalf("queue made by a push: %+v %v", m, err)
 	}
 
 	before := time.Now()
-	if created, err := a.CreateQueue(ctx, "meta"); !created || err != nil {
+	if created, err := a.Queues().CreateQueue(ctx, "meta"); !created || err != nil {
 		t.Fatalf("CreateQueue: %v %v", created, err)
 	}
-	m, err := b.QueueMeta(ctx, "meta")
+	m, err := b.Queues().QueueMeta(ctx, "meta")
 	if err != nil || m.Created.Before(before.Add(-time.Second)) || !m.Modified.Equal(m.Created) {
 		t.Fatalf("after CreateQueue: %+v %v", m, err)
 	}
@@ -65,7 +65,7 @@ func TestQueueMeta(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- g.UpdateQueueMeta(ctx, "meta", func(m *gateway.QueueMeta) {
+			errs <- g.Queues().UpdateQueueMeta(ctx, "meta", func(m *gateway.QueueMeta) {
 				m.Tags[fmt.Sprint("t", i)] = fmt.Sprint(i)
 				m.Attrs["DelaySeconds"] = "5"
 			})
@@ -78,7 +78,7 @@ func TestQueueMeta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err = a.QueueMeta(ctx, "meta")
+	m, err = a.Queues().QueueMeta(ctx, "meta")
 	if err != nil || len(m.Tags) != 20 || m.Tags["t7"] != "7" || m.Attrs["DelaySeconds"] != "5" ||
 		!m.Created.Equal(created) || m.Modified.Before(created) {
 		t.Fatalf("after 20 updates: %+v %v", m, err)
@@ -100,11 +100,11 @@ func TestQueueMeta(t *testing.T) {
 		"empty key": func(m *gateway.QueueMeta) { m.Tags[""] = "v" },
 		"not UTF-8": func(m *gateway.QueueMeta) { m.Tags["k"] = "\xff" },
 	} {
-		if err := a.UpdateQueueMeta(ctx, "meta", fn); !errors.Is(err, gateway.ErrInvalid) {
+		if err := a.Queues().UpdateQueueMeta(ctx, "meta", fn); !errors.Is(err, gateway.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if m2, err := a.QueueMeta(ctx, "meta"); err != nil || len(m2.Tags) != 20 || len(m2.Attrs) != 1 {
+	if m2, err := a.Queues().QueueMeta(ctx, "meta"); err != nil || len(m2.Tags) != 20 || len(m2.Attrs) != 1 {
 		t.Fatalf("after refused updates: %+v %v", m2, err)
 	}
 
@@ -121,27 +121,27 @@ func TestQueueMeta(t *testing.T) {
 	if _, err := kv.Put(ctx, mapping.MetaKeyPrefix+mapping.EncodeName("meta"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := a.QueueMeta(ctx, "meta"); err != nil || !m.Created.IsZero() || len(m.Tags) != 0 {
+	if m, err := a.Queues().QueueMeta(ctx, "meta"); err != nil || !m.Created.IsZero() || len(m.Tags) != 0 {
 		t.Fatalf("unreadable record: %+v %v", m, err)
 	}
-	if err := a.UpdateQueueMeta(ctx, "meta", func(m *gateway.QueueMeta) { m.Tags["env"] = "test" }); err != nil {
+	if err := a.Queues().UpdateQueueMeta(ctx, "meta", func(m *gateway.QueueMeta) { m.Tags["env"] = "test" }); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := a.QueueMeta(ctx, "meta"); err != nil || m.Created.IsZero() || len(m.Tags) != 1 {
+	if m, err := a.Queues().QueueMeta(ctx, "meta"); err != nil || m.Created.IsZero() || len(m.Tags) != 1 {
 		t.Fatalf("record replaced: %+v %v", m, err)
 	}
 
 	// Deleting the queue deletes its metadata: made again, it starts anew.
-	if err := b.DeleteQueue(ctx, "meta"); err != nil {
+	if err := b.Queues().DeleteQueue(ctx, "meta"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Get(ctx, mapping.MetaKeyPrefix+mapping.EncodeName("meta")); err == nil {
 		t.Fatal("record left after DeleteQueue")
 	}
-	if again, err := b.CreateQueue(ctx, "meta"); !again || err != nil {
+	if again, err := b.Queues().CreateQueue(ctx, "meta"); !again || err != nil {
 		t.Fatalf("CreateQueue again: %v %v", again, err)
 	}
-	if m, err := a.QueueMeta(ctx, "meta"); err != nil || len(m.Tags) != 0 || !m.Created.After(created) {
+	if m, err := a.Queues().QueueMeta(ctx, "meta"); err != nil || len(m.Tags) != 0 || !m.Created.After(created) {
 		t.Fatalf("made again: %+v %v", m, err)
 	}
 }

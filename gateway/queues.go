@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
@@ -22,8 +23,8 @@ import (
 // The property and metadata tombstones that follow may still find the
 // store full (the queue freed less than other queues keep filling):
 // the queue is deleted then, and they are finished in the background
-// (leftovers.go) rather than failing a deletion that has happened.
-func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
+// (package leftover) rather than failing a deletion that has happened.
+func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -50,25 +51,25 @@ func (g *Gateway) DeleteQueue(ctx context.Context, queue string) error {
 		if !store.IsStorageFull(err) {
 			return err
 		}
-		g.leftover(queue, leftProps)
+		g.left.Add(queue, leftover.Props)
 	}
-	if err := g.dropMeta(ctx, queue); err != nil {
+	if err := g.meta.Drop(ctx, queue); err != nil {
 		if !store.IsStorageFull(err) {
 			return err
 		}
-		g.leftover(queue, leftMeta)
+		g.left.Add(queue, leftover.Meta)
 	}
 	g.store.DeleteQueueBodies(ctx, queue)
 	return nil
 }
 
 // QueueNames lists every existing queue, sorted.
-func (g *Gateway) QueueNames() []string { return g.reg.Names() }
+func (g *Queues) QueueNames() []string { return g.reg.Names() }
 
 // CreateQueue makes queue exist (as a push or pull would) without storing
 // anything; created is false when it existed already. SQS's CreateQueue.
 // A queue it makes has its creation time in its metadata (QueueMeta).
-func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
+func (g *Queues) CreateQueue(ctx context.Context, queue string) (created bool, err error) {
 	if err := validName(queue); err != nil {
 		return false, err
 	}
@@ -82,7 +83,7 @@ func (g *Gateway) CreateQueue(ctx context.Context, queue string) (created bool, 
 	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return false, err
 	}
-	if err := g.createdMeta(ctx, queue); err != nil {
+	if err := g.meta.Created(ctx, queue); err != nil {
 		// The queue is made: a retried CreateQueue would find it and not
 		// record the time either. UpdateQueueMeta records one later.
 		g.log.Warn("could not record the creation time of a new queue", "queue", queue, "err", err)

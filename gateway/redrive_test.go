@@ -21,18 +21,18 @@ func TestDeadLetterQueue(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	retry, timeout, dlq := 1, 0.3, "redrive-dlq"
-	if err := g.UpdateProps(ctx, "redrive", mapping.Props{Retry: &retry, Timeout: &timeout, DeadLetterQueue: &dlq}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, "redrive", mapping.Props{Retry: &retry, Timeout: &timeout, DeadLetterQueue: &dlq}); err != nil {
 		t.Fatal(err)
 	}
 	kept := []gateway.Header{{Name: "x-trace", Value: "t-1"}}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<17) // 2 MiB: the Object Store
 	for _, m := range []gateway.Message{{ContentType: "text/plain", Body: []byte("first"), Kept: kept}, {Body: big}} {
-		if _, err := g.Push(ctx, "redrive", m); err != nil {
+		if _, err := g.Messages().Push(ctx, "redrive", m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, opt := range []string{"g1", "g2"} {
-		if _, err := g.PushWith(ctx, "redrive", gateway.Message{Body: []byte(opt)}, gateway.PushOptions{Group: "g"}); err != nil {
+		if _, err := g.Messages().PushWith(ctx, "redrive", gateway.Message{Body: []byte(opt)}, gateway.PushOptions{Group: "g"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestDeadLetterQueue(t *testing.T) {
 			pushedAt = d.PushedAt
 		}
 		if string(d.Message.Body) == "g1" {
-			if err := g.Reply(ctx, "redrive", d.ID, gateway.Nack); err != nil {
+			if err := g.Messages().Reply(ctx, "redrive", d.ID, gateway.Nack); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -66,7 +66,7 @@ func TestDeadLetterQueue(t *testing.T) {
 		default:
 			exhausted++
 		}
-		if err := g.Reply(ctx, "redrive", d.ID, kind); err != nil {
+		if err := g.Messages().Reply(ctx, "redrive", d.ID, kind); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestDeadLetterQueue(t *testing.T) {
 			t.Errorf("%.10q in the dead-letter queue: %d retries left, receive %d, group %q, priority %d; want the queue's 2, 1, none, 0",
 				d.Message.Body, d.RetryRemaining, d.Receives, d.Group, d.Priority)
 		}
-		if err := g.Reply(ctx, dlq, d.ID, gateway.Ack); err != nil {
+		if err := g.Messages().Reply(ctx, dlq, d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,14 +93,14 @@ func TestDeadLetterQueue(t *testing.T) {
 	if got["g1"] == nil {
 		t.Errorf("g1 not moved: %v", got)
 	}
-	if d, err := g.Pull(ctx, "redrive", 0); d != nil || err != nil {
+	if d, err := g.Messages().Pull(ctx, "redrive", 0); d != nil || err != nil {
 		t.Fatalf("source not empty: %v %v", d, err)
 	}
-	if det, err := g.QueueDetail(ctx, "redrive"); err != nil || det.DeadLetters != 0 {
+	if det, err := g.Inspect().QueueDetail(ctx, "redrive"); err != nil || det.DeadLetters != 0 {
 		t.Fatalf("source detail %+v %v", det, err)
 	}
 	self := "redrive"
-	if err := g.UpdateProps(ctx, "redrive", mapping.Props{DeadLetterQueue: &self}); !errors.Is(err, gateway.ErrInvalid) {
+	if err := g.Queues().UpdateProps(ctx, "redrive", mapping.Props{DeadLetterQueue: &self}); !errors.Is(err, gateway.ErrInvalid) {
 		t.Fatalf("own name as dead_letter_queue: %v, want ErrInvalid", err)
 	}
 }

@@ -33,7 +33,7 @@ func marshalRelay(queue, id string, kind ReplyKind, vis time.Duration) []byte {
 
 // relayReply sends a reply for a delivery this gateway does not hold to the
 // gateway whose id starts the delivery id.
-func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKind, vis time.Duration) error {
+func (g *core) relayReply(ctx context.Context, queue, id string, kind ReplyKind, vis time.Duration) error {
 	notFound := fmt.Errorf("delivery %s: %w", id, ErrNotFound)
 	u, err := uuid.Parse(id)
 	if err != nil {
@@ -72,7 +72,7 @@ func (g *Gateway) relayReply(ctx context.Context, queue, id string, kind ReplyKi
 	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
 }
 
-func (g *Gateway) onRelayedReply(m store.Msg) {
+func (g *core) onRelayedReply(m store.Msg) {
 	var req relayRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte("bad request"))

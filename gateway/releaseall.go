@@ -10,7 +10,7 @@ import "context"
 // retry, so no message is dropped for it; a client that did get the message
 // and could not answer may see it again. It returns the number released and
 // stops early when ctx ends.
-func (g *Gateway) ReleaseAll(ctx context.Context) int {
+func (g *Messages) ReleaseAll(ctx context.Context) int {
 	g.dels.mu.Lock()
 	ds := make([]*delivery, 0, len(g.dels.m))
 	for _, d := range g.dels.m {

@@ -19,7 +19,7 @@ import (
 // ReleasesOnDisconnect reports whether deliveries of queue are bound to the
 // MessagePack-RPC connection that received them (its effective
 // release_on_disconnect property).
-func (g *Gateway) ReleasesOnDisconnect(queue string) bool {
+func (g *Messages) ReleasesOnDisconnect(queue string) bool {
 	return g.props.Effective(queue).ReleaseOnDisconnect
 }
 
@@ -37,7 +37,7 @@ const minPrune = 64
 // concurrent use; create it with NewBound and call Release when the
 // connection closes.
 type Bound struct {
-	g        *Gateway
+	g        *core
 	mu       sync.Mutex
 	ds       map[string]*delivery
 	pruneAt  int
@@ -45,8 +45,8 @@ type Bound struct {
 }
 
 // NewBound returns an empty Bound of g.
-func (g *Gateway) NewBound() *Bound {
-	return &Bound{g: g, ds: make(map[string]*delivery), pruneAt: minPrune}
+func (g *Messages) NewBound() *Bound {
+	return &Bound{g: g.core, ds: make(map[string]*delivery), pruneAt: minPrune}
 }
 
 // Add binds d to the connection. A delivery added after Release (a handler
@@ -121,7 +121,7 @@ func (b *Bound) Release(ctx context.Context) int {
 // giveBack releases d without counting a retry, if it is still unanswered
 // and the gateway is not closing (then ReleaseAll or JetStream's backstop
 // brings it back).
-func (g *Gateway) giveBack(_ context.Context, d *delivery) bool {
+func (g *core) giveBack(_ context.Context, d *delivery) bool {
 	done := false
 	g.within(func(context.Context) {
 		if g.take(d) {

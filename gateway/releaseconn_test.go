@@ -21,23 +21,23 @@ func TestBoundRelease(t *testing.T) {
 	ctx := ctxT(t)
 	on := true
 	timeout := 60.0
-	if err := g.UpdateProps(ctx, "cb", mapping.Props{Timeout: &timeout, ReleaseOnDisconnect: &on}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, "cb", mapping.Props{Timeout: &timeout, ReleaseOnDisconnect: &on}); err != nil {
 		t.Fatal(err)
 	}
-	if !g.ReleasesOnDisconnect("cb") || g.ReleasesOnDisconnect("other") {
+	if !g.Messages().ReleasesOnDisconnect("cb") || g.Messages().ReleasesOnDisconnect("other") {
 		t.Fatal("ReleasesOnDisconnect does not follow the property")
 	}
 	for _, body := range []string{"a", "b", "c"} {
 		mustPush(t, g, "cb", body)
 	}
-	b := g.NewBound()
+	b := g.Messages().NewBound()
 	var ds []*gateway.Delivery
 	for range 3 {
 		d := mustPull(t, g, "cb", msgWait)
 		b.Add(ctx, d)
 		ds = append(ds, d)
 	}
-	if err := g.Reply(ctx, "cb", ds[0].ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "cb", ds[0].ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 	b.Done(ds[0].ID)
@@ -60,7 +60,7 @@ func TestBoundRelease(t *testing.T) {
 			t.Errorf("retry remaining %d, want 2", d.RetryRemaining)
 		}
 	}
-	if err := g.Reply(ctx, "cb", ds[1].ID, gateway.Ack); err == nil {
+	if err := g.Messages().Reply(ctx, "cb", ds[1].ID, gateway.Ack); err == nil {
 		t.Error("a released delivery's old id was still valid")
 	}
 }
@@ -71,12 +71,12 @@ func TestBoundPrunes(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	ctx := ctxT(t)
-	b := g.NewBound()
+	b := g.Messages().NewBound()
 	for range 200 {
 		mustPush(t, g, "prune", "m")
 		d := mustPull(t, g, "prune", msgWait)
 		b.Add(ctx, d)
-		if err := g.Reply(ctx, "prune", d.ID, gateway.Ack); err != nil {
+		if err := g.Messages().Reply(ctx, "prune", d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,17 +94,17 @@ func BenchmarkBoundAddDone(b *testing.B) {
 	g := newCoreTB(b)
 	ctx := ctxT(b)
 	timeout := 600.0
-	if err := g.UpdateProps(ctx, "bench", mapping.Props{Timeout: &timeout}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, "bench", mapping.Props{Timeout: &timeout}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := g.Push(ctx, "bench", gateway.Message{Body: []byte("x")}); err != nil {
+	if _, err := g.Messages().Push(ctx, "bench", gateway.Message{Body: []byte("x")}); err != nil {
 		b.Fatal(err)
 	}
-	d, err := g.Pull(ctx, "bench", time.Second)
+	d, err := g.Messages().Pull(ctx, "bench", time.Second)
 	if err != nil || d == nil {
 		b.Fatal(d, err)
 	}
-	bound := g.NewBound()
+	bound := g.Messages().NewBound()
 	b.ReportAllocs()
 	for b.Loop() {
 		bound.Add(ctx, d)
@@ -117,7 +117,7 @@ func TestDeliveryReleasesOnDisconnect(t *testing.T) {
 	t.Parallel()
 	g := newCore(t)
 	on := true
-	if err := g.UpdateProps(ctxT(t), "on", mapping.Props{ReleaseOnDisconnect: &on}); err != nil {
+	if err := g.Queues().UpdateProps(ctxT(t), "on", mapping.Props{ReleaseOnDisconnect: &on}); err != nil {
 		t.Fatal(err)
 	}
 	mustPush(t, g, "on", "x")

@@ -28,14 +28,14 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 	const n = 200
 	for i := range n {
 		q := fmt.Sprintf("empty/%d", i)
-		if _, err := g.Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("x")}); err != nil {
+		if _, err := g.Messages().Push(ctx, q, gateway.Message{ContentType: "text/plain", Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
-		d, err := g.Pull(ctx, q, time.Second)
+		d, err := g.Messages().Pull(ctx, q, time.Second)
 		if err != nil || d == nil {
 			t.Fatalf("pull %s: %v %v", q, d, err)
 		}
-		if err := g.Reply(ctx, q, d.ID, gateway.Ack); err != nil {
+		if err := g.Messages().Reply(ctx, q, d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,13 +44,13 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 	// shard is looked at once and then known from the list.
 	const held = "empty/5"
 	hour := 3600.0
-	if err := g.UpdateProps(ctx, held, mapping.Props{Timeout: &hour}); err != nil {
+	if err := g.Queues().UpdateProps(ctx, held, mapping.Props{Timeout: &hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Push(ctx, held, gateway.Message{ContentType: "text/plain", Body: []byte("held")}); err != nil {
+	if _, err := g.Messages().Push(ctx, held, gateway.Message{ContentType: "text/plain", Body: []byte("held")}); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := g.Pull(ctx, held, time.Second); err != nil || d == nil {
+	if d, err := g.Messages().Pull(ctx, held, time.Second); err != nil || d == nil {
 		t.Fatalf("pull %s: %v %v", held, d, err)
 	}
 
@@ -78,7 +78,7 @@ func TestPullAnyOverEmptyShards(t *testing.T) {
 	parked.Init(t)
 	got := make(chan *gateway.Delivery, 1)
 	go func() {
-		d, _ := g.PullAny(context.WithoutCancel(ctx), regexp.MustCompile(`^empty/`), 15*time.Second, nil)
+		d, _ := g.Messages().PullAny(context.WithoutCancel(ctx), regexp.MustCompile(`^empty/`), 15*time.Second, nil)
 		got <- d
 	}()
 	// The first scan looks at the held message's shard; no other shard is

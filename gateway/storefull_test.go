@@ -32,7 +32,7 @@ func fill(t *testing.T, g *gateway.Gateway, queue string) int {
 	t.Helper()
 	body := make([]byte, 64<<10)
 	for n := 0; n < 1000; n++ {
-		_, err := g.Push(ctxT(t), queue, gateway.Message{ContentType: "application/octet-stream", Body: body})
+		_, err := g.Messages().Push(ctxT(t), queue, gateway.Message{ContentType: "application/octet-stream", Body: body})
 		if errors.Is(err, gateway.ErrUnavailable) {
 			return n
 		}
@@ -54,7 +54,7 @@ func TestStoreFullStillDrains(t *testing.T) {
 	g := startFullableCore(t)
 	ctx := ctxT(t)
 	n := fill(t, g, "fill")
-	if _, err := g.Push(ctx, "other", gateway.Message{Body: []byte("x")}); !errors.Is(err, gateway.ErrUnavailable) {
+	if _, err := g.Messages().Push(ctx, "other", gateway.Message{Body: []byte("x")}); !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("push to a new queue with the store full: %v, want unavailable", err)
 	}
 	if g.StoreFailure() == nil {
@@ -66,32 +66,32 @@ func TestStoreFullStillDrains(t *testing.T) {
 
 	// Consumers drain it: an ack removes its message, so the store is
 	// topped up again after.
-	d, err := g.Pull(ctx, "fill", 5*time.Second) // a bound: the first pull makes the consumer
+	d, err := g.Messages().Pull(ctx, "fill", 5*time.Second) // a bound: the first pull makes the consumer
 	if err != nil || d == nil {
 		t.Fatalf("pull with the store full: %v %v", d, err)
 	}
-	if err := g.Reply(ctx, "fill", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "fill", d.ID, gateway.Ack); err != nil {
 		t.Fatalf("ack with the store full: %v", err)
 	}
 	n += fill(t, g, "fill")
 
 	// Deleting the full queue frees the space.
-	if err := g.DeleteQueue(ctx, "fill"); err != nil {
+	if err := g.Queues().DeleteQueue(ctx, "fill"); err != nil {
 		t.Fatalf("delete the full queue (%d messages): %v", n, err)
 	}
-	if ok, err := g.QueueExists(ctx, "fill"); err != nil || ok {
+	if ok, err := g.Queues().QueueExists(ctx, "fill"); err != nil || ok {
 		t.Errorf("after the deletion the queue exists: %v %v", ok, err)
 	}
-	if _, err := g.Push(ctx, "other", gateway.Message{Body: []byte("x")}); err != nil {
+	if _, err := g.Messages().Push(ctx, "other", gateway.Message{Body: []byte("x")}); err != nil {
 		t.Fatalf("push after the deletion: %v", err)
 	}
 
 	// Purging a full queue frees it too.
 	fill(t, g, "fill2")
-	if err := g.Purge(ctx, "fill2"); err != nil {
+	if err := g.Queues().Purge(ctx, "fill2"); err != nil {
 		t.Fatalf("purge the full queue: %v", err)
 	}
-	if _, err := g.Push(ctx, "fill2", gateway.Message{Body: []byte("y")}); err != nil {
+	if _, err := g.Messages().Push(ctx, "fill2", gateway.Message{Body: []byte("y")}); err != nil {
 		t.Fatalf("push after the purge: %v", err)
 	}
 	if err := g.ProbeStore(ctx); err != nil {
@@ -113,13 +113,13 @@ func TestStoreFullDeleteSmallQueue(t *testing.T) {
 	g := startFullableCore(t)
 	ctx := ctxT(t)
 	for i := range 3 {
-		if _, err := g.Push(ctx, "small", gateway.Message{Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+		if _, err := g.Messages().Push(ctx, "small", gateway.Message{Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fill(t, g, "fill")
-	err := g.DeleteQueue(ctx, "small")
-	exists, xerr := g.QueueExists(ctx, "small")
+	err := g.Queues().DeleteQueue(ctx, "small")
+	exists, xerr := g.Queues().QueueExists(ctx, "small")
 	switch {
 	case xerr != nil:
 		t.Fatal(xerr)

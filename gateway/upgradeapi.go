@@ -12,14 +12,14 @@ import (
 
 // RegisterQueue makes queue exist (its registry key and its shard stream)
 // without storing a message.
-func (g *Gateway) RegisterQueue(ctx context.Context, queue string) error {
+func (g *Logs) RegisterQueue(ctx context.Context, queue string) error {
 	return g.reg.Register(ctx, queue)
 }
 
 // MakeShard makes sure queue's shard stream exists (up to date), creating
 // it if need be. Only the layout upgrade writes to it outside the core: it
 // opens the stream itself (package upgrade keeps its own JetStream use).
-func (g *Gateway) MakeShard(ctx context.Context, queue string) error {
+func (g *Logs) MakeShard(ctx context.Context, queue string) error {
 	_, err := g.store.QueueShard(ctx, queue)
 	return err
 }

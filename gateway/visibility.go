@@ -20,7 +20,7 @@ const MaxVisibility = 12 * time.Hour
 // once, like a nack that does not count as a retry. ErrNotFound for an
 // unknown, answered or expired delivery; ErrInvalid for d out of 0 to
 // MaxVisibility.
-func (g *Gateway) SetVisibility(ctx context.Context, queue, id string, d time.Duration) error {
+func (g *Messages) SetVisibility(ctx context.Context, queue, id string, d time.Duration) error {
 	if err := validName(queue); err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (g *Gateway) SetVisibility(ctx context.Context, queue, id string, d time.Du
 }
 
 // visibilityLocal is SetVisibility of a delivery this gateway holds.
-func (g *Gateway) visibilityLocal(ctx context.Context, d *delivery, left time.Duration) error {
+func (g *core) visibilityLocal(ctx context.Context, d *delivery, left time.Duration) error {
 	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
 	q := d.raw.Queue()
 	if left == 0 {

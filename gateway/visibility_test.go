@@ -17,15 +17,15 @@ func TestSetVisibility(t *testing.T) {
 	ctx := prioCtx(t)
 	setProps(t, a, "vis", `{"timeout":1,"retry":1}`)
 	pushP(t, a, "vis", "m", -1)
-	d, err := a.Pull(ctx, "vis", msgWait)
+	d, err := a.Messages().Pull(ctx, "vis", msgWait)
 	if err != nil || d == nil || d.Receives != 1 || d.PushedAt.IsZero() || d.Seq == 0 {
 		t.Fatalf("pull: %+v, %v", d, err)
 	}
 	// Visible again at once, through the other gateway, without a retry.
-	if err := b.SetVisibility(ctx, "vis", d.ID, 0); err != nil {
+	if err := b.Messages().SetVisibility(ctx, "vis", d.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := a.Pull(ctx, "vis", msgWait)
+	d2, err := a.Messages().Pull(ctx, "vis", msgWait)
 	if err != nil || d2 == nil {
 		t.Fatalf("pull after visibility 0: %v, %v", d2, err)
 	}
@@ -33,19 +33,19 @@ func TestSetVisibility(t *testing.T) {
 		t.Fatalf("visibility 0: %+v after %+v; want the same retries left, one receive more", d2, d)
 	}
 	// Kept well past the queue's 1 s timeout.
-	if err := a.SetVisibility(ctx, "vis", d2.ID, time.Minute); err != nil {
+	if err := a.Messages().SetVisibility(ctx, "vis", d2.ID, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.Pull(ctx, "vis", 2500*time.Millisecond); err != nil || got != nil {
+	if got, err := b.Messages().Pull(ctx, "vis", 2500*time.Millisecond); err != nil || got != nil {
 		t.Fatalf("a message whose visibility was extended came back: %+v, %v", got, err)
 	}
-	if err := a.Reply(ctx, "vis", d2.ID, Ack); err != nil {
+	if err := a.Messages().Reply(ctx, "vis", d2.ID, Ack); err != nil {
 		t.Fatalf("ack after extension: %v", err)
 	}
-	if err := a.SetVisibility(ctx, "vis", d2.ID, time.Second); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyAcked) {
+	if err := a.Messages().SetVisibility(ctx, "vis", d2.ID, time.Second); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyAcked) {
 		t.Fatalf("visibility of an acked delivery: %v", err)
 	}
-	if err := a.SetVisibility(ctx, "vis", d2.ID, -time.Second); !errors.Is(err, ErrInvalid) {
+	if err := a.Messages().SetVisibility(ctx, "vis", d2.ID, -time.Second); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("negative visibility: %v", err)
 	}
 }
@@ -58,14 +58,14 @@ func TestFirstReceivedKept(t *testing.T) {
 	ctx := prioCtx(t)
 	setProps(t, g, "fr", `{"retry":5}`)
 	pushP(t, g, "fr", "m", -1)
-	d, err := g.Pull(ctx, "fr", msgWait)
+	d, err := g.Messages().Pull(ctx, "fr", msgWait)
 	if err != nil || d == nil {
 		t.Fatal(d, err)
 	}
-	if err := g.Reply(ctx, "fr", d.ID, Nack); err != nil {
+	if err := g.Messages().Reply(ctx, "fr", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := g.Pull(ctx, "fr", msgWait)
+	d2, err := g.Messages().Pull(ctx, "fr", msgWait)
 	if err != nil || d2 == nil {
 		t.Fatal(d2, err)
 	}

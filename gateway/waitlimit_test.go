@@ -34,20 +34,20 @@ func TestWaitingPullLimit(t *testing.T) {
 	sig.WaiterParked.Init(t)
 	sig.PullAnyParked.Init(t)
 	go func() {
-		d, err := g.Pull(wctx, "wl-a", -1)
+		d, err := g.Messages().Pull(wctx, "wl-a", -1)
 		first <- result{d, err}
 	}()
 	go func() {
-		d, err := g.PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour, nil)
+		d, err := g.Messages().PullAny(wctx, regexp.MustCompile(`^wl-b`), time.Hour, nil)
 		second <- result{d, err}
 	}()
 	waitParked(sig, "wl-a")
 	sig.PullAnyParked.WaitOrTimeout()
-	if n := g.WaitingPulls(); n != 2 {
+	if n := g.Inspect().WaitingPulls(); n != 2 {
 		t.Fatalf("WaitingPulls %d with two pulls waiting, want 2", n)
 	}
 	// Both are listed for the console, with what they wait on.
-	pulls, byKind := g.WaitingClients()
+	pulls, byKind := g.Inspect().WaitingClients()
 	var waits []string
 	for _, p := range pulls {
 		waits = append(waits, p.Waits)
@@ -61,8 +61,10 @@ func TestWaitingPullLimit(t *testing.T) {
 	}
 
 	for name, pull := range map[string]func() (*gateway.Delivery, error){
-		"pull":     func() (*gateway.Delivery, error) { return g.Pull(ctx, "wl-c", time.Hour) },
-		"pull-any": func() (*gateway.Delivery, error) { return g.PullAny(ctx, regexp.MustCompile(`^wl-c`), -1, nil) },
+		"pull": func() (*gateway.Delivery, error) { return g.Messages().Pull(ctx, "wl-c", time.Hour) },
+		"pull-any": func() (*gateway.Delivery, error) {
+			return g.Messages().PullAny(ctx, regexp.MustCompile(`^wl-c`), -1, nil)
+		},
 	} {
 		d, err := pull()
 		if !errors.Is(err, gateway.ErrBusy) || !errors.Is(err, gateway.ErrUnavailable) || d != nil {
@@ -73,10 +75,10 @@ func TestWaitingPullLimit(t *testing.T) {
 	}
 	// A pull that does not wait still gets its message at the limit.
 	mustPush(t, g, "wl-c", "now")
-	if d, err := g.Pull(ctx, "wl-c", 0); err != nil || d == nil || string(d.Message.Body) != "now" {
+	if d, err := g.Messages().Pull(ctx, "wl-c", 0); err != nil || d == nil || string(d.Message.Body) != "now" {
 		t.Fatalf("pull with wait 0 at the limit: %v, %v", d, err)
 	}
-	if n := g.WaitingPulls(); n != 2 {
+	if n := g.Inspect().WaitingPulls(); n != 2 {
 		t.Errorf("WaitingPulls %d after the refused pulls, want 2", n)
 	}
 
@@ -86,16 +88,16 @@ func TestWaitingPullLimit(t *testing.T) {
 		t.Fatalf("waiting pull: %v, %v", r.d, r.err)
 	}
 	// (Its slot was given back before its Pull returned.)
-	if n := g.WaitingPulls(); n != 1 {
+	if n := g.Inspect().WaitingPulls(); n != 1 {
 		t.Fatalf("WaitingPulls %d once a pull got its message, want 1", n)
 	}
 	third := make(chan result, 1)
 	go func() {
-		d, err := g.Pull(wctx, "wl-c", time.Hour)
+		d, err := g.Messages().Pull(wctx, "wl-c", time.Hour)
 		third <- result{d, err}
 	}()
 	waitParked(sig, "wl-c")
-	if n := g.WaitingPulls(); n != 2 {
+	if n := g.Inspect().WaitingPulls(); n != 2 {
 		t.Fatalf("WaitingPulls %d with a pull in the freed slot, want 2", n)
 	}
 	mustPush(t, g, "wl-c", "c")
@@ -106,7 +108,7 @@ func TestWaitingPullLimit(t *testing.T) {
 	if r := <-second; r.d != nil {
 		t.Errorf("cancelled pull-any got %v", r.d)
 	}
-	if n := g.WaitingPulls(); n != 0 {
+	if n := g.Inspect().WaitingPulls(); n != 0 {
 		t.Fatalf("WaitingPulls %d once every pull returned, want 0", n)
 	}
 }

@@ -16,19 +16,19 @@ const closeGrace = 2 * time.Second
 // run) when the gateway is closing. A message left unhandled that way stays
 // pending in JetStream and comes back after the consumer's AckWait, as Close
 // documents.
-func (g *Gateway) spawn(f func(ctx context.Context)) bool { return g.work.Go(f) }
+func (g *core) spawn(f func(ctx context.Context)) bool { return g.work.Go(f) }
 
 // within runs f on the calling goroutine (a timer's), counted; false (and f
 // not run) when the gateway is closing.
-func (g *Gateway) within(f func(ctx context.Context)) bool { return g.work.Within(f) }
+func (g *core) within(f func(ctx context.Context)) bool { return g.work.Within(f) }
 
 // counted wraps a subscription's handler so that it counts as background
 // work: Unsubscribe does not wait for a handler already running, Close does.
 // Messages arriving once the gateway is closing are ignored.
-func (g *Gateway) counted(h store.Handler) store.Handler { return lifecycle.Counted(g.work, h) }
+func (g *core) counted(h store.Handler) store.Handler { return lifecycle.Counted(g.work, h) }
 
 // opContext bounds one background JetStream operation: opTimeout, and the
 // gateway's lifetime.
-func (g *Gateway) opContext() (context.Context, context.CancelFunc) {
+func (g *core) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(g.work.Context(), opTimeout)
 }

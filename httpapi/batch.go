@@ -39,7 +39,7 @@ func (a *api) pushBatch(w http.ResponseWriter, r *http.Request, queue string) er
 	if err != nil {
 		return err
 	}
-	if err := a.core.PushBatch(r.Context(), queue, msgs); err != nil {
+	if err := a.core.Messages.PushBatch(r.Context(), queue, msgs); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"accum":"no","count":`+strconv.Itoa(len(msgs))+`}`))

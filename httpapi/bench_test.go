@@ -22,7 +22,7 @@ import (
 // cpu-ns/op is the process's CPU (server and client) per cycle, less
 // sensitive than wall time to other work on the machine.
 func BenchmarkHandlerCycle(b *testing.B) {
-	srv := httptest.NewUnstartedServer(New(fakecore.New(), Options{
+	srv := httptest.NewUnstartedServer(New(coreOf(fakecore.New()), Options{
 		Logger:   quiet(),
 		Timeouts: Timeouts{BodyIdle: time.Minute, MinRate: 1000, Write: time.Minute},
 	}))
@@ -104,10 +104,10 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 // request, as a server would. cpu-ns/op (the process's CPU per request, GC
 // included) is steadier than ns/op on a busy machine.
 func BenchmarkRoute(b *testing.B) {
-	o := ops.New(opsCore{fakecore.New()}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
+	o := ops.New(opsCore{fakecore.New()}.of(), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
 	core := &routeCore{d: gateway.Delivery{Queue: "bench", ID: "00000000-0000-4000-8000-000000000001", RetryRemaining: 2,
 		Message: gateway.Message{ContentType: "text/plain", Body: []byte(strings.Repeat("x", 256))}}}
-	h := New(core, Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware})
+	h := New(coreOf(core), Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware})
 	body := strings.Repeat("x", 256)
 	for _, c := range []struct {
 		name, method, target string

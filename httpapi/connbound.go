@@ -24,12 +24,12 @@ import (
 const HeaderReleaseOnDisconnect = "X-Lmq-Release-On-Disconnect"
 
 // binder is the part of a core that binds deliveries to a connection;
-// *gateway.Gateway has it.
+// *gateway.Messages has it.
 type binder interface {
 	NewBound() *gateway.Bound
 }
 
-var _ binder = (*gateway.Gateway)(nil)
+var _ binder = (*gateway.Messages)(nil)
 
 // ConnBound tracks the bound deliveries of every HTTP connection. Create it
 // with NewConnBound, give it to New (Options.ConnBound) and set the
@@ -47,7 +47,7 @@ type ConnBound struct {
 // NewConnBound returns the tracker of core's bound deliveries; nil when core
 // cannot bind deliveries (then the header is refused).
 func NewConnBound(core Core, log *slog.Logger) *ConnBound {
-	b, ok := core.(binder)
+	b, ok := core.Messages.(binder)
 	if !ok {
 		return nil
 	}

@@ -27,7 +27,7 @@ func TestConnBoundRefused(t *testing.T) {
 			t.Errorf("%v: %d, want %d", tc.hdr, a.status, tc.want)
 		}
 	}
-	if NewConnBound(fakecore.New(), nil) != nil {
+	if NewConnBound(coreOf(fakecore.New()), nil) != nil {
 		t.Error("a core that cannot bind deliveries got a ConnBound")
 	}
 }

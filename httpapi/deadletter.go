@@ -13,7 +13,7 @@ import (
 // delete.
 
 func (a *api) deadInfo(w http.ResponseWriter, r *http.Request, queue string) error {
-	d, err := a.core.QueueDetail(r.Context(), queue)
+	d, err := a.core.Inspect.QueueDetail(r.Context(), queue)
 	if err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func (a *api) deadInfo(w http.ResponseWriter, r *http.Request, queue string) err
 // deadHead shows the oldest dead letter like a delivered message, with its
 // history in x-lmq-deliveries and x-lmq-dead-at; 204 when there is none.
 func (a *api) deadHead(w http.ResponseWriter, r *http.Request, queue string) error {
-	dl, err := a.core.DeadLetterHead(r.Context(), queue)
+	dl, err := a.core.Inspect.DeadLetterHead(r.Context(), queue)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (a *api) respawnDead(w http.ResponseWriter, r *http.Request, queue string) 
 			return fmt.Errorf("%w: n must be a positive integer", gateway.ErrInvalid)
 		}
 	}
-	moved, err := a.core.RespawnDeadLetters(r.Context(), queue, n)
+	moved, err := a.core.Inspect.RespawnDeadLetters(r.Context(), queue, n)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (a *api) respawnDead(w http.ResponseWriter, r *http.Request, queue string) 
 }
 
 func (a *api) deleteDead(w http.ResponseWriter, r *http.Request, queue string) error {
-	n, err := a.core.DeleteDeadLetters(r.Context(), queue)
+	n, err := a.core.Inspect.DeleteDeadLetters(r.Context(), queue)
 	if err != nil {
 		return err
 	}

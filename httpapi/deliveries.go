@@ -58,7 +58,7 @@ const (
 )
 
 func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request, queue string) error {
-	l, err := a.core.Deliveries(r.Context(), queue)
+	l, err := a.core.Inspect.Deliveries(r.Context(), queue)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (a *api) findDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := a.core.FindDelivery(r.Context(), id)
+	d, err := a.core.Inspect.FindDelivery(r.Context(), id)
 	if err == nil && !auth.ScopeOf(r).Allows(d.Queue) {
 		err = gateway.ErrNotFound
 	}

@@ -296,7 +296,7 @@ func (a *api) message(w http.ResponseWriter, r *http.Request, queue string) (gat
 func (a *api) messageHead(r *http.Request, queue string) (gateway.Message, error) {
 	msg := gateway.Message{ContentType: r.Header.Get("Content-Type")}
 	if queue != "" {
-		props, err := a.core.QueueProps(r.Context(), queue)
+		props, err := a.core.Queues.QueueProps(r.Context(), queue)
 		if err != nil {
 			return gateway.Message{}, err
 		}
@@ -332,7 +332,7 @@ func (a *api) push(w http.ResponseWriter, r *http.Request, queue string) error {
 		return err
 	}
 	body := http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes)
-	st, err := a.core.PushStream(r.Context(), queue, msg, body, opts)
+	st, err := a.core.Messages.PushStream(r.Context(), queue, msg, body, opts)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -353,7 +353,7 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.core.PushAll(r.Context(), re, msg, auth.ScopeOf(r))
+	res, err := a.core.Messages.PushAll(r.Context(), re, msg, auth.ScopeOf(r))
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (a *api) pushAll(w http.ResponseWriter, r *http.Request) error {
 
 func (a *api) pull(w http.ResponseWriter, r *http.Request, queue string) error {
 	return a.servePull(w, r, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
-		return a.core.Pull(ctx, queue, wait)
+		return a.core.Messages.Pull(ctx, queue, wait)
 	})
 }
 
@@ -378,7 +378,7 @@ func (a *api) pullAny(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.servePull(w, r, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
-		return a.core.PullAny(ctx, re, wait, auth.ScopeOf(r))
+		return a.core.Messages.PullAny(ctx, re, wait, auth.ScopeOf(r))
 	})
 }
 
@@ -412,13 +412,13 @@ func (a *api) answerPull(w http.ResponseWriter, r *http.Request, d *gateway.Deli
 	// connection while waiting, and writing to it would still succeed: ask
 	// the socket (see ConnContext) before handing the message over.
 	if r.Context().Err() != nil || clientClosed(r) {
-		a.core.Abandon(context.Background(), d)
+		a.core.Messages.Abandon(context.Background(), d)
 		clientGone(w)
 		return nil
 	}
 	if err := writeDelivery(w, d, cf); err != nil {
 		a.log.Debug("client went away during delivery", "queue", d.Queue, "err", err)
-		a.core.Abandon(context.Background(), d)
+		a.core.Messages.Abandon(context.Background(), d)
 		return nil
 	}
 	if bound {
@@ -436,7 +436,7 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error 
 	if err != nil {
 		return err
 	}
-	if err := a.core.Reply(r.Context(), queue, id, kind); err != nil {
+	if err := a.core.Messages.Reply(r.Context(), queue, id, kind); err != nil {
 		return err
 	}
 	if kind != gateway.Ext {
@@ -446,7 +446,7 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request, queue string) error 
 }
 
 func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request, queue string) error {
-	return noContent(w, a.core.DeleteQueue(r.Context(), queue))
+	return noContent(w, a.core.Queues.DeleteQueue(r.Context(), queue))
 }
 
 // noContent answers 204 unless err.

@@ -37,7 +37,20 @@ type apiServer struct {
 	srv  *httptest.Server
 }
 
-var _ Core = (*fakecore.Core)(nil)
+var (
+	_ Messages = (*fakecore.Core)(nil)
+	_ Queues   = (*fakecore.Core)(nil)
+	_ Inspect  = (*fakecore.Core)(nil)
+)
+
+// coreOf is a real gateway's Core (CoreOf), or one with a fake core (that
+// has every method) in every field.
+func coreOf(c any) Core {
+	if g, ok := c.(*gateway.Gateway); ok {
+		return CoreOf(g)
+	}
+	return Core{Messages: c.(Messages), Queues: c.(Queues), Inspect: c.(Inspect)}
+}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -47,7 +60,7 @@ func startAPI(t *testing.T, opts Options) *apiServer {
 	if opts.Logger == nil {
 		opts.Logger = quiet()
 	}
-	srv := httptest.NewUnstartedServer(New(core, opts))
+	srv := httptest.NewUnstartedServer(New(coreOf(core), opts))
 	srv.Config.ConnContext = ConnContext
 	srv.Start()
 	t.Cleanup(srv.Close)

@@ -75,7 +75,7 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, queue string)
 	default:
 		return fmt.Errorf("%w: body must be 0, 1, true or false", gateway.ErrInvalid)
 	}
-	ps, err := a.core.Messages(r.Context(), queue, n, withBody)
+	ps, err := a.core.Inspect.Messages(r.Context(), queue, n, withBody)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request, queue string
 	if err != nil {
 		return err
 	}
-	if err := a.core.DeleteMessage(r.Context(), queue, seq); err != nil {
+	if err := a.core.Inspect.DeleteMessage(r.Context(), queue, seq); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -155,7 +155,7 @@ func (a *api) moveMessage(w http.ResponseWriter, r *http.Request, queue string) 
 		writeError(w, http.StatusForbidden, "token lacks \"admin\" on the target queue "+strconv.Quote(target))
 		return nil
 	}
-	if err := a.core.MoveMessage(r.Context(), queue, seq, target); err != nil {
+	if err := a.core.Inspect.MoveMessage(r.Context(), queue, seq, target); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

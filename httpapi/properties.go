@@ -15,7 +15,7 @@ import (
 // /properties/{name} (a queue's), also under the older /props.
 
 func (a *api) getDefaults(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.core.DefaultProps(r.Context())
+	l, err := a.core.Queues.DefaultProps(r.Context())
 	if err != nil {
 		return err
 	}
@@ -41,15 +41,15 @@ func (a *api) putDefaults(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", gateway.ErrInvalid, err)
 	}
-	return noContent(w, a.core.SetDefaultProps(r.Context(), l))
+	return noContent(w, a.core.Queues.SetDefaultProps(r.Context(), l))
 }
 
 func (a *api) deleteDefaults(w http.ResponseWriter, r *http.Request) error {
-	return noContent(w, a.core.SetDefaultProps(r.Context(), nil))
+	return noContent(w, a.core.Queues.SetDefaultProps(r.Context(), nil))
 }
 
 func (a *api) getProps(w http.ResponseWriter, r *http.Request, queue string) error {
-	p, err := a.core.QueueProps(r.Context(), queue)
+	p, err := a.core.Queues.QueueProps(r.Context(), queue)
 	if err != nil {
 		return err
 	}
@@ -72,9 +72,9 @@ func (a *api) patchProps(w http.ResponseWriter, r *http.Request, queue string) e
 		writeError(w, http.StatusForbidden, "token lacks \"push\" on dead_letter_queue "+strconv.Quote(*t))
 		return nil
 	}
-	return noContent(w, a.core.UpdateProps(r.Context(), queue, p))
+	return noContent(w, a.core.Queues.UpdateProps(r.Context(), queue, p))
 }
 
 func (a *api) deleteProps(w http.ResponseWriter, r *http.Request, queue string) error {
-	return noContent(w, a.core.ResetProps(r.Context(), queue))
+	return noContent(w, a.core.Queues.ResetProps(r.Context(), queue))
 }

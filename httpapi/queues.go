@@ -19,7 +19,7 @@ type queueSummary struct {
 }
 
 func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
-	all, err := a.core.QueueStatuses(r.Context(), auth.ScopeOf(r))
+	all, err := a.core.Inspect.QueueStatuses(r.Context(), auth.ScopeOf(r))
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (a *api) listQueues(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) queueDetail(w http.ResponseWriter, r *http.Request, queue string) error {
-	d, err := a.core.QueueDetail(r.Context(), queue)
+	d, err := a.core.Inspect.QueueDetail(r.Context(), queue)
 	if err != nil {
 		return err
 	}

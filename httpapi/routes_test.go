@@ -26,6 +26,9 @@ import (
 // opsCore is the fake core seen by package ops.
 type opsCore struct{ *fakecore.Core }
 
+// of is ops's Core with c in every field.
+func (c opsCore) of() ops.Core { return ops.Core{Queues: c, Inspect: c, Gateway: c} }
+
 func (opsCore) InFlight() int                    { return 0 }
 func (opsCore) InFlightByQueue() map[string]int  { return nil }
 func (opsCore) Closing() <-chan struct{}         { return nil }
@@ -57,14 +60,14 @@ func startFullAPI(t *testing.T) *fullAPI {
 		t.Fatal(err)
 	}
 	core := fakecore.New()
-	o := ops.New(opsCore{core}, ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
-	ui, err := console.New(g, o, console.Options{Logger: quiet()})
+	o := ops.New(opsCore{core}.of(), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
+	ui, err := console.New(console.CoreOf(g), o, console.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := NewConnBound(core, quiet())
+	bound := NewConnBound(coreOf(core), quiet())
 	api := &fullAPI{tokens: ts}
-	srv := httptest.NewUnstartedServer(New(core, Options{
+	srv := httptest.NewUnstartedServer(New(coreOf(core), Options{
 		Logger: quiet(),
 		Mount: func(t *route.Table) {
 			ui.Mount(t)

@@ -214,7 +214,7 @@ func (q *Queues) Push(ctx context.Context, queue string, body []byte, opts *Push
 		o = *opts
 	}
 	msg := gateway.Message{ContentType: o.ContentType, Body: body}
-	_, err := q.core.PushWith(ctx, queue, msg, gateway.PushOptions{
+	_, err := q.core.Messages().PushWith(ctx, queue, msg, gateway.PushOptions{
 		Delay: o.Delay, TTL: o.TTL, IdempotencyKey: o.IdempotencyKey,
 		Priority: o.Priority, Group: o.Group,
 	})
@@ -229,7 +229,7 @@ func (q *Queues) Pull(ctx context.Context, queue string) (*Delivery, error) {
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	d, err := q.core.Pull(ctx, queue, -1)
+	d, err := q.core.Messages().Pull(ctx, queue, -1)
 	return q.delivery(ctx, d, err)
 }
 
@@ -239,7 +239,7 @@ func (q *Queues) PullAny(ctx context.Context, re *regexp.Regexp) (*Delivery, err
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	d, err := q.core.PullAny(ctx, re, -1, nil)
+	d, err := q.core.Messages().PullAny(ctx, re, -1, nil)
 	return q.delivery(ctx, d, err)
 }
 
@@ -336,7 +336,7 @@ func (q *Queues) Reply(ctx context.Context, queue, id string, kind ReplyKind) er
 	if q.closed.Load() {
 		return ErrClosed
 	}
-	return q.core.Reply(ctx, queue, id, kind)
+	return q.core.Messages().Reply(ctx, queue, id, kind)
 }
 
 // Props are queue properties; nil fields are not set. ParseProps reads
@@ -351,19 +351,19 @@ func ParseProps(json string) (Props, error) { return mapping.ParseProps([]byte(j
 
 // Props returns the properties in force for queue, without creating it.
 func (q *Queues) Props(ctx context.Context, queue string) (Effective, error) {
-	return q.core.QueueProps(ctx, queue)
+	return q.core.Queues().QueueProps(ctx, queue)
 }
 
 // SetProps sets the properties of patch on queue (creating it), keeping the
 // others.
 func (q *Queues) SetProps(ctx context.Context, queue string, patch Props) error {
-	return q.core.UpdateProps(ctx, queue, patch)
+	return q.core.Queues().UpdateProps(ctx, queue, patch)
 }
 
 // ResetProps removes the queue's own properties: the default list's and
 // the system defaults apply again.
 func (q *Queues) ResetProps(ctx context.Context, queue string) error {
-	return q.core.ResetProps(ctx, queue)
+	return q.core.Queues().ResetProps(ctx, queue)
 }
 
 // SetDefaultProps replaces the default-properties list, given as its JSON
@@ -373,12 +373,12 @@ func (q *Queues) SetDefaultProps(ctx context.Context, json string) error {
 	if err != nil {
 		return err
 	}
-	return q.core.SetDefaultProps(ctx, list)
+	return q.core.Queues().SetDefaultProps(ctx, list)
 }
 
 // DeleteQueue deletes queue and its messages.
 func (q *Queues) DeleteQueue(ctx context.Context, queue string) error {
-	return q.core.DeleteQueue(ctx, queue)
+	return q.core.Queues().DeleteQueue(ctx, queue)
 }
 
 // WaitingMessage is one waiting message as Messages lists it; its Seq
@@ -397,7 +397,7 @@ func (q *Queues) Messages(ctx context.Context, queue string, n int, withBody boo
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	return q.core.Messages(ctx, queue, n, withBody)
+	return q.core.Inspect().Messages(ctx, queue, n, withBody)
 }
 
 // DeleteMessage removes queue's waiting message id (a WaitingMessage's
@@ -408,7 +408,7 @@ func (q *Queues) DeleteMessage(ctx context.Context, queue string, id uint64) err
 	if q.closed.Load() {
 		return ErrClosed
 	}
-	return q.core.DeleteMessage(ctx, queue, id)
+	return q.core.Inspect().DeleteMessage(ctx, queue, id)
 }
 
 // MoveMessage moves queue's waiting message id (a WaitingMessage's Seq) to
@@ -420,7 +420,7 @@ func (q *Queues) MoveMessage(ctx context.Context, queue string, id uint64, targe
 	if q.closed.Load() {
 		return ErrClosed
 	}
-	return q.core.MoveMessage(ctx, queue, id, target)
+	return q.core.Inspect().MoveMessage(ctx, queue, id, target)
 }
 
 // Purge removes every waiting message of queue (every priority, delayed
@@ -433,5 +433,5 @@ func (q *Queues) Purge(ctx context.Context, queue string) error {
 	if q.closed.Load() {
 		return ErrClosed
 	}
-	return q.core.Purge(ctx, queue)
+	return q.core.Queues().Purge(ctx, queue)
 }

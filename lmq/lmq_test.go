@@ -88,7 +88,7 @@ func TestProducerConsumer(t *testing.T) {
 			t.Errorf("%s delivered %d times", body, n)
 		}
 	}
-	if n := qs.Gateway().InFlight(); n != 0 {
+	if n := qs.Gateway().Inspect().InFlight(); n != 0 {
 		t.Errorf("%d deliveries still in flight", n)
 	}
 }
@@ -136,7 +136,7 @@ func BenchmarkIdleConsumerCPU(b *testing.B) {
 		}
 		got <- d
 	}()
-	testwait.For(b, "the pull to wait", func() bool { return qs.Gateway().WaitingPulls() == 1 })
+	testwait.For(b, "the pull to wait", func() bool { return qs.Gateway().Inspect().WaitingPulls() == 1 })
 	// The start-up's work (NATS's first housekeeping) settles first: until
 	// the process spends under a tenth of the CPU over 100 ms.
 	last := time.Duration(-1) // the first check, at once, only reads the clock

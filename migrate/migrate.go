@@ -297,7 +297,7 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	// Queues of the one-stream-per-queue layout (a target of an older
 	// version not yet restarted) move into the shards before anything is
 	// stored, as a gateway's start does; at once when there are none.
-	if err := upgrade.Run(sctx, upgrade.Deps{NATS: bus, Core: m.core, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger}); err != nil {
+	if err := upgrade.Run(sctx, upgrade.Deps{NATS: bus, Core: upgrade.Core{Gateway: m.core, Logs: m.core.Logs()}, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger}); err != nil {
 		return nil, fmt.Errorf("layout upgrade on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
 	// The journal is the migrator's own stream, beside the queues the core
@@ -312,10 +312,10 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	scancel()
 	m.p.printf("migrating %s → %s: %d queues, %d messages waiting", opts.From, nc.ConnectedUrlRedacted(), len(queues), totalSize(queues))
 
-	if had, err := m.core.DefaultProps(ctx); err == nil && len(had) > 0 && !bytes.Equal(had.JSON(), list.JSON()) {
+	if had, err := m.core.Queues().DefaultProps(ctx); err == nil && len(had) > 0 && !bytes.Equal(had.JSON(), list.JSON()) {
 		m.p.printf("default properties: replacing the gateway's list %s", had.JSON())
 	}
-	if err := m.core.SetDefaultProps(ctx, list); err != nil {
+	if err := m.core.Queues().SetDefaultProps(ctx, list); err != nil {
 		return nil, fmt.Errorf("default properties: %w", err)
 	}
 	m.p.printf("default properties: %d entries copied %s", len(list), list.JSON())
@@ -643,7 +643,7 @@ func (m *migration) copyQueue(ctx context.Context, r *queueRun) error {
 	r.remaining.Store(r.waiting)
 	// Where this run's copies start: an interrupted run's entries say where
 	// to look for the copy they were storing.
-	st, err := m.core.QueueLog(ctx, r.name)
+	st, err := m.core.Logs().QueueLog(ctx, r.name)
 	if err != nil {
 		return fmt.Errorf("queue %q on the target: %w", r.name, err)
 	}
@@ -677,7 +677,7 @@ func (m *migration) copyQueue(ctx context.Context, r *queueRun) error {
 // gives are stored as the queue's own: a queue that followed LMQ's defaults
 // keeps following them.
 func (m *migration) applyProps(ctx context.Context, queue string, want mapping.Effective) error {
-	defaults, err := m.core.DefaultProps(ctx)
+	defaults, err := m.core.Queues().DefaultProps(ctx)
 	if err != nil {
 		return err
 	}
@@ -686,10 +686,10 @@ func (m *migration) applyProps(ctx context.Context, queue string, want mapping.E
 	if err != nil {
 		return err
 	}
-	if err := m.core.UpdateProps(ctx, queue, own); err != nil {
+	if err := m.core.Queues().UpdateProps(ctx, queue, own); err != nil {
 		return err
 	}
-	got, err := m.core.QueueProps(ctx, queue)
+	got, err := m.core.Queues().QueueProps(ctx, queue)
 	if err != nil {
 		return err
 	}
@@ -703,10 +703,10 @@ func (m *migration) applyProps(ctx context.Context, queue string, want mapping.E
 		return err
 	}
 	full = full.Merge(mapping.Props{Hooks: nonNilHooks(want.Hooks)})
-	if err := m.core.UpdateProps(ctx, queue, full); err != nil {
+	if err := m.core.Queues().UpdateProps(ctx, queue, full); err != nil {
 		return err
 	}
-	if got, err = m.core.QueueProps(ctx, queue); err == nil && !bytes.Equal(got.JSON(), want.JSON()) {
+	if got, err = m.core.Queues().QueueProps(ctx, queue); err == nil && !bytes.Equal(got.JSON(), want.JSON()) {
 		return fmt.Errorf("properties are %s on the target, want %s", got.JSON(), want.JSON())
 	}
 	return err
@@ -954,11 +954,11 @@ func (m *migration) storeOnce(ctx context.Context, queue string, msg *pulled, re
 			c.Parts = []gateway.Message{}
 		}
 	}
-	seq, err := m.core.StoreCopy(ctx, queue, c)
+	seq, err := m.core.Logs().StoreCopy(ctx, queue, c)
 	if err != nil {
 		return 0, err
 	}
-	m.core.Notify(queue)
+	m.core.Messages().Notify(queue)
 	return seq, nil
 }
 
@@ -971,7 +971,7 @@ const maxScan = 100_000
 // carries the stamp too. ok is false when there is none; err also when the
 // search was cut short, as a copy may then exist.
 func (m *migration) findCopy(ctx context.Context, queue, id string, after uint64) (seq uint64, ok bool, err error) {
-	st, err := m.core.QueueLog(ctx, queue)
+	st, err := m.core.Logs().QueueLog(ctx, queue)
 	if errors.Is(err, gateway.ErrNotFound) {
 		return 0, false, nil
 	}

@@ -63,11 +63,11 @@ func serveLMQ(t *testing.T, core *gateway.Gateway, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(core, httpapi.Options{Mount: func(t *route.Table) {
+	h := httpapi.New(httpapi.CoreOf(core), httpapi.Options{Mount: func(t *route.Table) {
 		t.HandleFunc("/stats", route.Authenticated, func(w http.ResponseWriter, r *http.Request) {
 			qs := map[string]any{}
-			for _, name := range core.QueueNames() {
-				if qi, err := core.Queue(r.Context(), name); err == nil {
+			for _, name := range core.Queues().QueueNames() {
+				if qi, err := core.Inspect().Queue(r.Context(), name); err == nil {
 					qs[name] = map[string]any{"size": qi.Size}
 				}
 			}
@@ -90,7 +90,7 @@ func drain(t *testing.T, core *gateway.Gateway, queue string) (normal []gateway.
 	t.Helper()
 	ctx := ctxT(t, 30*time.Second)
 	for {
-		d, err := core.Pull(ctx, queue, 0)
+		d, err := core.Messages().Pull(ctx, queue, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func drain(t *testing.T, core *gateway.Gateway, queue string) (normal []gateway.
 		} else {
 			normal = append(normal, d.Message)
 		}
-		if err := core.Reply(ctx, queue, d.ID, gateway.Ack); err != nil {
+		if err := core.Messages().Reply(ctx, queue, d.ID, gateway.Ack); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,16 +119,16 @@ func TestMigrateInProcess(t *testing.T) {
 	serveLMQ(t, src.core, addr)
 
 	defaults, _ := mapping.ParseDefaultList([]byte(`[["^q",{"retry":4,"timeout":2}]]`))
-	if err := src.core.SetDefaultProps(ctx, defaults); err != nil {
+	if err := src.core.Queues().SetDefaultProps(ctx, defaults); err != nil {
 		t.Fatal(err)
 	}
 	timeout := 0.0
 	retry := 1
 	hooks := mapping.Hooks{mapping.HookPointPreHTTPPush: {{Name: mapping.HookPreserveHeader, Args: []string{"x-trace"}}}}
-	if err := src.core.UpdateProps(ctx, "q/zero", mapping.Props{Timeout: &timeout, Retry: &retry, Hooks: hooks}); err != nil {
+	if err := src.core.Queues().UpdateProps(ctx, "q/zero", mapping.Props{Timeout: &timeout, Retry: &retry, Hooks: hooks}); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.core.UpdateProps(ctx, "empty", mapping.Props{Retry: &retry}); err != nil {
+	if err := src.core.Queues().UpdateProps(ctx, "empty", mapping.Props{Retry: &retry}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{}
@@ -139,7 +139,7 @@ func TestMigrateInProcess(t *testing.T) {
 			if q == "q/zero" {
 				msg.Kept = []gateway.Header{{Name: "x-trace", Value: body}}
 			}
-			if _, err := src.core.Push(ctx, q, msg); err != nil {
+			if _, err := src.core.Messages().Push(ctx, q, msg); err != nil {
 				t.Fatal(err)
 			}
 			want[q] = append(want[q], body)
@@ -149,7 +149,7 @@ func TestMigrateInProcess(t *testing.T) {
 	push("q/zero", 30)
 	push("other", 20)
 	parts := []gateway.Message{{ContentType: "text/plain", Body: []byte("p1")}, {Body: []byte("p2"), Kept: []gateway.Header{{Name: "user-agent", Value: "x"}}}}
-	if _, err := src.core.StoreCopy(ctx, "q a+b", gateway.Copy{Parts: parts, Retry: 2, Create: true}); err != nil {
+	if _, err := src.core.Logs().StoreCopy(ctx, "q a+b", gateway.Copy{Parts: parts, Retry: 2, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -170,7 +170,7 @@ func TestMigrateInProcess(t *testing.T) {
 	if rep.Messages != 181 || len(rep.Queues) != 3 {
 		t.Fatalf("dry run: %+v\n%s", rep, out.String())
 	}
-	if names := dst.core.QueueNames(); len(names) != 0 {
+	if names := dst.core.Queues().QueueNames(); len(names) != 0 {
 		t.Fatalf("dry run created %v", names)
 	}
 
@@ -179,7 +179,7 @@ func TestMigrateInProcess(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		testwait.Until(testwait.Bound, func() bool {
-			qi, err := dst.core.Queue(c1, "q a+b")
+			qi, err := dst.core.Inspect().Queue(c1, "q a+b")
 			return c1.Err() != nil || (err == nil && qi.Size >= 40)
 		})
 		cancel1()
@@ -208,13 +208,13 @@ func TestMigrateInProcess(t *testing.T) {
 	}
 	extras := int64(0)
 	for _, q := range []string{"q a+b", "q/zero", "empty"} {
-		s, _ := src.core.QueueProps(ctx, q)
-		d, _ := dst.core.QueueProps(ctx, q)
+		s, _ := src.core.Queues().QueueProps(ctx, q)
+		d, _ := dst.core.Queues().QueueProps(ctx, q)
 		if !bytes.Equal(s.JSON(), d.JSON()) {
 			t.Errorf("%s: props %s on the target, %s on the source", q, d.JSON(), s.JSON())
 		}
 	}
-	if l, _ := dst.core.DefaultProps(ctx); string(l.JSON()) != `[["^q",{"retry":4,"timeout":2}]]` {
+	if l, _ := dst.core.Queues().DefaultProps(ctx); string(l.JSON()) != `[["^q",{"retry":4,"timeout":2}]]` {
 		t.Errorf("default list %s", l.JSON())
 	}
 	// Own properties only where the default list does not give the value.
@@ -229,7 +229,7 @@ func TestMigrateInProcess(t *testing.T) {
 	}
 	// timeout 0 makes every delivery unackable: drain q/zero with a real one.
 	thirty := 30.0
-	if err := dst.core.UpdateProps(ctx, "q/zero", mapping.Props{Timeout: &thirty}); err != nil {
+	if err := dst.core.Queues().UpdateProps(ctx, "q/zero", mapping.Props{Timeout: &thirty}); err != nil {
 		t.Fatal(err)
 	}
 	for q, bodies := range want {
@@ -269,7 +269,7 @@ func TestMigrateInProcess(t *testing.T) {
 		t.Errorf("%d duplicates found, %d reported, %d unconfirmed", extras, dups, unconfirmed)
 	}
 	t.Logf("duplicates: %d found, %d reported, %d unconfirmed", extras, dups, unconfirmed)
-	if _, err := dst.core.Queue(ctx, "other"); err == nil {
+	if _, err := dst.core.Inspect().Queue(ctx, "other"); err == nil {
 		t.Error("queue other copied despite --queues")
 	}
 	if !strings.Contains(out.String(), "summary:") {
@@ -299,11 +299,11 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 			addr := freeAddr(t)
 			serveLMQ(t, src.core, addr)
 			timeout := 1.0
-			if err := src.core.UpdateProps(ctx, "j", mapping.Props{Timeout: &timeout}); err != nil {
+			if err := src.core.Queues().UpdateProps(ctx, "j", mapping.Props{Timeout: &timeout}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 10 {
-				if _, err := src.core.Push(ctx, "j", gateway.Message{Body: []byte(fmt.Sprint(i))}); err != nil {
+				if _, err := src.core.Messages().Push(ctx, "j", gateway.Message{Body: []byte(fmt.Sprint(i))}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -322,7 +322,7 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 			if late {
 				// The source's delivery times out (1 s): its gateway, in
 				// this process, then holds none.
-				testwait.For(t, "the source's delivery timed out", func() bool { return src.core.InFlight() == 0 })
+				testwait.For(t, "the source's delivery timed out", func() bool { return src.core.Inspect().InFlight() == 0 })
 			}
 			opts.beforeAck = nil
 			rep, err := Migrate(ctx, opts, &out)

@@ -27,7 +27,7 @@ func tokenOps(t testing.TB) (http.Handler, *auth.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	return handler(o, nil), ts
 }
 

@@ -30,23 +30,23 @@ func realCore(t *testing.T, stats *Stats) *gateway.Gateway {
 func TestWithCore(t *testing.T) {
 	stats := NewStats(StatsOptions{})
 	core := realCore(t, stats)
-	o := New(core, stats, Options{StatsTTL: time.Nanosecond})
+	o := New(coreOf(core), stats, Options{StatsTTL: time.Nanosecond})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 
 	for _, body := range []string{"one", "two", "three"} {
-		if _, err := core.Push(ctx, "work", gateway.Message{Body: []byte(body)}); err != nil {
+		if _, err := core.Messages().Push(ctx, "work", gateway.Message{Body: []byte(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := core.Pull(ctx, "work", time.Second)
+	d, err := core.Messages().Pull(ctx, "work", time.Second)
 	if err != nil || d == nil {
 		t.Fatalf("pull: %v %v", d, err)
 	}
-	if err := core.Reply(ctx, "work", d.ID, gateway.Ack); err != nil {
+	if err := core.Messages().Reply(ctx, "work", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = core.Pull(ctx, "work", time.Second); err != nil || d == nil {
+	if d, err = core.Messages().Pull(ctx, "work", time.Second); err != nil || d == nil {
 		t.Fatalf("pull: %v %v", d, err)
 	}
 	// The second delivery stays in flight.
@@ -92,15 +92,15 @@ func TestWithCore(t *testing.T) {
 
 	// ReleaseAll (gateway/releaseall.go) gives the in-flight delivery back
 	// at once, without using up a retry.
-	if n := core.ReleaseAll(ctx); n != 1 {
+	if n := core.Messages().ReleaseAll(ctx); n != 1 {
 		t.Errorf("released %d, want 1", n)
 	}
-	if err := core.Reply(ctx, "work", d.ID, gateway.Ack); err == nil {
+	if err := core.Messages().Reply(ctx, "work", d.ID, gateway.Ack); err == nil {
 		t.Error("a released delivery still takes an ack")
 	}
 	var got []string
 	for range 2 {
-		d, err := core.Pull(ctx, "work", 0)
+		d, err := core.Messages().Pull(ctx, "work", 0)
 		if err != nil || d == nil {
 			t.Fatalf("pull after release: %v %v", d, err)
 		}

@@ -20,7 +20,7 @@ import (
 // keeps net/http's 200.
 func TestAbandonedPullIs499(t *testing.T) {
 	var buf bytes.Buffer
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), AccessLog: true})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), AccessLog: true})
 	r := route.NewTable()
 	r.HandleFunc("/messages/{name}", route.OnQueue(route.RightPull), func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // a long-poll until the client leaves

@@ -11,14 +11,38 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 )
 
-// Core is what package ops needs of the core; *gateway.Gateway implements it.
-type Core interface {
+// Core is what package ops needs of the core, one small interface per
+// handle it reads (CoreOf makes it of a *gateway.Gateway).
+type Core struct {
+	Queues  Queues
+	Inspect Inspect
+	Gateway Gateway
+}
+
+// CoreOf is the Core of gateway g's handles.
+func CoreOf(g *gateway.Gateway) Core {
+	return Core{Queues: g.Queues(), Inspect: g.Inspect(), Gateway: g}
+}
+
+// Queues is what ops reads of the queues (gateway.Queues).
+type Queues interface {
 	QueueNames() []string
+}
+
+// Inspect is what ops reads of the queues' contents and the deliveries
+// (gateway.Inspect).
+type Inspect interface {
 	// QueueStatuses is every queue's sizes and placement, sorted by name.
 	QueueStatuses(ctx context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error)
 	InFlight() int
 	// InFlightByQueue is InFlight per queue (queues with none absent).
 	InFlightByQueue() map[string]int
+	// WaitingPulls counts the pulls (HTTP, RPC and SQS) that may wait now.
+	WaitingPulls() int
+}
+
+// Gateway is what ops reads of the gateway itself (*gateway.Gateway).
+type Gateway interface {
 	Closing() <-chan struct{}
 	// ProbeStore checks that JetStream answers and stores (readiness).
 	ProbeStore(ctx context.Context) error
@@ -26,13 +50,15 @@ type Core interface {
 	// there is none; StoreFailures counts stores that failed so.
 	StoreFailure() error
 	StoreFailures() uint64
-	// WaitingPulls counts the pulls (HTTP, RPC and SQS) that may wait now.
-	WaitingPulls() int
 	// Peers are the ids of the other gateways this one hears.
 	Peers() []string
 }
 
-var _ Core = (*gateway.Gateway)(nil)
+var (
+	_ Queues  = (*gateway.Queues)(nil)
+	_ Inspect = (*gateway.Inspect)(nil)
+	_ Gateway = (*gateway.Gateway)(nil)
+)
 
 // QueueView is what JetStream knows about a queue, plus the servers holding it.
 type QueueView = gateway.QueueStatus
@@ -61,7 +87,7 @@ type inventory struct {
 // are left out.
 func (inv *inventory) collect(ctx context.Context) ([]QueueView, error) {
 	for {
-		names := inv.core.QueueNames()
+		names := inv.core.Queues.QueueNames()
 		inv.mu.Lock()
 		if inv.cached != nil && time.Since(inv.at) < inv.ttl && slices.Equal(names, inv.names) {
 			out := inv.cached
@@ -109,7 +135,7 @@ func (inv *inventory) recent(maxAge time.Duration) (views []QueueView, ok bool) 
 }
 
 func (inv *inventory) gather(ctx context.Context) ([]QueueView, error) {
-	all, err := inv.core.QueueStatuses(ctx, nil)
+	all, err := inv.core.Inspect.QueueStatuses(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("queue statistics: %w", err)
 	}

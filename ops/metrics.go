@@ -46,24 +46,24 @@ func newMetrics(o *Ops) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_long_polls_waiting",
 			Help: "Pulls (HTTP, RPC and SQS) waiting for a message on this gateway; --max-waiting-pulls bounds them.",
-		}, func() float64 { return float64(o.core.WaitingPulls()) }),
+		}, func() float64 { return float64(o.core.Inspect.WaitingPulls()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_gateway_peers",
 			Help: "Other gateways on the same NATS system that this one hears (heartbeats on lmq.gw.hello); while 0 it publishes no wake-up notifications.",
-		}, func() float64 { return float64(len(o.core.Peers())) }),
+		}, func() float64 { return float64(len(o.core.Gateway.Peers())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_deliveries_in_flight",
 			Help: "Messages this gateway handed out and not yet answered.",
-		}, func() float64 { return float64(o.core.InFlight()) }),
+		}, func() float64 { return float64(o.core.Inspect.InFlight()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "lmq_store_failures_total",
 			Help: "Stores (pushes) that failed for want of storage: a full disk, a JetStream limit.",
-		}, func() float64 { return float64(o.core.StoreFailures()) }),
+		}, func() float64 { return float64(o.core.Gateway.StoreFailures()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_store_failing",
 			Help: "1 while JetStream refuses stores for want of storage (its limit reached, a full disk): pushes answer 503, /readyz?verbose says \"store: full\" (/readyz stays 200: pulls, acks, deletions and purges are served), else 0.",
 		}, func() float64 {
-			if o.core.StoreFailure() != nil {
+			if o.core.Gateway.StoreFailure() != nil {
 				return 1
 			}
 			return 0
@@ -71,7 +71,7 @@ func newMetrics(o *Ops) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lmq_queues",
 			Help: "Queues that exist.",
-		}, func() float64 { return float64(len(o.core.QueueNames())) }),
+		}, func() float64 { return float64(len(o.core.Queues.QueueNames())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "lmq_build_info",
 			Help:        "Always 1; the labels tell the version.",
@@ -198,7 +198,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descDepth, err)
 		return
 	}
-	local := o.core.InFlightByQueue()
+	local := o.core.Inspect.InFlightByQueue()
 	for _, v := range views {
 		ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(v.Size), v.Name)
 		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, float64(v.Bytes), v.Name)

@@ -306,7 +306,7 @@ func (o *Ops) serveReadyz(w http.ResponseWriter, r *http.Request) {
 // writes. The cause (a JetStream error) is the API's business, as the
 // nodes are.
 func (o *Ops) storeDetail(r *http.Request) string {
-	err := o.core.StoreFailure()
+	err := o.core.Gateway.StoreFailure()
 	if err == nil {
 		return "store: ok\n"
 	}
@@ -390,7 +390,7 @@ func (o *Ops) Ready(ctx context.Context) error {
 		return ErrDraining
 	}
 	select {
-	case <-o.core.Closing():
+	case <-o.core.Gateway.Closing():
 		return ErrDraining
 	default:
 	}
@@ -409,4 +409,4 @@ func (o *Ops) Ready(ctx context.Context) error {
 	return err
 }
 
-func (o *Ops) probe(ctx context.Context) error { return o.core.ProbeStore(ctx) }
+func (o *Ops) probe(ctx context.Context) error { return o.core.Gateway.ProbeStore(ctx) }

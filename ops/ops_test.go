@@ -136,7 +136,7 @@ func handler(o *Ops, release <-chan struct{}) http.Handler {
 }
 
 func TestStatsDocumentEmpty(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{})
 	w := get(t, handler(o, nil), "/stats")
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /stats: %d %s", w.Code, w.Header().Get("Content-Type"))
@@ -158,7 +158,7 @@ func TestStatsDocumentShape(t *testing.T) {
 	}
 	stats.Pulled("jobs", time.Second)
 	stats.Pulled("jobs", 3*time.Second)
-	o := New(core, stats, Options{Nodes: func(context.Context) (Nodes, error) {
+	o := New(coreOf(core), stats, Options{Nodes: func(context.Context) (Nodes, error) {
 		return Nodes{Active: []string{"n1"}, All: []string{"n2", "n1"}}, nil
 	}})
 	w := get(t, handler(o, nil), "/stats")
@@ -227,7 +227,7 @@ func TestStatsDocumentShape(t *testing.T) {
 
 func TestInventoryCachedAndBounded(t *testing.T) {
 	core := newFakeCore(gateway.QueueInfo{Name: "a"}, gateway.QueueInfo{Name: "b"}, gateway.QueueInfo{Name: "c"})
-	o := New(core, NewStats(StatsOptions{}), Options{StatsTTL: time.Hour, MaxQueues: 2})
+	o := New(coreOf(core), NewStats(StatsOptions{}), Options{StatsTTL: time.Hour, MaxQueues: 2})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -249,7 +249,7 @@ func TestMetricsNames(t *testing.T) {
 	stats.Pushed("m", 3)
 	stats.Pulled("m", time.Millisecond)
 	stats.Replied("m", gateway.Ack)
-	o := New(core, stats, Options{Version: "v9"})
+	o := New(coreOf(core), stats, Options{Version: "v9"})
 	h := handler(o, nil)
 	get(t, h, "/messages/m?t=0") // one request for the request histogram
 	get(t, h, "/nowhere")
@@ -293,7 +293,7 @@ func TestMetricsNames(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Auth: auth.Credential{BearerToken: "s3cret", BasicUser: "u", BasicPassword: "p"}})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{Auth: auth.Credential{BearerToken: "s3cret", BasicUser: "u", BasicPassword: "p"}})
 	h := handler(o, nil)
 	for _, path := range []string{"/stats", "/metrics", "/messages/q?t=0", "/nowhere"} {
 		w := get(t, h, path)
@@ -326,7 +326,7 @@ func TestAccessLog(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
-		o := New(newFakeCore(), NewStats(StatsOptions{}), Options{Logger: log, AccessLog: on})
+		o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{Logger: log, AccessLog: on})
 		h := handler(o, nil)
 		req := httptest.NewRequest(http.MethodPost, "/messages/a%2Fb?x=1", strings.NewReader("hi"))
 		h.ServeHTTP(httptest.NewRecorder(), req)
@@ -356,7 +356,7 @@ func TestAccessLog(t *testing.T) {
 // other while the core counts far beyond any limit.
 func TestWaitingPullsGauge(t *testing.T) {
 	core := newFakeCore()
-	o := New(core, NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(core), NewStats(StatsOptions{}), Options{})
 	core.mu.Lock()
 	core.waiting = 7
 	core.mu.Unlock()
@@ -382,7 +382,7 @@ func listenRPC(t *testing.T, o *Ops) net.Listener {
 }
 
 func TestRPCListenerCounts(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{})
 	wl := listenRPC(t, o)
 	var server []net.Conn
 	for range 2 {
@@ -427,7 +427,7 @@ func (p *packets) lines() []string {
 func TestStatsDFlush(t *testing.T) {
 	core := newFakeCore(gateway.QueueInfo{Name: "a.b:c", Size: 2, Bytes: 20})
 	stats := NewStats(StatsOptions{StatsdSamples: 2})
-	o := New(core, stats, Options{StatsTTL: time.Nanosecond})
+	o := New(coreOf(core), stats, Options{StatsTTL: time.Nanosecond})
 	sd := o.NewStatsD("127.0.0.1:8125", time.Second)
 	stats.Pushed("a.b:c", 1)
 	stats.Pushed("a.b:c", 1)
@@ -480,7 +480,7 @@ func TestStatsDStopSendsUDP(t *testing.T) {
 	}
 	defer pc.Close()
 	stats := NewStats(StatsOptions{})
-	o := New(newFakeCore(), stats, Options{})
+	o := New(coreOf(newFakeCore()), stats, Options{})
 	stats.Pushed("u", 1)
 	sd := o.NewStatsD(pc.LocalAddr().String(), time.Hour)
 	if err := sd.Start(t.Context()); err != nil {
@@ -500,7 +500,7 @@ func TestStatsDStopSendsUDP(t *testing.T) {
 
 func TestStatusClientAndPrint(t *testing.T) {
 	core := newFakeCore(gateway.QueueInfo{Name: "q1", Size: 3, Bytes: 300, Props: props()})
-	o := New(core, NewStats(StatsOptions{}), Options{
+	o := New(coreOf(core), NewStats(StatsOptions{}), Options{
 		Auth: auth.Credential{BearerToken: "tok"},
 		Nodes: func(context.Context) (Nodes, error) {
 			return Nodes{Active: []string{"n1"}, All: []string{"n1", "n2"}}, nil
@@ -553,7 +553,7 @@ func TestBaseURL(t *testing.T) {
 
 func TestReadyWithoutJetStream(t *testing.T) {
 	core := newFakeCore()
-	o := New(core, NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(core), NewStats(StatsOptions{}), Options{})
 	if err := o.Ready(t.Context()); err == nil {
 		t.Error("ready without JetStream")
 	}
@@ -570,7 +570,7 @@ func TestReadyWithoutJetStream(t *testing.T) {
 // see a client that has closed its socket (the RPC front end asks before
 // writing a delivery).
 func TestRPCListenerPeerClosed(t *testing.T) {
-	o := New(newFakeCore(), NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(newFakeCore()), NewStats(StatsOptions{}), Options{})
 	wl := listenRPC(t, o)
 	c, s := testnet.Accept(t, wl)
 	if clientgone.Closed(s) {
@@ -578,4 +578,14 @@ func TestRPCListenerPeerClosed(t *testing.T) {
 	}
 	c.Close()
 	testwait.For(t, "the closed client seen through the counting wrapper", func() bool { return clientgone.Closed(s) })
+}
+
+// coreOf is the Core of a real gateway's handles, or one with a fake core
+// in every field.
+func coreOf(c any) Core {
+	if g, ok := c.(*gateway.Gateway); ok {
+		return CoreOf(g)
+	}
+	f := c.(*fakeCore)
+	return Core{Queues: f, Inspect: f, Gateway: f}
 }

@@ -16,24 +16,24 @@ import (
 func TestQueueControlMetrics(t *testing.T) {
 	stats := NewStats(StatsOptions{})
 	core := realCore(t, stats)
-	o := New(core, stats, Options{StatsTTL: time.Nanosecond})
+	o := New(coreOf(core), stats, Options{StatsTTL: time.Nanosecond})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 
 	for _, q := range []string{"busy", "held"} {
 		for range 2 {
-			if _, err := core.Push(ctx, q, gateway.Message{Body: []byte("m")}); err != nil {
+			if _, err := core.Messages().Push(ctx, q, gateway.Message{Body: []byte("m")}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for range 2 {
-		if d, err := core.Pull(ctx, "busy", time.Second); err != nil || d == nil {
+		if d, err := core.Messages().Pull(ctx, "busy", time.Second); err != nil || d == nil {
 			t.Fatalf("pull: %v %v", d, err)
 		}
 	}
 	yes := true
-	if err := core.UpdateProps(ctx, "held", mapping.Props{Paused: &yes}); err != nil {
+	if err := core.Queues().UpdateProps(ctx, "held", mapping.Props{Paused: &yes}); err != nil {
 		t.Fatal(err)
 	}
 

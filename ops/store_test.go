@@ -18,7 +18,7 @@ import (
 func TestReadyWhileStoreFull(t *testing.T) {
 	core := newFakeCore()
 	core.probeOK = true
-	o := New(core, NewStats(StatsOptions{}), Options{})
+	o := New(coreOf(core), NewStats(StatsOptions{}), Options{})
 	h := handler(o, nil)
 	core.mu.Lock()
 	core.storeErr = errors.New("write error: no space left on device")
@@ -35,7 +35,7 @@ func TestReadyWhileStoreFull(t *testing.T) {
 	}
 
 	// With authentication, the cause is the API's business.
-	oa := New(core, NewStats(StatsOptions{}), Options{Auth: auth.Credential{BearerToken: "s3cret"}})
+	oa := New(coreOf(core), NewStats(StatsOptions{}), Options{Auth: auth.Credential{BearerToken: "s3cret"}})
 	ha := handler(oa, nil)
 	if body := get(t, ha, "/readyz?verbose").Body.String(); !strings.Contains(body, "store: full: writes refused") || strings.Contains(body, "no space left") {
 		t.Errorf("/readyz?verbose without credentials: %q", body)
@@ -58,7 +58,7 @@ func TestReadyWhileStoreFull(t *testing.T) {
 	core.mu.Lock()
 	core.probeOK = false
 	core.mu.Unlock()
-	o = New(core, NewStats(StatsOptions{}), Options{})
+	o = New(coreOf(core), NewStats(StatsOptions{}), Options{})
 	if w := get(t, handler(o, nil), "/readyz"); w.Code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz without JetStream: %d, want 503", w.Code)
 	}

@@ -23,7 +23,7 @@ func (c *conn) bind(d *gateway.Delivery) {
 	if !d.ReleasesOnDisconnect() {
 		return
 	}
-	b, ok := c.s.core.(binder)
+	b, ok := c.s.core.Messages.(binder)
 	if !ok {
 		return
 	}

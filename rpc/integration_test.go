@@ -140,7 +140,7 @@ func TestIntegrationMethods(t *testing.T) {
 	if d.Retry != 0 {
 		t.Fatalf("retry 0 queue: first delivery says %d", d.Retry)
 	}
-	testwait.For(t, "the delivery timed out", func() bool { return g.InFlight() == 0 })
+	testwait.For(t, "the delivery timed out", func() bool { return g.Inspect().InFlight() == 0 })
 	if e := c.fails("done", "short", d.ID); e != "not_found" {
 		t.Fatalf("done after timeout: %q", e)
 	}
@@ -238,7 +238,7 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 	defer cancel()
 
 	c.ok("ok", "push", "x", map[string]any{"k": []any{1, "v"}})
-	d, err := g.Pull(ctx, "x", 5*time.Second)
+	d, err := g.Messages().Pull(ctx, "x", 5*time.Second)
 	if err != nil || d == nil {
 		t.Fatalf("core pull: %v %v", d, err)
 	}
@@ -246,7 +246,7 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 	if d.Message.ContentType != mapping.ContentTypeMsgpack || !bytes.Equal(d.Message.Body, want) {
 		t.Fatalf("stored %q % x, want %q % x", d.Message.ContentType, d.Message.Body, mapping.ContentTypeMsgpack, want)
 	}
-	if err := g.Reply(ctx, "x", d.ID, gateway.Ack); err != nil {
+	if err := g.Messages().Reply(ctx, "x", d.ID, gateway.Ack); err != nil {
 		t.Fatal(err)
 	}
 
@@ -256,7 +256,7 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 		// Claims to be MessagePack but is not: still delivered, as bytes.
 		{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x92, 0x01}},
 	} {
-		if _, err := g.Push(ctx, "y", m); err != nil {
+		if _, err := g.Messages().Push(ctx, "y", m); err != nil {
 			t.Fatal(err)
 		}
 		r := c.call("pull", "y", 5)
@@ -268,7 +268,7 @@ func TestIntegrationCrossProtocol(t *testing.T) {
 		c.ok("ok", "done", "y", dl.ID)
 	}
 	// HTTP-pushed MessagePack is decoded like RPC-pushed.
-	if _, err := g.Push(ctx, "y", gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x92, 0x01, 0xa1, 'z'}}); err != nil {
+	if _, err := g.Messages().Push(ctx, "y", gateway.Message{ContentType: mapping.ContentTypeMsgpack, Body: []byte{0x92, 0x01, 0xa1, 'z'}}); err != nil {
 		t.Fatal(err)
 	}
 	if dl := c.call("pull", "y", 5).delivery(t); !reflect.DeepEqual(dl.Content, []any{int8(1), "z"}) {
@@ -298,7 +298,7 @@ func TestIntegrationDisconnectDuringPull(t *testing.T) {
 	c.send("pull", "dq")
 	waits()
 	c.conn.Close()
-	testwait.For(t, "the pull is given up", func() bool { return g.WaitingPulls() == 0 })
+	testwait.For(t, "the pull is given up", func() bool { return g.Inspect().WaitingPulls() == 0 })
 
 	c2 := dialRPC(t, addr)
 	c2.ok("ok", "push", "dq", "kept")

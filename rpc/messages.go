@@ -66,7 +66,7 @@ func (c *conn) messages(p [][]byte) (result, error) {
 	if err := c.out.reserve(c.ctx, est.get()); err != nil {
 		return result{}, err
 	}
-	ps, err := c.s.core.Messages(c.ctx, name, n, withBody)
+	ps, err := c.s.core.Inspect.Messages(c.ctx, name, n, withBody)
 	if err != nil {
 		return result{}, err
 	}
@@ -143,7 +143,7 @@ func (c *conn) deleteMessage(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.DeleteMessage(c.ctx, name, id); err != nil {
+	if err := c.s.core.Inspect.DeleteMessage(c.ctx, name, id); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -165,7 +165,7 @@ func (c *conn) moveMessage(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.MoveMessage(c.ctx, name, id, target); err != nil {
+	if err := c.s.core.Inspect.MoveMessage(c.ctx, name, id, target); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil

@@ -92,7 +92,7 @@ func (c *conn) handle(req wire.Request) {
 		c.log.Debug("rpc delivery not written, abandoning", "queue", res.delivery.Queue, "err", werr)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
 		defer cancel()
-		c.s.core.Abandon(ctx, res.delivery)
+		c.s.core.Messages.Abandon(ctx, res.delivery)
 		return
 	}
 	c.bind(res.delivery)
@@ -239,7 +239,7 @@ func (c *conn) push(p [][]byte) (result, error) {
 			return result{}, err
 		}
 	}
-	st, err := c.s.core.PushWith(c.ctx, name, content(p[1]), opts)
+	st, err := c.s.core.Messages.PushWith(c.ctx, name, content(p[1]), opts)
 	if err != nil {
 		return result{}, err
 	}
@@ -284,7 +284,7 @@ func (c *conn) pushAll(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if _, err := c.s.core.PushAll(c.ctx, re, content(p[1]), nil); err != nil {
+	if _, err := c.s.core.Messages.PushAll(c.ctx, re, content(p[1]), nil); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -296,7 +296,7 @@ func (c *conn) pull(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	return c.deliver(p, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
-		return c.s.core.Pull(ctx, name, wait)
+		return c.s.core.Messages.Pull(ctx, name, wait)
 	})
 }
 
@@ -306,7 +306,7 @@ func (c *conn) pullAny(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	return c.deliver(p, func(ctx context.Context, wait time.Duration) (*gateway.Delivery, error) {
-		return c.s.core.PullAny(ctx, re, wait, nil)
+		return c.s.core.Messages.PullAny(ctx, re, wait, nil)
 	})
 }
 
@@ -429,7 +429,7 @@ func replyMethod(kind gateway.ReplyKind) func(c *conn, p [][]byte) (result, erro
 		if err != nil {
 			return result{}, err
 		}
-		if err := c.s.core.Reply(c.ctx, name, id, kind); err != nil {
+		if err := c.s.core.Messages.Reply(c.ctx, name, id, kind); err != nil {
 			return result{}, err
 		}
 		if kind != gateway.Ext {
@@ -445,7 +445,7 @@ func (c *conn) deleteQueue(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	// LMQ's delete answered ok whether or not the queue existed.
-	if err := c.s.core.DeleteQueue(c.ctx, name); err != nil && !errors.Is(err, gateway.ErrNotFound) {
+	if err := c.s.core.Queues.DeleteQueue(c.ctx, name); err != nil && !errors.Is(err, gateway.ErrNotFound) {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -466,7 +466,7 @@ func (c *conn) updateProps(p [][]byte) (result, error) {
 		return result{}, err
 	}
 	if len(p) == 1 {
-		if err := c.s.core.ResetProps(c.ctx, name); err != nil {
+		if err := c.s.core.Queues.ResetProps(c.ctx, name); err != nil {
 			return result{}, err
 		}
 		return c.str("ok"), nil
@@ -483,7 +483,7 @@ func (c *conn) updateProps(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.UpdateProps(c.ctx, name, props); err != nil {
+	if err := c.s.core.Queues.UpdateProps(c.ctx, name, props); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -502,7 +502,7 @@ func (c *conn) setDefaultProps(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.SetDefaultProps(c.ctx, list); err != nil {
+	if err := c.s.core.Queues.SetDefaultProps(c.ctx, list); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil
@@ -514,7 +514,7 @@ func (c *conn) getDefaultProps(_ [][]byte) (result, error) {
 	if err := c.out.reserve(c.ctx, c.s.defaultsEst.get()); err != nil {
 		return result{}, err
 	}
-	list, err := c.s.core.DefaultProps(c.ctx)
+	list, err := c.s.core.Queues.DefaultProps(c.ctx)
 	if err != nil {
 		return result{}, err
 	}

@@ -18,7 +18,7 @@ func TestMaxTotalAnswerBytesDefault(t *testing.T) {
 		{Options{MaxAnswerBytes: -1, MaxTotalAnswerBytes: -1}, 0, 0},
 		{Options{MaxAnswerBytes: 1000, MaxTotalAnswerBytes: 5000}, 1000, 5000},
 	} {
-		s := New(fakecore.New(), tc.opt)
+		s := New(coreOf(fakecore.New()), tc.opt)
 		got := s.answers
 		if (got == nil) != (tc.total == 0) || (got != nil && got.limit != tc.total) {
 			t.Errorf("Options %+v: server-wide answer bound %+v, want %d", tc.opt, got, tc.total)

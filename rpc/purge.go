@@ -10,7 +10,7 @@ func (c *conn) purge(p [][]byte) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := c.s.core.Purge(c.ctx, name); err != nil {
+	if err := c.s.core.Queues.Purge(c.ctx, name); err != nil {
 		return result{}, err
 	}
 	return c.str("ok"), nil

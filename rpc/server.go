@@ -32,8 +32,23 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
-// Core is what the front end needs of the core; *gateway.Gateway implements it.
-type Core interface {
+// Core is what the front end needs of the core, one small interface per
+// handle of the core (CoreOf makes it of a *gateway.Gateway).
+type Core struct {
+	Messages Messages
+	Queues   Queues
+	Inspect  Inspect
+}
+
+// CoreOf is the Core of gateway g's handles.
+func CoreOf(g *gateway.Gateway) Core {
+	return Core{Messages: g.Messages(), Queues: g.Queues(), Inspect: g.Inspect()}
+}
+
+// Messages is what the front end pushes, pulls and replies with
+// (gateway.Messages); one that is also a binder binds deliveries to their
+// connection.
+type Messages interface {
 	Push(ctx context.Context, queue string, msg gateway.Message) (gateway.AccumState, error)
 	PushWith(ctx context.Context, queue string, msg gateway.Message, opts gateway.PushOptions) (gateway.AccumState, error)
 	// PushAll and PullAny get a nil scope (every queue): the RPC server
@@ -43,29 +58,41 @@ type Core interface {
 	PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error)
 	Abandon(ctx context.Context, d *gateway.Delivery)
 	Reply(ctx context.Context, queue, id string, kind gateway.ReplyKind) error
+}
+
+// Queues is what the front end manages queues with (gateway.Queues).
+type Queues interface {
 	DeleteQueue(ctx context.Context, queue string) error
 	UpdateProps(ctx context.Context, queue string, patch mapping.Props) error
 	ResetProps(ctx context.Context, queue string) error
 	DefaultProps(ctx context.Context) (mapping.DefaultList, error)
 	SetDefaultProps(ctx context.Context, list mapping.DefaultList) error
-	// Beyond LMQ: a queue's waiting messages by id (messages.go).
-	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
-	DeleteMessage(ctx context.Context, queue string, seq uint64) error
-	MoveMessage(ctx context.Context, queue string, seq uint64, target string) error
 	// Purge removes a queue's waiting messages (beyond LMQ, purge.go).
 	Purge(ctx context.Context, queue string) error
 }
 
-var _ Core = (*gateway.Gateway)(nil)
+// Inspect is what the front end looks into queues with (gateway.Inspect).
+type Inspect interface {
+	// Beyond LMQ: a queue's waiting messages by id (messages.go).
+	Messages(ctx context.Context, queue string, n int, withBody bool) ([]gateway.Peeked, error)
+	DeleteMessage(ctx context.Context, queue string, seq uint64) error
+	MoveMessage(ctx context.Context, queue string, seq uint64, target string) error
+}
+
+var (
+	_ Messages = (*gateway.Messages)(nil)
+	_ Queues   = (*gateway.Queues)(nil)
+	_ Inspect  = (*gateway.Inspect)(nil)
+)
 
 // binder is the part of a core that binds deliveries to the connection that
 // received them (the queue property release_on_disconnect, connbound.go).
-// *gateway.Gateway has it; a core without it has no bound deliveries.
+// *gateway.Messages has it; a core without it has no bound deliveries.
 type binder interface {
 	NewBound() *gateway.Bound
 }
 
-var _ binder = (*gateway.Gateway)(nil)
+var _ binder = (*gateway.Messages)(nil)
 
 // Options configure a Server. The zero value is usable.
 type Options struct {

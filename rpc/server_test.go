@@ -21,12 +21,28 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
 )
 
-var _ Core = (*fakecore.Core)(nil)
+var (
+	_ Messages = (*fakecore.Core)(nil)
+	_ Queues   = (*fakecore.Core)(nil)
+	_ Inspect  = (*fakecore.Core)(nil)
+)
+
+// coreOf is a real gateway's Core (CoreOf), a Core as it is, or one with a
+// fake core (that has every method) in every field.
+func coreOf(c any) Core {
+	switch c := c.(type) {
+	case *gateway.Gateway:
+		return CoreOf(c)
+	case Core:
+		return c
+	}
+	return Core{Messages: c.(Messages), Queues: c.(Queues), Inspect: c.(Inspect)}
+}
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startServer serves core on a loopback port until the test ends.
-func startServer(t testing.TB, core Core, opt Options) (string, *Server) {
+func startServer(t testing.TB, core any, opt Options) (string, *Server) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +51,7 @@ func startServer(t testing.TB, core Core, opt Options) (string, *Server) {
 	if opt.Logger == nil {
 		opt.Logger = quietLogger()
 	}
-	s := New(core, opt)
+	s := New(coreOf(core), opt)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(context.Background(), l) }()
 	t.Cleanup(func() {
@@ -347,7 +363,7 @@ func TestShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(core, Options{Logger: quietLogger()})
+	s := New(coreOf(core), Options{Logger: quietLogger()})
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(context.Background(), l) }()
 	c := dialRPC(t, l.Addr().String())
@@ -381,7 +397,7 @@ func TestServeContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(fakecore.New(), Options{Logger: quietLogger()})
+	s := New(coreOf(fakecore.New()), Options{Logger: quietLogger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ctx, l) }()

@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// ignores that deadline (not a cancel).
 		lifecycle.Func(func(ctx context.Context) error {
 			_, err := retryStart(ctx, s.log, "layout upgrade", func(ctx context.Context) (struct{}, error) {
-				return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.bus, Core: s.core, Domain: cfg.NATS.Domain, Logger: s.log})
+				return struct{}{}, upgrade.Run(ctx, upgrade.Deps{NATS: s.bus, Core: upgrade.Core{Gateway: s.core, Logs: s.core.Logs()}, Domain: cfg.NATS.Domain, Logger: s.log})
 			})
 			return err
 		}, nil),
@@ -359,7 +359,7 @@ func (s *Server) startFront(ctx context.Context) error {
 			s.log.Warn("--tokens without --auth-token or --auth-basic, and no token exists: no request can authenticate until a token is created through another gateway")
 		}
 	}
-	s.ops = ops.New(s.core, s.stats, opsOpt)
+	s.ops = ops.New(ops.CoreOf(s.core), s.stats, opsOpt)
 	if guard := auth.NewGuard(cfg.Auth, opsOpt.Tokens); guard.Enabled() && s.cfg.SQSAuthenticate == nil {
 		// The SQS API asks for the same credentials as the HTTP API, as AWS
 		// signatures (auth.AuthenticateSigV4 says how they map).
@@ -394,12 +394,12 @@ func (s *Server) listen() error {
 	}
 	// Deliveries pulled with X-Lmq-Release-On-Disconnect are released when
 	// their connection closes (httpapi/connbound.go).
-	bound := httpapi.NewConnBound(s.core, s.log)
+	bound := httpapi.NewConnBound(httpapi.CoreOf(s.core), s.log)
 	mount := s.ops.Mount
 	if !cfg.NoUI {
 		// The console's page (no data) needs no credentials when a bearer
 		// token can be typed into it; its API always does.
-		ui, err := console.New(s.core, s.ops, console.Options{
+		ui, err := console.New(console.CoreOf(s.core), s.ops, console.Options{
 			Version:     cfg.Version,
 			PublicShell: cfg.Auth.BearerToken != "" || cfg.Tokens,
 			Logger:      s.log,
@@ -423,7 +423,7 @@ func (s *Server) listen() error {
 			s.ops.Mount(t)
 		}
 	}
-	var api http.Handler = httpapi.New(s.core, httpapi.Options{
+	var api http.Handler = httpapi.New(httpapi.CoreOf(s.core), httpapi.Options{
 		MaxBodyBytes:    cfg.MaxBody,
 		MaxBufferedBody: cfg.MaxBuffered,
 		Logger:          s.log,
@@ -476,7 +476,7 @@ func (s *Server) listen() error {
 		s.rpcAddr = "tls://" + s.rpcAddr
 	}
 	s.rl = &stopListener{Listener: s.ops.Metrics().RPCListener(rl)}
-	s.rpc = rpc.New(s.core, rpc.Options{
+	s.rpc = rpc.New(rpc.CoreOf(s.core), rpc.Options{
 		Logger:                s.log,
 		Dialect:               cfg.RPCDialect,
 		Limits:                wire.Limits{MaxFrameSize: cfg.RPCMaxFrame},
@@ -509,6 +509,13 @@ func (s *Server) RPCAddr() net.Addr {
 
 // errServing: Serve runs once.
 var errServing = errors.New("server: Serve called twice")
+
+// The upgrade's Core is declared without an import of the core; these are
+// its compile-time checks.
+var (
+	_ upgrade.Gateway = (*gateway.Gateway)(nil)
+	_ upgrade.Logs    = (*gateway.Logs)(nil)
+)
 
 // Serve serves HTTP and RPC until ctx ends, a listener fails or Shutdown
 // starts. It returns the listener's failure, or nil; either way the caller
@@ -552,7 +559,7 @@ func (s *Server) start(ctx context.Context) error {
 	// Background services (meters, the console's sampler, StatsD) outlive
 	// ctx: Shutdown stops them after the front ends, so that StatsD's last
 	// flush counts their last requests.
-	bg := []lifecycle.Service{s.stats.Meters(s.core.QueueNames)}
+	bg := []lifecycle.Service{s.stats.Meters(s.core.Queues().QueueNames)}
 	if s.ui != nil {
 		bg = append(bg, s.ui)
 	}
@@ -693,7 +700,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// timeout. A client that did get one and could not answer may see it
 	// again.
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if n := s.core.ReleaseAll(rctx); n > 0 {
+	if n := s.core.Messages().ReleaseAll(rctx); n > 0 {
 		s.log.Info("released unanswered deliveries", "count", n)
 	}
 	rcancel()

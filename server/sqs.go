@@ -36,7 +36,7 @@ func (s *Server) listenSQS() error {
 		l = tls.NewListener(l, cfg.SQSTLS)
 	}
 	s.sl = &stopListener{Listener: connlimit.Listen(l, cfg.MaxSQSConns)}
-	h := sqs.New(s.core, sqs.Options{
+	h := sqs.New(sqs.CoreOf(s.core), sqs.Options{
 		Account:         cfg.SQSAccount,
 		Region:          cfg.SQSRegion,
 		MaxRequestBytes: cfg.SQSMaxRequestBytes,

@@ -81,7 +81,7 @@ func goneServer(t *testing.T, log *goneLog) (srv *httptest.Server, core *gateway
 	t.Helper()
 	nc := testnats.Connect(t, testnats.Start(t), "sqs")
 	core = testcore.New(t, nc, gateway.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	h := sqs.New(core, sqs.Options{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h := sqs.New(sqs.CoreOf(core), sqs.Options{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	arrived, done = make(chan struct{}, 1), make(chan int, 1)
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(goneHeader) == "" {
@@ -147,7 +147,7 @@ func TestClientGoneIsNoFailure(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the aborted long poll: %v", err)
 	}
-	testwait.For(t, "the aborted long poll's end", func() bool { return core.WaitingPulls() == 0 })
+	testwait.For(t, "the aborted long poll's end", func() bool { return core.Inspect().WaitingPulls() == 0 })
 
 	// Aborted as they arrive: a long poll, and actions that change state.
 	for _, v := range []url.Values{

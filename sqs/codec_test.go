@@ -93,7 +93,7 @@ func TestWriteAnswerAndError(t *testing.T) {
 }
 
 func TestQueueNamesAndURLs(t *testing.T) {
-	s := New(nil, Options{})
+	s := New(Core{}, Options{})
 	for name, ok := range map[string]bool{"a": true, "a-b_C9": true, "x.fifo": true, ".fifo": false, "a.b": false, "": false,
 		strings.Repeat("a", 80): true, strings.Repeat("a", 81): false} {
 		if validQueueName(name) != ok {

@@ -105,7 +105,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 func fakeServer(t testing.TB) (*Server, *fakeCore) {
 	t.Helper()
 	core := newFakeCore()
-	s := New(core, Options{Logger: quietLog()})
+	s := New(Core{Queues: core, Messages: core, Inspect: core}, Options{Logger: quietLog()})
 	for _, c := range []struct {
 		name  string
 		attrs map[string]string

@@ -251,7 +251,7 @@ func FuzzDecodeQuery(f *testing.F) {
 	for _, s := range querySeeds {
 		f.Add(s)
 	}
-	s := New(nil, Options{})
+	s := New(Core{}, Options{})
 	f.Fuzz(func(t *testing.T, raw string) {
 		var in *input
 		var ae *apiError
@@ -284,7 +284,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range jsonSeeds {
 		f.Add([]byte(s))
 	}
-	s := New(nil, Options{})
+	s := New(Core{}, Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var in *input
 		var ae *apiError
@@ -331,7 +331,7 @@ func FuzzQueueURL(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	s := New(nil, Options{})
+	s := New(Core{}, Options{})
 	f.Fuzz(func(t *testing.T, raw string) {
 		checkQueueURL(t, s, raw)
 		if name, ok := s.nameOfARN(raw); ok {

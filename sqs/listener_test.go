@@ -68,7 +68,7 @@ func startListener(t *testing.T, withAuth bool) *listener {
 			return p, err
 		}
 	}
-	srv := httptest.NewServer(sqs.New(core, opts))
+	srv := httptest.NewServer(sqs.New(sqs.CoreOf(core), opts))
 	t.Cleanup(srv.Close)
 	l.url = srv.URL
 	return l
@@ -170,7 +170,7 @@ func TestRedriveTargetOutsideScopeTellsNothing(t *testing.T) {
 	}
 	same("CreateQueue", create("b-exists"), create("b-missing"))
 
-	if ok, err := l.core.QueueExists(ctx, "a-new"); err != nil || ok {
+	if ok, err := l.core.Queues().QueueExists(ctx, "a-new"); err != nil || ok {
 		t.Fatalf("a refused CreateQueue made its queue (%v, %v)", ok, err)
 	}
 	attrs := must(op.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: &src, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})).Attributes
@@ -244,7 +244,7 @@ func (l *listener) raw(t *testing.T, jsonProto bool, action, body string) (int, 
 // size is the number of messages queue holds.
 func (l *listener) size(t *testing.T, queue string) uint64 {
 	t.Helper()
-	d, err := l.core.QueueDetail(t.Context(), queue)
+	d, err := l.core.Inspect().QueueDetail(t.Context(), queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestSendRefusesWhatSQSRefuses(t *testing.T) {
 			}
 			if n := l.size(t, c.queue); n != 0 {
 				t.Errorf("json %v, %s %q: the queue holds %d messages, want none", jsonProto, c.queue, c.params, n)
-				if err := l.core.Purge(ctx, c.queue); err != nil {
+				if err := l.core.Queues().Purge(ctx, c.queue); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -31,7 +31,7 @@ type queueSettings struct {
 }
 
 func (s *Server) settings(r *request) (queueSettings, error) {
-	m, err := s.core.QueueMeta(r.ctx, r.queue)
+	m, err := s.core.Queues.QueueMeta(r.ctx, r.queue)
 	if err != nil {
 		return queueSettings{}, err
 	}
@@ -155,7 +155,7 @@ func (s *Server) send(r *request, qs queueSettings, e sendEntry) (sendOut, error
 	for n, a := range e.MessageSystemAttributes {
 		msg.Kept = append(msg.Kept, gateway.Header{Name: hdrSys + strings.ToLower(n), Value: encodeAttr(n, a)})
 	}
-	seq, err := s.core.PushSeq(r.ctx, r.queue, msg, opts)
+	seq, err := s.core.Messages.PushSeq(r.ctx, r.queue, msg, opts)
 	if err != nil {
 		return sendOut{}, err
 	}
@@ -298,13 +298,13 @@ func (s *Server) receiveMessage(r *request) (any, error) {
 	var got []*gateway.Delivery
 	// The deliveries record who has them (the console's in-flight list).
 	pctx := gateway.WithClient(r.ctx, gateway.ClientSQS, r.remote)
-	d, err := s.core.Pull(pctx, r.queue, time.Duration(wait)*time.Second)
+	d, err := s.core.Messages.Pull(pctx, r.queue, time.Duration(wait)*time.Second)
 	for err == nil && d != nil {
 		got = append(got, d)
 		if len(got) == n {
 			break
 		}
-		d, err = s.core.Pull(pctx, r.queue, 0)
+		d, err = s.core.Messages.Pull(pctx, r.queue, 0)
 	}
 	if err != nil && len(got) == 0 {
 		if r.ctx.Err() != nil {
@@ -315,7 +315,7 @@ func (s *Server) receiveMessage(r *request) (any, error) {
 	if r.VisibilityTimeout != nil {
 		vt := time.Duration(*r.VisibilityTimeout) * time.Second
 		for _, d := range got {
-			if err := s.core.SetVisibility(r.ctx, r.queue, d.ID, vt); err != nil {
+			if err := s.core.Messages.SetVisibility(r.ctx, r.queue, d.ID, vt); err != nil {
 				s.log.Warn("sqs: could not set a received message's visibility", "queue", r.queue, "err", err)
 			}
 		}
@@ -430,7 +430,7 @@ func (s *Server) remove(r *request, h string) error {
 	if err := receipt(h); err != nil {
 		return err
 	}
-	err := s.core.Reply(r.ctx, r.queue, h, gateway.Ack)
+	err := s.core.Messages.Reply(r.ctx, r.queue, h, gateway.Ack)
 	if err != nil && isNotFound(err) {
 		if err := s.mustExist(r.ctx, r.queue); err != nil {
 			return err
@@ -482,7 +482,7 @@ func (s *Server) visibility(r *request, h string, vt *int) error {
 	if *vt < 0 || *vt > maxVisibility {
 		return errInvalid("Value %d for parameter VisibilityTimeout is invalid. Reason: Must be from 0 to %d.", *vt, maxVisibility)
 	}
-	err := s.core.SetVisibility(r.ctx, r.queue, h, time.Duration(*vt)*time.Second)
+	err := s.core.Messages.SetVisibility(r.ctx, r.queue, h, time.Duration(*vt)*time.Second)
 	if err != nil && isNotFound(err) {
 		if err := s.mustExist(r.ctx, r.queue); err != nil {
 			return err

@@ -31,7 +31,7 @@ var metaAttrs = []string{"DelaySeconds", "ReceiveMessageWaitTimeSeconds", "Maxim
 
 // exists reports whether queue exists.
 func (s *Server) exists(ctx context.Context, queue string) (bool, error) {
-	return s.core.QueueExists(ctx, queue)
+	return s.core.Queues.QueueExists(ctx, queue)
 }
 
 // mustExist is the QueueDoesNotExist error when queue does not exist.
@@ -230,14 +230,14 @@ func (s *Server) createQueue(r *request) (any, error) {
 		ttl := float64(defaultRetention)
 		patch.TTL = &ttl
 	}
-	if _, err := s.core.CreateQueue(r.ctx, name); err != nil {
+	if _, err := s.core.Queues.CreateQueue(r.ctx, name); err != nil {
 		return nil, err
 	}
-	if err := s.core.UpdateProps(r.ctx, name, patch); err != nil {
+	if err := s.core.Queues.UpdateProps(r.ctx, name, patch); err != nil {
 		return nil, err
 	}
 	now := s.now()
-	err = s.core.UpdateQueueMeta(r.ctx, name, func(m *QueueMeta) {
+	err = s.core.Queues.UpdateQueueMeta(r.ctx, name, func(m *QueueMeta) {
 		if m.Created.IsZero() {
 			m.Created = now
 		}
@@ -302,7 +302,7 @@ func (s *Server) listQueues(r *request) (any, error) {
 		after = string(b)
 	}
 	var out listQueuesOut
-	for _, name := range s.core.QueueNames() {
+	for _, name := range s.core.Queues.QueueNames() {
 		if !validQueueName(name) || !strings.HasPrefix(name, r.QueueNamePrefix) || (after != "" && name <= after) {
 			continue
 		}
@@ -322,7 +322,7 @@ func (s *Server) listQueues(r *request) (any, error) {
 }
 
 func (s *Server) deleteQueue(r *request) (any, error) {
-	if err := s.core.DeleteQueue(r.ctx, r.queue); err != nil {
+	if err := s.core.Queues.DeleteQueue(r.ctx, r.queue); err != nil {
 		if isNotFound(err) {
 			return nil, errNoQueue(r.queue)
 		}
@@ -335,7 +335,7 @@ func (s *Server) purgeQueue(r *request) (any, error) {
 	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
-	if err := s.core.Purge(r.ctx, r.queue); err != nil {
+	if err := s.core.Queues.Purge(r.ctx, r.queue); err != nil {
 		if isNotFound(err) {
 			return nil, errNoQueue(r.queue)
 		}
@@ -346,14 +346,14 @@ func (s *Server) purgeQueue(r *request) (any, error) {
 
 // attributes are every attribute of queue, as GetQueueAttributes "All".
 func (s *Server) attributes(r *request, queue string) (map[string]string, error) {
-	d, err := s.core.QueueDetail(r.ctx, queue)
+	d, err := s.core.Inspect.QueueDetail(r.ctx, queue)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, errNoQueue(queue)
 		}
 		return nil, err
 	}
-	meta, err := s.core.QueueMeta(r.ctx, queue)
+	meta, err := s.core.Queues.QueueMeta(r.ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -445,12 +445,12 @@ func (s *Server) setQueueAttributes(r *request) (any, error) {
 		return nil, err
 	}
 	if !patch.IsZero() {
-		if err := s.core.UpdateProps(r.ctx, r.queue, patch); err != nil {
+		if err := s.core.Queues.UpdateProps(r.ctx, r.queue, patch); err != nil {
 			return nil, err
 		}
 	}
 	now := s.now()
-	return nil, s.core.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
+	return nil, s.core.Queues.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
 		m.Modified = now
 		if m.Attrs == nil {
 			m.Attrs = make(map[string]string)
@@ -465,13 +465,13 @@ func (s *Server) listDeadLetterSourceQueues(r *request) (any, error) {
 	}
 	arn := s.queueARN(r.queue)
 	out := deadSourcesOut{QueueUrls: []string{}}
-	for _, name := range s.core.QueueNames() {
+	for _, name := range s.core.Queues.QueueNames() {
 		// Only the token's queues: a source outside them is another
 		// namespace's, whose name the token must not learn.
 		if !validQueueName(name) || !r.inScope(name) {
 			continue
 		}
-		m, err := s.core.QueueMeta(r.ctx, name)
+		m, err := s.core.Queues.QueueMeta(r.ctx, name)
 		if err != nil || m.Attrs["RedrivePolicy"] == "" {
 			continue
 		}
@@ -492,7 +492,7 @@ func (s *Server) tagQueue(r *request) (any, error) {
 	if len(r.Tags) == 0 {
 		return nil, errMissing("Tags")
 	}
-	return nil, s.core.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
+	return nil, s.core.Queues.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
 		if m.Tags == nil {
 			m.Tags = make(map[string]string)
 		}
@@ -504,7 +504,7 @@ func (s *Server) untagQueue(r *request) (any, error) {
 	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
-	return nil, s.core.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
+	return nil, s.core.Queues.UpdateQueueMeta(r.ctx, r.queue, func(m *QueueMeta) {
 		for _, k := range r.TagKeys {
 			delete(m.Tags, k)
 		}
@@ -519,7 +519,7 @@ func (s *Server) listQueueTags(r *request) (any, error) {
 	if err := s.mustExist(r.ctx, r.queue); err != nil {
 		return nil, err
 	}
-	m, err := s.core.QueueMeta(r.ctx, r.queue)
+	m, err := s.core.Queues.QueueMeta(r.ctx, r.queue)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func aliveSubject(id string) string { return "lmq.gw." + id + ".upgrade" }
 // returned context ends when the lock is lost (the upgrade must stop) or
 // unlock is called; unlock releases the lock.
 func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
-	id := u.core.ID()
+	id := u.core.Gateway.ID()
 	sub, err := u.nc.Subscribe(aliveSubject(id), func(m *nats.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("subscribe upgrade liveness: %w", err)

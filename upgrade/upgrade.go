@@ -82,18 +82,31 @@ const (
 	PauseEnv = "LMQ_TEST_UPGRADE_PAUSE_AFTER"
 )
 
-// Core is what the upgrade needs of the queue core; *gateway.Gateway
-// satisfies it.
-type Core interface {
+// Core is what the upgrade needs of the queue core: the gateway itself and
+// its Logs handle (*gateway.Gateway and gateway.Logs; package server holds
+// the compile-time checks, so that the upgrade needs no import of the
+// core).
+type Core struct {
+	Gateway Gateway
+	Logs    Logs
+}
+
+// Gateway is what the upgrade needs of the gateway itself
+// (*gateway.Gateway).
+type Gateway interface {
 	// ID identifies the gateway: the holder of the upgrade lock.
 	ID() string
+	// Closing is closed when the core shuts down: the upgrade stops.
+	Closing() <-chan struct{}
+}
+
+// Logs is what the upgrade moves queues with (gateway.Logs).
+type Logs interface {
 	// RegisterQueue makes the queue exist in the registry.
 	RegisterQueue(ctx context.Context, queue string) error
 	// MakeShard makes sure the queue's shard stream exists (the upgrade
 	// then opens it with its own JetStream handle).
 	MakeShard(ctx context.Context, queue string) error
-	// Closing is closed when the core shuts down: the upgrade stops.
-	Closing() <-chan struct{}
 }
 
 // Deps is what Run works with.
@@ -121,7 +134,7 @@ func Run(parent context.Context, d Deps) error {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	ctx, cancel := detach(parent, d.Core.Closing())
+	ctx, cancel := detach(parent, d.Core.Gateway.Closing())
 	defer cancel()
 	js, err := jsapi.New(d.NATS.NATS(), d.Domain, d.APIPrefix)
 	if err != nil {
@@ -308,10 +321,10 @@ func (u *upgrader) stream(ctx context.Context, stream string, st *stats, pauseAf
 		u.log.Warn("stream named like an old-layout queue but not one; left alone", "stream", stream)
 		return nil
 	}
-	if err := u.core.RegisterQueue(sctx, queue); err != nil {
+	if err := u.core.Logs.RegisterQueue(sctx, queue); err != nil {
 		return err
 	}
-	if err := u.core.MakeShard(sctx, queue); err != nil {
+	if err := u.core.Logs.MakeShard(sctx, queue); err != nil {
 		return err
 	}
 	shard, err := u.js.Stream(sctx, mapping.StreamName(queue))

@@ -97,7 +97,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ns, nc, g := startCore(t, gateway.Config{Logger: log})
-	deps := Deps{NATS: store.NewBus(nc), Core: g, Logger: log}
+	deps := Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	onc := testnats.Connect(t, ns, "old")
@@ -183,19 +183,19 @@ func TestUpgradeLegacy(t *testing.T) {
 		t.Fatalf("old properties key left: %v", err)
 	}
 	testwait.For(t, "the moved properties (retry 4) seen by the gateway", func() bool {
-		p, err := g.QueueProps(ctx, long)
+		p, err := g.Queues().QueueProps(ctx, long)
 		return err == nil && p.Retry == 4
 	})
 
 	// Deliverable messages in order, with their metadata; the expired one dropped.
 	pull := func(q string) *gateway.Delivery {
 		t.Helper()
-		d, err := g.Pull(ctx, q, 0)
+		d, err := g.Messages().Pull(ctx, q, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d != nil {
-			if err := g.Reply(ctx, q, d.ID, gateway.Ack); err != nil {
+			if err := g.Messages().Reply(ctx, q, d.ID, gateway.Ack); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -225,7 +225,7 @@ func TestUpgradeLegacy(t *testing.T) {
 			t.Fatalf("want %q, got %+v", w, d)
 		}
 	}
-	det, err := g.QueueDetail(ctx, plain)
+	det, err := g.Inspect().QueueDetail(ctx, plain)
 	if err != nil || det.Delayed != 1 || det.DeadLetters != 1 {
 		t.Fatalf("detail %+v %v", det, err)
 	}
@@ -237,11 +237,11 @@ func TestUpgradeLegacy(t *testing.T) {
 	if err != nil || sm.Header.Get("Nats-Schedule-Target") != mapping.QueueSubject(plain) || sm.Header.Get("Nats-Schedule") != "@at "+due {
 		t.Fatalf("schedule %+v %v", sm, err)
 	}
-	dl, err := g.DeadLetterHead(ctx, plain)
+	dl, err := g.Inspect().DeadLetterHead(ctx, plain)
 	if err != nil || dl == nil || string(dl.Message.Body) != "dead" || dl.Deliveries != 3 {
 		t.Fatalf("dead letter %+v %v", dl, err)
 	}
-	adet, err := g.QueueDetail(ctx, acc)
+	adet, err := g.Inspect().QueueDetail(ctx, acc)
 	if err != nil || adet.Parts != 2 {
 		t.Fatalf("acc detail %+v %v", adet, err)
 	}
@@ -315,7 +315,7 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(g.Close)
-		deps = append(deps, Deps{NATS: store.NewBus(nc), Core: g, Logger: log})
+		deps = append(deps, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log})
 		logs = append(logs, buf)
 	}
 	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
@@ -383,7 +383,7 @@ func TestRunNothingToDo(t *testing.T) {
 	_, nc, g := startCore(t, gateway.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := Run(ctx, Deps{NATS: store.NewBus(nc), Core: g}); err != nil {
+	if err := Run(ctx, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := testnats.JetStream(t, nc).KeyValue(ctx, mapping.PropsBucket)
@@ -409,13 +409,13 @@ func TestRunIgnoresDeadline(t *testing.T) {
 	o.msg(mapping.LegacyQueueSubject("q"), "m")
 	expired, ecancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer ecancel()
-	if err := Run(expired, Deps{NATS: store.NewBus(nc), Core: g}); err != nil {
+	if err := Run(expired, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ojs.Stream(ctx, mapping.LegacyStreamName("q")); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("old stream: %v", err)
 	}
-	d, err := g.Pull(ctx, "q", 0)
+	d, err := g.Messages().Pull(ctx, "q", 0)
 	if err != nil || d == nil || string(d.Message.Body) != "m" {
 		t.Fatalf("pull: %+v %v", d, err)
 	}

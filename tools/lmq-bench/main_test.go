@@ -60,8 +60,8 @@ func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: httpapi.New(core, httpapi.Options{Logger: quiet}), ReadHeaderTimeout: 5 * time.Second}
-	rs := rpc.New(core, rpc.Options{Logger: quiet})
+	hs := &http.Server{Handler: httpapi.New(httpapi.CoreOf(core), httpapi.Options{Logger: quiet}), ReadHeaderTimeout: 5 * time.Second}
+	rs := rpc.New(rpc.CoreOf(core), rpc.Options{Logger: quiet})
 	go func() { _ = hs.Serve(hl) }()
 	go func() { _ = rs.Serve(ctx, rl) }()
 	t.Cleanup(func() {

@@ -1,8 +1,9 @@
 // Package fakecore is an in-memory queue core for the front ends' tests
 // (httpapi, rpc; sqs embeds it and adds queue metadata): it has the methods
-// of their Core interfaces, so that a front end's handling of requests and
-// answers can be tested without NATS, and each of the core's errors can be
-// made to happen on demand. It is for tests only; the core itself is tested
+// of their Core interfaces (each front end's Core takes it in every field),
+// so that a front end's handling of requests and answers can be tested
+// without NATS, and each of the core's errors can be made to happen on
+// demand. It is for tests only; the core itself is tested
 // on a real nats-server.
 //
 // Queues whose name starts with "pkg" accumulate: pushes join one package
