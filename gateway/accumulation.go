@@ -78,7 +78,7 @@ func (g *Parts) PartContent(ctx context.Context, part *Entry) (Message, error) {
 
 // DropBody removes the Object Store body of an entry, if it has one: for a
 // part no window took, or parts whose compound message is stored.
-func (g *Parts) DropBody(ctx context.Context, e *Entry) { g.store.DropBody(ctx, e.msg) }
+func (g *Parts) DropBody(ctx context.Context, e *Entry) { g.store.Bodies().DropBody(ctx, e.msg) }
 
 // QueueLog reads and trims one queue's stream below the level of
 // deliveries, for the accumulator's and migrate's bookkeeping (store.Log).

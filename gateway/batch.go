@@ -39,7 +39,7 @@ func (g *Messages) PushBatch(ctx context.Context, queue string, msgs []Message) 
 		// Not committed (nil once it is, or may be): drop the large
 		// bodies it stored.
 		for _, m := range stored {
-			g.store.DropBody(context.Background(), m)
+			g.store.Bodies().DropBody(context.Background(), m)
 		}
 	}()
 	var size int

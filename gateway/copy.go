@@ -91,7 +91,7 @@ func (g *Logs) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint64,
 	seq, err = g.store.Publish(ctx, "store message", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, ErrUnknown) {
-			g.store.DropBody(ctx, m) // certainly not stored (see PushWith)
+			g.store.Bodies().DropBody(ctx, m) // certainly not stored (see PushWith)
 		}
 		return 0, err
 	}

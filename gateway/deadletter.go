@@ -127,7 +127,7 @@ func (g *Inspect) DeleteDeadLetters(ctx context.Context, queue string) (uint64, 
 		if err != nil || raw == nil {
 			break
 		}
-		g.store.DropBody(ctx, &store.Msg{Header: raw.Header})
+		g.store.Bodies().DropBody(ctx, &store.Msg{Header: raw.Header})
 		seq = raw.Seq + 1
 	}
 	n, err := sh.PurgeSubject(ctx, mapping.DeadSubject(queue))

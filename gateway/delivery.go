@@ -394,7 +394,7 @@ func (g *core) drop(r *dispatch.Raw) {
 		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	g.store.DropBody(ctx, &r.Msg)
+	g.store.Bodies().DropBody(ctx, &r.Msg)
 	if !advanced {
 		g.groupNext(r)
 	}
@@ -471,7 +471,7 @@ func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) erro
 		g.dels.del(d.id)
 		g.acked.Add(d.id)
 		// DropBody runs on its own deadline, whatever ctx does.
-		g.store.DropBody(ctx, &d.raw.Msg)
+		g.store.Bodies().DropBody(ctx, &d.raw.Msg)
 		if !advanced {
 			g.groupNext(d.raw)
 		}

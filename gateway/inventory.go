@@ -105,7 +105,7 @@ func (g *core) queueShard(ctx context.Context, queue string) (*store.Shard, erro
 	if !ok {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}
-	sh, err := g.store.QueueShard(ctx, queue)
+	sh, err := g.store.Shards().QueueShard(ctx, queue)
 	if store.StreamGone(err) {
 		return nil, fmt.Errorf("queue %q: %w", queue, ErrNotFound)
 	}

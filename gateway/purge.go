@@ -34,7 +34,7 @@ func (g *Queues) Purge(ctx context.Context, queue string) error {
 		return err
 	}
 	start := time.Now()
-	if err := g.store.PurgeWaiting(ctx, queue); err != nil {
+	if err := g.store.Consumers().PurgeWaiting(ctx, queue); err != nil {
 		return fmt.Errorf("purge %q: %w", queue, err)
 	}
 	g.log.Info("queue purged", "queue", queue)
@@ -43,13 +43,13 @@ func (g *Queues) Purge(ctx context.Context, queue string) error {
 	g.spawn(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 		defer cancel()
-		g.store.PurgeBodies(ctx, queue, start.Add(-store.BodyGrace))
+		g.store.Bodies().PurgeBodies(ctx, queue, start.Add(-store.BodyGrace))
 	})
 	time.AfterFunc(store.BodyGrace, func() {
 		g.within(func(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 			defer cancel()
-			g.store.PurgeBodies(ctx, queue, start)
+			g.store.Bodies().PurgeBodies(ctx, queue, start)
 		})
 	})
 	return nil

@@ -169,7 +169,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 			// Certainly not stored: its large body goes too. When the
 			// outcome is unknown the message may be stored, and a body
 			// left behind is better than a message without one.
-			g.store.DropBody(ctx, m)
+			g.store.Bodies().DropBody(ctx, m)
 		}
 		return pushed{}, err
 	}

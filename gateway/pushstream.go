@@ -62,7 +62,7 @@ func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, bo
 		msg.Body = prefix
 		return g.PushWith(ctx, queue, msg, opts)
 	}
-	name, size, err := g.store.PutBody(ctx, queue, prefix, br)
+	name, size, err := g.store.Bodies().PutBody(ctx, queue, prefix, br)
 	prefix = nil
 	if err != nil {
 		if br.err != nil {
@@ -78,7 +78,7 @@ func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, bo
 		// accumulating meanwhile). When the outcome is unknown the message
 		// may be stored and refer to the object: it stays.
 		if !errors.Is(err, ErrUnknown) {
-			g.store.DeleteBody(ctx, name)
+			g.store.Bodies().DeleteBody(ctx, name)
 		}
 		return "", err
 	}

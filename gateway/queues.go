@@ -33,7 +33,7 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 			return err
 		}
 		g.log.Warn("the store is full: deleting the queue's messages before recording its deletion", "queue", queue, "err", err)
-		if derr := g.store.DropMessages(ctx, queue); derr != nil {
+		if derr := g.store.Consumers().DropMessages(ctx, queue); derr != nil {
 			return fmt.Errorf("%w (freeing its messages first: %w)", err, derr)
 		}
 		if err := g.reg.Delete(ctx, queue); err != nil {
@@ -44,7 +44,7 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 		}
 	}
 	g.dels.dropQueue(queue)
-	if err := g.store.DeleteQueue(ctx, queue); err != nil {
+	if err := g.store.Consumers().DeleteQueue(ctx, queue); err != nil {
 		return err
 	}
 	if err := g.dropOwnProps(ctx, queue); err != nil {
@@ -59,7 +59,7 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 		}
 		g.left.Add(queue, leftover.Meta)
 	}
-	g.store.DeleteQueueBodies(ctx, queue)
+	g.store.Bodies().DeleteQueueBodies(ctx, queue)
 	return nil
 }
 

@@ -20,6 +20,6 @@ func (g *Logs) RegisterQueue(ctx context.Context, queue string) error {
 // it if need be. Only the layout upgrade writes to it outside the core: it
 // opens the stream itself (package upgrade keeps its own JetStream use).
 func (g *Logs) MakeShard(ctx context.Context, queue string) error {
-	_, err := g.store.QueueShard(ctx, queue)
+	_, err := g.store.Shards().QueueShard(ctx, queue)
 	return err
 }

@@ -54,7 +54,8 @@ func (e readError) Unwrap() error { return e.err }
 // queue and returns its name (for Content.Object) and size. On failure
 // nothing is kept. An error of r comes back as it is (wrapped); JetStream's
 // are classified (Classify) and recorded (Failure).
-func (s *Store) PutBody(ctx context.Context, queue string, prefix []byte, r io.Reader) (name string, size int64, err error) {
+func (h Bodies) PutBody(ctx context.Context, queue string, prefix []byte, r io.Reader) (name string, size int64, err error) {
+	s := h.s
 	if err := s.health.precheck("store large message"); err != nil {
 		return "", 0, err
 	}
@@ -67,7 +68,7 @@ func (s *Store) PutBody(ctx context.Context, queue string, prefix []byte, r io.R
 	if err != nil {
 		// putObject purges the chunks it stored when it fails; the delete
 		// also removes a meta entry left by an error after the last chunk.
-		s.DeleteBody(ctx, name)
+		s.Bodies().DeleteBody(ctx, name)
 		var re readError
 		if errors.As(err, &re) {
 			return "", 0, fmt.Errorf("reading body: %w", re.err)
@@ -183,7 +184,8 @@ func (s *Store) putObject(ctx context.Context, name string, r io.Reader) (int64,
 
 // BodySize is the size of the large body name; false when it cannot be
 // read.
-func (s *Store) BodySize(ctx context.Context, name string) (int64, bool) {
+func (h Bodies) BodySize(ctx context.Context, name string) (int64, bool) {
+	s := h.s
 	obj, err := s.objectStore(ctx)
 	if err != nil {
 		return 0, false
@@ -197,16 +199,18 @@ func (s *Store) BodySize(ctx context.Context, name string) (int64, bool) {
 
 // DropBody deletes the Object Store body m refers to, if any: for a message
 // certainly not stored, or removed for good.
-func (s *Store) DropBody(ctx context.Context, m *Msg) {
+func (h Bodies) DropBody(ctx context.Context, m *Msg) {
+	s := h.s
 	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
-		s.DeleteBody(ctx, ref)
+		s.Bodies().DeleteBody(ctx, ref)
 	}
 }
 
 // DeleteBody removes an Object Store body that no message refers to (one
 // already gone is fine). A clean-up is worth finishing when the request that
 // asked for it has ended, so it runs on its own deadline.
-func (s *Store) DeleteBody(ctx context.Context, name string) {
+func (h Bodies) DeleteBody(ctx context.Context, name string) {
+	s := h.s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	obj, err := s.objectStore(ctx)
@@ -219,7 +223,8 @@ func (s *Store) DeleteBody(ctx context.Context, name string) {
 }
 
 // DeleteQueueBodies removes the large bodies of a deleted queue.
-func (s *Store) DeleteQueueBodies(ctx context.Context, queue string) {
+func (h Bodies) DeleteQueueBodies(ctx context.Context, queue string) {
+	s := h.s
 	s.objMu.Lock()
 	obj := s.obj
 	s.objMu.Unlock()

@@ -159,7 +159,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.QueueShard(ctx, "open"); err != nil {
+	if _, err := s.Shards().QueueShard(ctx, "open"); err != nil {
 		t.Fatal(err)
 	}
 	if seq, err := s.Publish(ctx, "store message", "open", m); err != nil || seq != 1 {

@@ -127,13 +127,14 @@ type Made struct {
 // without the head subjects (lim.Heads false) only where none exists yet
 // (or one with this very config): one with another config is updated, and
 // then with them ("Group heads" above).
-func (s *Store) MakeConsumer(ctx context.Context, queue string, p int, lim Limits) (Made, error) {
+func (h Consumers) MakeConsumer(ctx context.Context, queue string, p int, lim Limits) (Made, error) {
+	s := h.s
 	op := "create queue consumer"
 	if p > 0 {
 		op = "create priority consumer"
 	}
 	k := mapping.Shard(queue)
-	if _, err := s.Shard(ctx, k); err != nil {
+	if _, err := s.Shards().Shard(ctx, k); err != nil {
 		return Made{}, err
 	}
 	stream := mapping.ShardStream(k)
@@ -170,7 +171,8 @@ func readsHeads(queue string, c jetstream.ConsumerConfig) bool {
 // subjects (an update never takes them away: "Group heads" above); exists
 // is false (and err nil) when the consumer is not there (JetStream removed
 // it unused: the next MakeConsumer makes it with the limits then in force).
-func (s *Store) UpdateConsumer(ctx context.Context, queue string, lim Limits) (exists bool, err error) {
+func (h Consumers) UpdateConsumer(ctx context.Context, queue string, lim Limits) (exists bool, err error) {
+	s := h.s
 	lim.Heads = true
 	_, err = s.putConsumer(ctx, mapping.StreamName(queue), consumerConfig(queue, 0, lim), putUpdate)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -188,7 +190,8 @@ func (s *Store) UpdateConsumer(ctx context.Context, queue string, lim Limits) (e
 // lim. The heads that a consumer without them had looked past (stored by
 // older gateways) are stored again behind it (restoreHeads); added
 // reports that it lacked them.
-func (s *Store) EnsureHeads(ctx context.Context, queue string, lim Limits) (made Made, added bool, err error) {
+func (h Consumers) EnsureHeads(ctx context.Context, queue string, lim Limits) (made Made, added bool, err error) {
+	s := h.s
 	stream := mapping.StreamName(queue)
 	cons, err := s.js.Consumer(ctx, stream, mapping.ConsumerName(queue))
 	var passed uint64
@@ -205,7 +208,7 @@ func (s *Store) EnsureHeads(ctx context.Context, queue string, lim Limits) (made
 		return Made{}, false, Classify("look at queue consumer", err)
 	}
 	lim.Heads = true
-	if made, err = s.MakeConsumer(ctx, queue, 0, lim); err != nil {
+	if made, err = s.Consumers().MakeConsumer(ctx, queue, 0, lim); err != nil {
 		return Made{}, added, err
 	}
 	if passed > 0 {
@@ -260,7 +263,8 @@ func (s *Store) putConsumer(ctx context.Context, stream string, c jetstream.Cons
 // priorities, delays, dead letters, parts) and its consumers, the queue's
 // and its priority levels' (which exist only where levels were pulled
 // from, by any gateway). Large bodies are DeleteQueueBodies'.
-func (s *Store) DeleteQueue(ctx context.Context, queue string) error {
+func (h Consumers) DeleteQueue(ctx context.Context, queue string) error {
+	s := h.s
 	st, err := s.dropMessages(ctx, queue)
 	if err != nil {
 		return err
@@ -283,7 +287,8 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) error {
 // DeleteQueue), leaving its consumers. A stream purge needs no room in the
 // store: a deletion calls it first when the store is full, to free the
 // space its bookkeeping writes need.
-func (s *Store) DropMessages(ctx context.Context, queue string) error {
+func (h Consumers) DropMessages(ctx context.Context, queue string) error {
+	s := h.s
 	_, err := s.dropMessages(ctx, queue)
 	return err
 }

@@ -24,7 +24,8 @@ const headMsgIDPrefix = "lmq-head:"
 
 // GroupOldest returns the oldest message of queue's group g's backlog; nil
 // when the backlog is empty.
-func (s *Store) GroupOldest(ctx context.Context, queue, g string) (*StoredMsg, error) {
+func (h Groups) GroupOldest(ctx context.Context, queue, g string) (*StoredMsg, error) {
+	s := h.s
 	return s.firstOn(ctx, queue, mapping.GroupSubject(queue, g))
 }
 
@@ -49,7 +50,8 @@ func (s *Store) firstOn(ctx context.Context, queue, subject string) (*StoredMsg,
 
 // LastOn returns the sequence of the last message on subject in queue's
 // shard; 0 when there is none.
-func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, error) {
+func (h Groups) LastOn(ctx context.Context, queue, subject string) (uint64, error) {
+	s := h.s
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return 0, err
@@ -67,7 +69,8 @@ func (s *Store) LastOn(ctx context.Context, queue, subject string) (uint64, erro
 }
 
 // Has reports whether queue's shard still holds sequence seq.
-func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error) {
+func (h Groups) Has(ctx context.Context, queue string, seq uint64) (bool, error) {
+	s := h.s
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return false, err
@@ -86,7 +89,8 @@ func (s *Store) Has(ctx context.Context, queue string, seq uint64) (bool, error)
 
 // Remove removes queue's message at seq (not its Object Store body); one
 // already gone is fine.
-func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
+func (h Groups) Remove(ctx context.Context, queue string, seq uint64) error {
+	s := h.s
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
@@ -104,7 +108,8 @@ func (s *Store) Remove(ctx context.Context, queue string, seq uint64) error {
 // being ended, after (0: none): promoted is false (and err nil) when it
 // does, or when m was copied already (JetStream's duplicate window). Of any
 // number of gateways promoting the group at once, exactly one succeeds.
-func (s *Store) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
+func (h Groups) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
+	s := h.s
 	cp := NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
@@ -138,7 +143,8 @@ func WrongLast(err error) bool {
 // while their head subject holds none: a gateway stopped between the end
 // of a head and the copy of the next (gateway/groups.go). It also reports
 // whether the queue has any group backlog at all.
-func (s *Store) StrandedGroups(ctx context.Context, queue string) (stranded []string, any bool, err error) {
+func (h Groups) StrandedGroups(ctx context.Context, queue string) (stranded []string, any bool, err error) {
+	s := h.s
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return nil, false, err

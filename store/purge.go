@@ -31,7 +31,8 @@ var purgeRank = map[string]int{"s": 0, "a": 1, "g": 2, "h": 3, "p": 4, "q": 5}
 // every priority, delayed ones, parts of open accumulation windows and
 // ordered groups' messages, in flight or not. Dead letters stay. Large
 // bodies are PurgeBodies'.
-func (s *Store) PurgeWaiting(ctx context.Context, queue string) error {
+func (h Consumers) PurgeWaiting(ctx context.Context, queue string) error {
+	s := h.s
 	st, err := s.queueStream(ctx, queue)
 	if err != nil {
 		return err
@@ -71,7 +72,8 @@ const maxRefScan = 100_000
 // content was read whole when it was handed out, and nothing reads it
 // again (a release finds the message gone). Failures leave bodies behind
 // (logged), never remove one in use.
-func (s *Store) PurgeBodies(ctx context.Context, queue string, before time.Time) {
+func (h Bodies) PurgeBodies(ctx context.Context, queue string, before time.Time) {
+	s := h.s
 	obj := s.existingObjects(ctx)
 	if obj == nil {
 		return

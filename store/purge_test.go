@@ -42,7 +42,7 @@ func TestPurgeWaitingAndBodies(t *testing.T) {
 		t.Fatal("large bodies went inline")
 	}
 
-	if err := f.s.PurgeWaiting(ctx, queue); err != nil {
+	if err := f.s.Consumers().PurgeWaiting(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.js.Stream(ctx, mapping.StreamName(queue))
@@ -66,18 +66,18 @@ func TestPurgeWaitingAndBodies(t *testing.T) {
 	}
 
 	// A cut-off before the bodies were stored keeps them all.
-	f.s.PurgeBodies(ctx, queue, time.Now().Add(-time.Hour))
-	if _, ok := f.s.BodySize(ctx, waitingBig); !ok {
+	f.s.Bodies().PurgeBodies(ctx, queue, time.Now().Add(-time.Hour))
+	if _, ok := f.s.Bodies().BodySize(ctx, waitingBig); !ok {
 		t.Fatal("a body younger than the cut-off was removed")
 	}
-	f.s.PurgeBodies(ctx, queue, time.Now().Add(time.Second))
-	if _, ok := f.s.BodySize(ctx, waitingBig); ok {
+	f.s.Bodies().PurgeBodies(ctx, queue, time.Now().Add(time.Second))
+	if _, ok := f.s.Bodies().BodySize(ctx, waitingBig); ok {
 		t.Error("the purged message's body stays")
 	}
-	if _, ok := f.s.BodySize(ctx, deadBig); !ok {
+	if _, ok := f.s.Bodies().BodySize(ctx, deadBig); !ok {
 		t.Error("the dead letter's body was removed")
 	}
-	if _, ok := f.s.BodySize(ctx, otherBig); !ok {
+	if _, ok := f.s.Bodies().BodySize(ctx, otherBig); !ok {
 		t.Error("another queue's body was removed")
 	}
 }

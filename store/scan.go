@@ -69,9 +69,10 @@ const lookTimeout = 10 * time.Second
 
 // QueueCounts returns the messages per encoded queue name in the given shards,
 // from looks started at most maxAge before the call (0: after it).
-func (s *Store) QueueCounts(ctx context.Context, shards []int, maxAge time.Duration) (map[string]uint64, error) {
+func (h Shards) QueueCounts(ctx context.Context, shards []int, maxAge time.Duration) (map[string]uint64, error) {
+	s := h.s
 	oldest := time.Now().Add(-maxAge)
-	looks, err := s.LookAt(ctx, shards, oldest)
+	looks, err := s.Shards().LookAt(ctx, shards, oldest)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,8 @@ func (s *Store) QueueCounts(ctx context.Context, shards []int, maxAge time.Durat
 
 // LookAt returns the looks at the given shards that hold messages, each
 // started at oldest or later, or taken at the shard's present state.
-func (s *Store) LookAt(ctx context.Context, shards []int, oldest time.Time) ([]*ShardLook, error) {
+func (h Shards) LookAt(ctx context.Context, shards []int, oldest time.Time) ([]*ShardLook, error) {
+	s := h.s
 	if len(shards) == 0 {
 		return nil, nil
 	}
@@ -243,7 +245,7 @@ func (s *Store) scanShard(ctx context.Context, k int, oldest time.Time, sig shar
 // looks again).
 func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at shardSig, err error) {
 	look = &ShardLook{Counts: make(map[string]uint64), Levels: make(map[string]uint16), Groups: make(map[string]bool)}
-	sh, err := s.LookupShard(ctx, k)
+	sh, err := s.Shards().LookupShard(ctx, k)
 	if err != nil {
 		return nil, at, err
 	}
@@ -287,14 +289,16 @@ func (s *Store) lookAtShard(ctx context.Context, k int) (look *ShardLook, at sha
 // look serves every caller meanwhile), without the stream list LookAt
 // starts with: for queues first used, whose shard exists. A burst of first
 // pulls in a shard shares one look instead of asking per queue.
-func (s *Store) LookAtShard(ctx context.Context, k int, oldest time.Time) (*ShardLook, error) {
+func (h Shards) LookAtShard(ctx context.Context, k int, oldest time.Time) (*ShardLook, error) {
+	s := h.s
 	// No stream state equals this one: only the look's age counts.
 	return s.scanShard(ctx, k, oldest, shardSig{first: math.MaxUint64})
 }
 
 // CachedShardLook returns the last look at shard k if it started at oldest
 // or later, without asking JetStream anything; nil if there is none.
-func (s *Store) CachedShardLook(k int, oldest time.Time) *ShardLook {
+func (h Shards) CachedShardLook(k int, oldest time.Time) *ShardLook {
+	s := h.s
 	c := &s.scan
 	c.mu.Lock()
 	defer c.mu.Unlock()

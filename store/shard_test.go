@@ -16,7 +16,7 @@ import (
 func TestShardHandle(t *testing.T) {
 	const queue = "handle"
 	f, ctx := withShard(t, queue)
-	sh, err := f.s.QueueShard(ctx, queue)
+	sh, err := f.s.Shards().QueueShard(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestShardHandle(t *testing.T) {
 	if _, found, err := sh.Consumer(ctx, mapping.ConsumerName(queue)); found || err != nil {
 		t.Fatalf("consumer before any: found %v, %v", found, err)
 	}
-	if _, err := f.s.MakeConsumer(ctx, queue, 0, store.Limits{AckWait: time.Minute}); err != nil {
+	if _, err := f.s.Consumers().MakeConsumer(ctx, queue, 0, store.Limits{AckWait: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	c, found, err := sh.Consumer(ctx, mapping.ConsumerName(queue))

@@ -32,7 +32,8 @@ func (s *Store) cachedShard(k int) *Shard {
 
 // Shard returns a handle on shard k's stream, creating the stream on first
 // use (or bringing one made by an older version up to date).
-func (s *Store) Shard(ctx context.Context, k int) (*Shard, error) {
+func (h Shards) Shard(ctx context.Context, k int) (*Shard, error) {
+	s := h.s
 	if sh := s.cachedShard(k); sh != nil {
 		return sh, nil
 	}
@@ -58,13 +59,14 @@ func (s *Store) Shard(ctx context.Context, k int) (*Shard, error) {
 }
 
 // QueueShard is the handle on queue's shard stream (Shard).
-func (s *Store) QueueShard(ctx context.Context, queue string) (*Shard, error) {
-	return s.Shard(ctx, mapping.Shard(queue))
+func (h Shards) QueueShard(ctx context.Context, queue string) (*Shard, error) {
+	s := h.s
+	return s.Shards().Shard(ctx, mapping.Shard(queue))
 }
 
 // queueStream is queue's shard stream, for this package's own requests.
 func (s *Store) queueStream(ctx context.Context, queue string) (jetstream.Stream, error) {
-	sh, err := s.QueueShard(ctx, queue)
+	sh, err := s.Shards().QueueShard(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +76,8 @@ func (s *Store) queueStream(ctx context.Context, queue string) (jetstream.Stream
 // LookupShard returns the handle on shard k's stream if the stream exists
 // (nil if not), without creating it: another gateway may have made it
 // since this one started.
-func (s *Store) LookupShard(ctx context.Context, k int) (*Shard, error) {
+func (h Shards) LookupShard(ctx context.Context, k int) (*Shard, error) {
+	s := h.s
 	if sh := s.cachedShard(k); sh != nil {
 		return sh, nil
 	}
@@ -85,7 +88,7 @@ func (s *Store) LookupShard(ctx context.Context, k int) (*Shard, error) {
 	if err != nil {
 		return nil, Classify("queue stream", err)
 	}
-	return s.Shard(ctx, k)
+	return s.Shards().Shard(ctx, k)
 }
 
 // shardLost forgets shard k's stream after JetStream said it is gone (an
@@ -102,7 +105,7 @@ func (s *Store) shardLost(k int) {
 func (s *Store) remakeShard(ctx context.Context, queue string) error {
 	k := mapping.Shard(queue)
 	s.shardLost(k)
-	_, err := s.Shard(ctx, k)
+	_, err := s.Shards().Shard(ctx, k)
 	return err
 }
 
@@ -110,7 +113,8 @@ func (s *Store) remakeShard(ctx context.Context, queue string) error {
 // shard streams that exist, bringing each shard up to date on the way. The
 // core registers those it does not know (a message is never left where no
 // client can reach it).
-func (s *Store) StoredQueues(ctx context.Context) ([]string, error) {
+func (h Shards) StoredQueues(ctx context.Context) ([]string, error) {
+	s := h.s
 	names := s.js.StreamNames(ctx)
 	var shards []int
 	for n := range names.Name() {
@@ -123,7 +127,7 @@ func (s *Store) StoredQueues(ctx context.Context) ([]string, error) {
 	}
 	var queues []string
 	for _, k := range shards {
-		sh, err := s.Shard(ctx, k)
+		sh, err := s.Shards().Shard(ctx, k)
 		if err != nil {
 			return nil, err
 		}

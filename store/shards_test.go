@@ -33,7 +33,7 @@ func TestShardUpgradesDuplicateWindow(t *testing.T) {
 	old(1, 0)
 	old(2, int64(store.DuplicateWindow)*2)
 	for k, want := range map[int]int64{1: int64(store.DuplicateWindow), 2: int64(store.DuplicateWindow) * 2} {
-		if _, err := f.s.Shard(ctx, k); err != nil {
+		if _, err := f.s.Shards().Shard(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 		st, err := f.js.Stream(ctx, mapping.ShardStream(k))
@@ -45,7 +45,7 @@ func TestShardUpgradesDuplicateWindow(t *testing.T) {
 		}
 	}
 	// A shard made by this version has it from the start.
-	if _, err := f.s.Shard(ctx, 3); err != nil {
+	if _, err := f.s.Shards().Shard(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.js.Stream(ctx, mapping.ShardStream(3))

@@ -40,7 +40,7 @@ func withShard(t *testing.T, queue string) (*fixture, context.Context) {
 	t.Helper()
 	f := newFixture(t, store.Config{})
 	ctx := testCtx(t)
-	if _, err := f.s.QueueShard(ctx, queue); err != nil {
+	if _, err := f.s.Shards().QueueShard(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
 	return f, ctx
@@ -159,7 +159,7 @@ func TestHealthFailsStoresAtOnce(t *testing.T) {
 	}})
 	ctx := testCtx(t)
 	const queue = "healthy"
-	if _, err := f.s.QueueShard(ctx, queue); err != nil {
+	if _, err := f.s.Shards().QueueShard(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.s.Publish(ctx, "store message", queue, store.NewMsg(mapping.QueueSubject(queue)))
@@ -204,11 +204,11 @@ func TestLargeBodies(t *testing.T) {
 		t.Fatalf("Decode: %d bytes, %v", len(out.Body), err)
 	}
 
-	name, size, err := f.s.PutBody(ctx, queue, big[:10], bytes.NewReader(big[10:]))
+	name, size, err := f.s.Bodies().PutBody(ctx, queue, big[:10], bytes.NewReader(big[10:]))
 	if err != nil || size != int64(len(big)) {
 		t.Fatalf("PutBody: %d bytes, %v", size, err)
 	}
-	if got, ok := f.s.BodySize(ctx, name); !ok || got != size {
+	if got, ok := f.s.Bodies().BodySize(ctx, name); !ok || got != size {
 		t.Fatalf("BodySize %d %v, want %d", got, ok, size)
 	}
 	ref, err := f.s.Encode(ctx, queue, mapping.QueueSubject(queue), store.Content{Object: name}, 0)
@@ -219,11 +219,11 @@ func TestLargeBodies(t *testing.T) {
 		t.Fatalf("Decode of a streamed body: %d bytes, %v", len(out.Body), err)
 	}
 
-	f.s.DropBody(ctx, ref)
+	f.s.Bodies().DropBody(ctx, ref)
 	if _, err := f.s.Decode(ctx, ref); !store.BodyLost(err) {
 		t.Fatalf("Decode of a dropped body: %v, want lost for good", err)
 	}
-	f.s.DeleteQueueBodies(ctx, queue)
+	f.s.Bodies().DeleteQueueBodies(ctx, queue)
 	if _, err := f.s.Decode(ctx, m); !store.BodyLost(err) {
 		t.Fatalf("Decode after DeleteQueueBodies: %v, want lost for good", err)
 	}
@@ -236,7 +236,7 @@ func TestPutBodyReaderError(t *testing.T) {
 	ctx := testCtx(t)
 	cause := errors.New("client went away")
 	r := io.MultiReader(bytes.NewReader(make([]byte, 300<<10)), failing{cause})
-	_, _, err := f.s.PutBody(ctx, "broken", nil, r)
+	_, _, err := f.s.Bodies().PutBody(ctx, "broken", nil, r)
 	if !errors.Is(err, cause) || errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("PutBody with a failing reader: %v, want the reader's error only", err)
 	}

@@ -25,7 +25,7 @@ func (l *locals) ensureAckWait(ctx context.Context, q *Queue, timeout time.Durat
 		return nil
 	}
 	limit := l.d.props.Effective(q.name).MaxInflight
-	exists, err := l.d.store.UpdateConsumer(ctx, q.name, store.Limits{AckWait: want, MaxInflight: limit})
+	exists, err := l.d.store.Consumers().UpdateConsumer(ctx, q.name, store.Limits{AckWait: want, MaxInflight: limit})
 	if err != nil {
 		return err
 	}

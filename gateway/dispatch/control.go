@@ -98,7 +98,7 @@ func (q *Queue) applyControl(ctx context.Context) error {
 	if !update {
 		return nil
 	}
-	exists, err := q.d.store.UpdateConsumer(ctx, q.name, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
+	exists, err := q.d.store.Consumers().UpdateConsumer(ctx, q.name, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
 	if err != nil {
 		return err
 	}

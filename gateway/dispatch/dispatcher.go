@@ -147,7 +147,7 @@ func (q *Queue) ensureConsumer(ctx context.Context) error {
 	look := q.lookAtShard(ctx)
 	backlog := look == nil || look.Groups[q.enc]
 	limit := q.d.props.Effective(q.name).MaxInflight
-	made, err := q.d.store.MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit, Heads: groups || backlog})
+	made, err := q.d.store.Consumers().MakeConsumer(ctx, q.name, 0, store.Limits{AckWait: ackWait, MaxInflight: limit, Heads: groups || backlog})
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (q *Queue) shardHandle(ctx context.Context) (*store.Shard, error) {
 	if sh != nil {
 		return sh, nil
 	}
-	sh, err := q.d.store.QueueShard(ctx, q.name)
+	sh, err := q.d.store.Shards().QueueShard(ctx, q.name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.stream, err)
 	}

@@ -36,7 +36,7 @@ import (
 // lookAtShard returns a look at the queue's shard at most RepollInterval old
 // (nil when it failed).
 func (q *Queue) lookAtShard(ctx context.Context) *store.ShardLook {
-	look, err := q.d.store.LookAtShard(ctx, mapping.Shard(q.name), time.Now().Add(-q.d.cfg.RepollInterval))
+	look, err := q.d.store.Shards().LookAtShard(ctx, mapping.Shard(q.name), time.Now().Add(-q.d.cfg.RepollInterval))
 	if err != nil {
 		q.d.log.Debug("looking at the queue's shard failed", "queue", q.name, "err", err)
 		return nil
@@ -50,7 +50,7 @@ func (q *Queue) lookAtShard(ctx context.Context) *store.ShardLook {
 // the queue was emptied since, which costs a consumer made for nothing; an
 // empty answer always comes from a fresh look.
 func (q *Queue) lately() bool {
-	look := q.d.store.CachedShardLook(mapping.Shard(q.name), time.Now().Add(-q.d.cfg.RepollInterval))
+	look := q.d.store.Shards().CachedShardLook(mapping.Shard(q.name), time.Now().Add(-q.d.cfg.RepollInterval))
 	return look != nil && look.Counts[q.enc] > 0
 }
 

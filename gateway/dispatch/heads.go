@@ -75,7 +75,7 @@ func (d *Dispatcher) EnsureHeads(ctx context.Context, queue string) error {
 	}
 	eff := d.props.Effective(queue)
 	ackWait = max(ackWait, store.Backstop(eff.TimeoutDuration()))
-	made, _, err := d.store.EnsureHeads(ctx, queue, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
+	made, _, err := d.store.Consumers().EnsureHeads(ctx, queue, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
 	if err != nil {
 		return err
 	}

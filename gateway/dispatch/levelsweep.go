@@ -54,7 +54,7 @@ func (d *Dispatcher) sweepLevels(states []*Queue) {
 		ctx, cancel := context.WithTimeout(life, opTimeout)
 		defer cancel()
 		now := time.Now()
-		looks, err := d.store.LookAt(ctx, shards, now.Add(-d.cfg.RepollInterval))
+		looks, err := d.store.Shards().LookAt(ctx, shards, now.Add(-d.cfg.RepollInterval))
 		if err != nil {
 			if n, ok := d.noise.Allow("priority level sweep failed"); ok {
 				d.log.Warn("looking at the priority levels failed; the next sweep looks again", "err", err, "suppressed", n)

@@ -125,7 +125,7 @@ func (q *Queue) makeLevelLocked(p int) {
 func (q *Queue) makeLevel(ctx context.Context, p int, ackWait time.Duration) error {
 	eff := q.d.props.Effective(q.name)
 	ackWait = max(ackWait, store.Backstop(eff.TimeoutDuration()))
-	_, err := q.d.store.MakeConsumer(ctx, q.name, p, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
+	_, err := q.d.store.Consumers().MakeConsumer(ctx, q.name, p, store.Limits{AckWait: ackWait, MaxInflight: eff.MaxInflight})
 	return err
 }
 

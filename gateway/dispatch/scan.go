@@ -27,7 +27,7 @@ func (l *locals) withMessages(ctx context.Context, w *anyWaiter, maxAge time.Dur
 			shards = append(shards, k)
 		}
 	}
-	counts, err := l.d.store.QueueCounts(ctx, shards, maxAge)
+	counts, err := l.d.store.Shards().QueueCounts(ctx, shards, maxAge)
 	if err != nil {
 		return nil, err
 	}

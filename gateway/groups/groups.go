@@ -120,7 +120,7 @@ func (g *Groups) Promote(ctx context.Context, queue, group string) error {
 // consumer that delivered it does; otherwise the dispatcher makes sure
 // first (at no cost while it trusts the consumer to).
 func (g *Groups) promoteAfter(ctx context.Context, queue, group string, after uint64) error {
-	m, err := g.store.GroupOldest(ctx, queue, group)
+	m, err := g.store.Groups().GroupOldest(ctx, queue, group)
 	if err != nil || m == nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (g *Groups) promoteAfter(ctx context.Context, queue, group string, after ui
 			return err
 		}
 	}
-	promoted, err := g.store.Promote(ctx, queue, group, m, after)
+	promoted, err := g.store.Groups().Promote(ctx, queue, group, m, after)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (g *Groups) End(ctx context.Context, r *dispatch.Raw) (advanced bool, err e
 	}
 	queue := r.Queue().Name()
 	if r.GroupSeq > 0 {
-		if err := g.store.Remove(ctx, queue, r.GroupSeq); err != nil {
+		if err := g.store.Groups().Remove(ctx, queue, r.GroupSeq); err != nil {
 			return false, err
 		}
 	}
@@ -195,11 +195,11 @@ func (g *Groups) End(ctx context.Context, r *dispatch.Raw) (advanced bool, err e
 func (g *Groups) Stale(ctx context.Context, r *dispatch.Raw) bool {
 	queue := r.Queue().Name()
 	if r.DC > 1 && r.GroupSeq > 0 {
-		if has, err := g.store.Has(ctx, queue, r.GroupSeq); err == nil && !has {
+		if has, err := g.store.Groups().Has(ctx, queue, r.GroupSeq); err == nil && !has {
 			return true
 		}
 	}
-	last, err := g.store.LastOn(ctx, queue, r.Msg.Subject)
+	last, err := g.store.Groups().LastOn(ctx, queue, r.Msg.Subject)
 	return err == nil && last > r.Seq
 }
 
@@ -221,7 +221,7 @@ func (g *Groups) DropStale(r *dispatch.Raw) {
 func (g *Groups) Sweep(queue string) bool {
 	ctx, cancel := g.cfg.OpContext()
 	defer cancel()
-	stranded, any, err := g.store.StrandedGroups(ctx, queue)
+	stranded, any, err := g.store.Groups().StrandedGroups(ctx, queue)
 	if err != nil {
 		if n, ok := g.noise.Allow("group sweep failed"); ok {
 			g.log.Warn("looking for groups without a head failed; the next sweep looks again", "queue", queue, "err", err, "suppressed", n)
@@ -265,7 +265,7 @@ func PushSubject(queue string, opts pushopt.Options) (string, error) {
 // the group's next message becomes its head.
 func (g *Groups) HeadGone(ctx context.Context, queue, group string, backlogSeq uint64) error {
 	if backlogSeq > 0 {
-		if err := g.store.Remove(ctx, queue, backlogSeq); err != nil {
+		if err := g.store.Groups().Remove(ctx, queue, backlogSeq); err != nil {
 			return err
 		}
 	}

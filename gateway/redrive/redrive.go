@@ -152,7 +152,7 @@ func (g *Mover) Store(ctx context.Context, source, target string, mv Moved) (uin
 	seq, err := g.store.Publish(ctx, "move message to another queue", q.Name(), m)
 	if err != nil {
 		if !errors.Is(err, store.ErrUnknown) {
-			g.store.DropBody(ctx, m)
+			g.store.Bodies().DropBody(ctx, m)
 		}
 		return 0, err
 	}
@@ -174,7 +174,7 @@ func (g *Mover) RemoveExhausted(ctx context.Context, r *dispatch.Raw) {
 		g.log.Warn("could not remove a message moved to its dead-letter queue", "queue", r.Queue().Name(), "err", err)
 		return
 	}
-	g.store.DropBody(ctx, &r.Msg)
+	g.store.Bodies().DropBody(ctx, &r.Msg)
 	if !advanced {
 		g.groupNext(r)
 	}

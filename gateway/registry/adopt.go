@@ -8,7 +8,7 @@ import "context"
 // subject. A message is never left where no client can reach it. The shard
 // streams themselves are package store's (store/shards.go).
 func (r *Registry) adopt(ctx context.Context) error {
-	queues, err := r.cfg.Store.StoredQueues(ctx)
+	queues, err := r.cfg.Store.Shards().StoredQueues(ctx)
 	if err != nil {
 		return err
 	}

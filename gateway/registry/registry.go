@@ -218,7 +218,7 @@ func (r *Registry) Register(ctx context.Context, queue string) error {
 	if r.Known(queue) {
 		return nil
 	}
-	if _, err := r.cfg.Store.QueueShard(ctx, queue); err != nil {
+	if _, err := r.cfg.Store.Shards().QueueShard(ctx, queue); err != nil {
 		return err
 	}
 	enc := mapping.EncodeName(queue)

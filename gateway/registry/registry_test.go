@@ -161,7 +161,7 @@ func TestAdopt(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	ctx := testCtx(t)
-	if _, err := s.st.QueueShard(ctx, "orphan"); err != nil {
+	if _, err := s.st.Shards().QueueShard(ctx, "orphan"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.js.Publish(ctx, mapping.QueueSubject("orphan"), []byte("x")); err != nil {

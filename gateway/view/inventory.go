@@ -144,7 +144,7 @@ func (r *Reader) Statuses(ctx context.Context, allows func(queue string) bool) (
 			ctx, cancel := context.WithTimeout(ctx, shardViewTimeout)
 			defer cancel()
 			v := &shardView{counts: make(map[string]*QueueInfo), inFlight: make(map[string]uint64)}
-			sh, err := r.core.Store.LookupShard(ctx, k)
+			sh, err := r.core.Store.Shards().LookupShard(ctx, k)
 			switch {
 			case err != nil:
 				v.err = err

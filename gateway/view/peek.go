@@ -323,7 +323,7 @@ func (r *Reader) peeked(ctx context.Context, raw *store.StoredMsg) Peeked {
 	if ref := h.Get(mapping.HdrObject); ref != "" {
 		// A large body stays where it is: its size is enough for a look.
 		p.Object, p.Size = true, -1
-		if size, ok := r.core.Store.BodySize(ctx, ref); ok {
+		if size, ok := r.core.Store.Bodies().BodySize(ctx, ref); ok {
 			p.Size = size
 		}
 		return p

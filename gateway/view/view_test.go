@@ -40,7 +40,7 @@ func newFixture(t *testing.T, queues ...string) *fixture {
 			if !exists[queue] {
 				return nil, fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 			}
-			return s.QueueShard(ctx, queue)
+			return s.Shards().QueueShard(ctx, queue)
 		},
 		Names: func() []string { return queues },
 		Props: func(string) mapping.Effective { return mapping.Effective{Retry: 4} },

@@ -336,7 +336,7 @@ func (g *Editor) dropBodies(ctx context.Context, ms ...*store.StoredMsg) {
 		}
 		if ref := m.Header.Get(mapping.HdrObject); ref != "" && !done[ref] {
 			done[ref] = true
-			g.cfg.Store.DeleteBody(ctx, ref)
+			g.cfg.Store.Bodies().DeleteBody(ctx, ref)
 		}
 	}
 }
