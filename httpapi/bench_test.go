@@ -64,28 +64,31 @@ func BenchmarkHandlerCycle(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
-// routeCore answers push, pull and reply at once, so that BenchmarkRoute
-// measures the HTTP layers around them. Other methods are not called.
-type routeCore struct {
-	Core
+// routeMessages answers push, pull and reply at once, and routeQueues a
+// queue's properties, so that BenchmarkRoute measures the HTTP layers
+// around them; the fake core's handles answer the rest.
+type routeMessages struct {
+	*fakecore.Messages
 	d gateway.Delivery
 }
 
-func (c *routeCore) PushStream(_ context.Context, _ string, _ gateway.Message, body io.Reader, _ gateway.PushOptions) (gateway.AccumState, error) {
+type routeQueues struct{ *fakecore.Queues }
+
+func (c *routeMessages) PushStream(_ context.Context, _ string, _ gateway.Message, body io.Reader, _ gateway.PushOptions) (gateway.AccumState, error) {
 	_, err := io.Copy(io.Discard, body)
 	return gateway.AccumNo, err
 }
 
-func (c *routeCore) QueueProps(context.Context, string) (mapping.Effective, error) {
+func (routeQueues) QueueProps(context.Context, string) (mapping.Effective, error) {
 	return mapping.Effective{}, nil
 }
 
-func (c *routeCore) Pull(context.Context, string, time.Duration) (*gateway.Delivery, error) {
+func (c *routeMessages) Pull(context.Context, string, time.Duration) (*gateway.Delivery, error) {
 	d := c.d
 	return &d, nil
 }
 
-func (c *routeCore) Reply(context.Context, string, string, gateway.ReplyKind) error { return nil }
+func (c *routeMessages) Reply(context.Context, string, string, gateway.ReplyKind) error { return nil }
 
 // discardWriter is a ResponseWriter that keeps the header map only.
 type discardWriter struct {
@@ -104,10 +107,11 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 // request, as a server would. cpu-ns/op (the process's CPU per request, GC
 // included) is steadier than ns/op on a busy machine.
 func BenchmarkRoute(b *testing.B) {
-	o := ops.New(opsCore{fakecore.New()}.of(), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
-	core := &routeCore{d: gateway.Delivery{Queue: "bench", ID: "00000000-0000-4000-8000-000000000001", RetryRemaining: 2,
+	o := ops.New(opsCoreOf(fakecore.New()), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet()})
+	f := fakecore.New()
+	msgs := &routeMessages{Messages: f.Messages(), d: gateway.Delivery{Queue: "bench", ID: "00000000-0000-4000-8000-000000000001", RetryRemaining: 2,
 		Message: gateway.Message{ContentType: "text/plain", Body: []byte(strings.Repeat("x", 256))}}}
-	h := New(coreOf(core), Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware})
+	h := New(Core{Messages: msgs, Queues: routeQueues{f.Queues()}, Inspect: f.Inspect()}, Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware})
 	body := strings.Repeat("x", 256)
 	for _, c := range []struct {
 		name, method, target string

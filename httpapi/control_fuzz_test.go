@@ -35,7 +35,7 @@ func scopedAPI(tb testing.TB) (h http.Handler, core *fakecore.Core, token string
 		tb.Fatal(err)
 	}
 	core = fakecore.New()
-	o := ops.New(opsCore{core}.of(), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
+	o := ops.New(opsCoreOf(core), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	h = New(coreOf(core), Options{Logger: quiet(), Mount: o.Mount, Middleware: o.Middleware,
 		Timeouts: Timeouts{BodyIdle: time.Minute, MinRate: 1000, Write: time.Minute}})
 	return h, core, token

@@ -12,8 +12,8 @@ import (
 
 // Core is what the HTTP front end needs of the core, one small interface
 // per handle of the core (gateway.Messages, Queues, Inspect): New takes
-// gateway.Gateway's handles, the package's tests a fake core in every
-// field. Errors are the core's (gateway.ErrNotFound, ErrInvalid,
+// gateway.Gateway's handles, the package's tests the fake core's
+// (internal/lmqtest/fakecore). Errors are the core's (gateway.ErrNotFound, ErrInvalid,
 // ErrUnavailable, ErrUnknown, …), which fail maps onto status codes.
 type Core struct {
 	Messages Messages

@@ -55,7 +55,7 @@ func TestCrossOrigin(t *testing.T) {
 				wantError(t, rq.method+" "+rq.path+" "+strings.Join(hdr, " "), http.StatusForbidden, "cross-origin request refused")
 		}
 	}
-	queues := s.core.Queues()
+	queues := s.core.QueueCount()
 	if queues != 0 || mounted.Load() != 0 {
 		t.Fatalf("refused requests made %d queues, reached a mounted route %d times", queues, mounted.Load())
 	}

@@ -38,18 +38,14 @@ type apiServer struct {
 }
 
 var (
-	_ Messages = (*fakecore.Core)(nil)
-	_ Queues   = (*fakecore.Core)(nil)
-	_ Inspect  = (*fakecore.Core)(nil)
+	_ Messages = (*fakecore.Messages)(nil)
+	_ Queues   = (*fakecore.Queues)(nil)
+	_ Inspect  = (*fakecore.Inspect)(nil)
 )
 
-// coreOf is a real gateway's Core (CoreOf), or one with a fake core (that
-// has every method) in every field.
-func coreOf(c any) Core {
-	if g, ok := c.(*gateway.Gateway); ok {
-		return CoreOf(g)
-	}
-	return Core{Messages: c.(Messages), Queues: c.(Queues), Inspect: c.(Inspect)}
+// coreOf is the Core of fake core f's handles.
+func coreOf(f *fakecore.Core) Core {
+	return Core{Messages: f.Messages(), Queues: f.Queues(), Inspect: f.Inspect()}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

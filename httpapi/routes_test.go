@@ -23,20 +23,26 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/ops"
 )
 
-// opsCore is the fake core seen by package ops.
-type opsCore struct{ *fakecore.Core }
+// opsCoreOf is the fake core f as package ops sees it: its Queues, its
+// Inspect with no deliveries in flight and no pulls waiting, and a gateway
+// that is up, alone and stores.
+func opsCoreOf(f *fakecore.Core) ops.Core {
+	return ops.Core{Queues: f.Queues(), Inspect: opsInspect{f.Inspect()}, Gateway: opsGateway{}}
+}
 
-// of is ops's Core with c in every field.
-func (c opsCore) of() ops.Core { return ops.Core{Queues: c, Inspect: c, Gateway: c} }
+type opsInspect struct{ *fakecore.Inspect }
 
-func (opsCore) InFlight() int                    { return 0 }
-func (opsCore) InFlightByQueue() map[string]int  { return nil }
-func (opsCore) Closing() <-chan struct{}         { return nil }
-func (opsCore) ProbeStore(context.Context) error { return nil }
-func (opsCore) StoreFailure() error              { return nil }
-func (opsCore) StoreFailures() uint64            { return 0 }
-func (opsCore) WaitingPulls() int                { return 0 }
-func (opsCore) Peers() []string                  { return nil }
+func (opsInspect) InFlight() int                   { return 0 }
+func (opsInspect) InFlightByQueue() map[string]int { return nil }
+func (opsInspect) WaitingPulls() int               { return 0 }
+
+type opsGateway struct{}
+
+func (opsGateway) Closing() <-chan struct{}         { return nil }
+func (opsGateway) ProbeStore(context.Context) error { return nil }
+func (opsGateway) StoreFailure() error              { return nil }
+func (opsGateway) StoreFailures() uint64            { return 0 }
+func (opsGateway) Peers() []string                  { return nil }
 
 // fullAPI is the HTTP API as the server assembles it, with every route
 // mounted (ops' with tokens on, the console's) over the fake core, and its
@@ -60,7 +66,7 @@ func startFullAPI(t *testing.T) *fullAPI {
 		t.Fatal(err)
 	}
 	core := fakecore.New()
-	o := ops.New(opsCore{core}.of(), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
+	o := ops.New(opsCoreOf(core), ops.NewStats(ops.StatsOptions{}), ops.Options{Logger: quiet(), Tokens: ts, Auth: auth.Credential{BearerToken: "op"}})
 	ui, err := console.New(console.CoreOf(g), o, console.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

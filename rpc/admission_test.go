@@ -264,7 +264,7 @@ func TestUnreadListingsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			core := fakecore.New()
-			if err := core.SetDefaultProps(t.Context(), bigDefaults(t)); err != nil {
+			if err := core.Queues().SetDefaultProps(t.Context(), bigDefaults(t)); err != nil {
 				t.Fatal(err)
 			}
 			body := strings.Repeat("b", 4<<10)

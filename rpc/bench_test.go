@@ -16,9 +16,9 @@ import (
 
 // discardCore answers every push at once and keeps nothing: what is left of
 // a push's cost is the front end's (and the client's).
-type discardCore struct{ *fakecore.Core }
+type discardMessages struct{ *fakecore.Messages }
 
-func (discardCore) PushWith(context.Context, string, gateway.Message, gateway.PushOptions) (gateway.AccumState, error) {
+func (discardMessages) PushWith(context.Context, string, gateway.Message, gateway.PushOptions) (gateway.AccumState, error) {
 	return gateway.AccumNo, nil
 }
 
@@ -26,7 +26,8 @@ func (discardCore) PushWith(context.Context, string, gateway.Message, gateway.Pu
 // flight per connection, as many connections as GOMAXPROCS×4. cpu-µs/op is
 // the process's CPU (server and client) per push.
 func BenchmarkPushRoundTrip(b *testing.B) {
-	addr, _ := startServer(b, discardCore{fakecore.New()}, Options{})
+	f := fakecore.New()
+	addr, _ := startServer(b, Core{Messages: discardMessages{f.Messages()}, Queues: f.Queues(), Inspect: f.Inspect()}, Options{})
 	req := encodeRequest(b, 1, "push", "bench", strings.Repeat("x", 256))
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)

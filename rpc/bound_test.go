@@ -73,7 +73,7 @@ func TestIdleConnectionsReclaimed(t *testing.T) {
 		c.ok("ok", "push", "q", fmt.Sprintf("m%d", i))
 	}
 	// The long-poll still waits, and gets its message.
-	if _, err := core.Push(t.Context(), "waited", gateway.Message{Body: []byte("at last")}); err != nil {
+	if _, err := core.Messages().Push(t.Context(), "waited", gateway.Message{Body: []byte("at last")}); err != nil {
 		t.Fatal(err)
 	}
 	if d := waiting.recv().delivery(t); d.Queue != "waited" {

@@ -22,21 +22,21 @@ import (
 )
 
 var (
-	_ Messages = (*fakecore.Core)(nil)
-	_ Queues   = (*fakecore.Core)(nil)
-	_ Inspect  = (*fakecore.Core)(nil)
+	_ Messages = (*fakecore.Messages)(nil)
+	_ Queues   = (*fakecore.Queues)(nil)
+	_ Inspect  = (*fakecore.Inspect)(nil)
 )
 
-// coreOf is a real gateway's Core (CoreOf), a Core as it is, or one with a
-// fake core (that has every method) in every field.
+// coreOf is a real gateway's Core (CoreOf), a fake core's (its handles),
+// or a Core as it is.
 func coreOf(c any) Core {
 	switch c := c.(type) {
 	case *gateway.Gateway:
 		return CoreOf(c)
-	case Core:
-		return c
+	case *fakecore.Core:
+		return Core{Messages: c.Messages(), Queues: c.Queues(), Inspect: c.Inspect()}
 	}
-	return Core{Messages: c.(Messages), Queues: c.(Queues), Inspect: c.(Inspect)}
+	return c.(Core)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

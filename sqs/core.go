@@ -10,7 +10,8 @@ import (
 
 // Core is everything the SQS front end uses of the core, in one place: one
 // small interface per handle of the core (CoreOf makes it of a
-// *gateway.Gateway; the tests use an adapter). Errors are the core's
+// *gateway.Gateway; the tests the fake core's handles,
+// internal/lmqtest/fakecore). Errors are the core's
 // (gateway.ErrNotFound, ErrInvalid, …), which apiErrorOf maps onto SQS's
 // error codes.
 type Core struct {

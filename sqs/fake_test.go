@@ -6,7 +6,6 @@ package sqs
 // nothing.
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -18,94 +17,27 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/fakecore"
 )
 
-// fakeCore is the fake core with what the SQS front end needs beyond the
-// other front ends: queue creation and metadata, pushes answered with a
-// sequence, visibility changes.
-type fakeCore struct {
-	*fakecore.Core
-	mu     sync.Mutex
-	meta   map[string]QueueMeta
-	seq    uint64
-	pushed []gateway.Message // every message stored, in order
-}
-
-func newFakeCore() *fakeCore {
-	return &fakeCore{Core: fakecore.New(), meta: make(map[string]QueueMeta)}
-}
-
-func (c *fakeCore) CreateQueue(ctx context.Context, queue string) (bool, error) {
-	if ok, _ := c.QueueExists(ctx, queue); ok {
-		return false, nil
-	}
-	// The fake makes a queue on its first pull.
-	_, err := c.Core.Pull(ctx, queue, 0)
-	return err == nil, err
-}
-
-func (c *fakeCore) QueueExists(_ context.Context, queue string) (bool, error) {
-	return slices.Contains(c.QueueNames(), queue), nil
-}
-
-func (c *fakeCore) PushSeq(ctx context.Context, queue string, msg gateway.Message, opts gateway.PushOptions) (uint64, error) {
-	if _, err := c.Core.PushWith(ctx, queue, msg, opts); err != nil {
-		return 0, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	c.pushed = append(c.pushed, msg)
-	return c.seq, nil
-}
-
-// stored is the number of messages stored so far.
-func (c *fakeCore) stored() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pushed)
-}
-
-func (c *fakeCore) SetVisibility(ctx context.Context, queue, id string, d time.Duration) error {
-	kind := gateway.Ext
-	if d == 0 {
-		kind = gateway.Nack
-	}
-	return c.Core.Reply(ctx, queue, id, kind)
-}
-
-func (c *fakeCore) QueueMeta(_ context.Context, queue string) (QueueMeta, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.meta[queue]
-	m.Attrs, m.Tags = maps.Clone(m.Attrs), maps.Clone(m.Tags)
-	return m, nil
-}
-
-func (c *fakeCore) UpdateQueueMeta(_ context.Context, queue string, fn func(*QueueMeta)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.meta[queue]
-	fn(&m)
-	c.meta[queue] = m
-	return nil
-}
+// The fake core's handles have what SQS asks of the real ones.
+var (
+	_ Queues   = (*fakecore.Queues)(nil)
+	_ Messages = (*fakecore.Messages)(nil)
+	_ Inspect  = (*fakecore.Inspect)(nil)
+)
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fakeServer is a Server on a fake core holding the queues "q" (standard),
 // "f.fifo" (FIFO, deduplication ids required) and "c.fifo" (FIFO,
 // content-based deduplication).
-func fakeServer(t testing.TB) (*Server, *fakeCore) {
+func fakeServer(t testing.TB) (*Server, *fakecore.Core) {
 	t.Helper()
-	core := newFakeCore()
-	s := New(Core{Queues: core, Messages: core, Inspect: core}, Options{Logger: quietLog()})
+	core := fakecore.New()
+	s := New(Core{Queues: core.Queues(), Messages: core.Messages(), Inspect: core.Inspect()}, Options{Logger: quietLog()})
 	for _, c := range []struct {
 		name  string
 		attrs map[string]string
@@ -305,7 +237,7 @@ func TestSendValidation(t *testing.T) {
 		{"a queue name SQS cannot address", "a.b", msg{body: str("x")}, "InvalidAddress"},
 	} {
 		for _, jsonProto := range []bool{true, false} {
-			before := core.stored()
+			before := len(core.Sent())
 			st, code, answer := do(s, jsonProto, "SendMessage", sendRequest(jsonProto, c.queue, c.m))
 			wantStored := before
 			if c.code == "" {
@@ -316,7 +248,7 @@ func TestSendValidation(t *testing.T) {
 			} else if st != http.StatusBadRequest || code != c.code {
 				t.Errorf("%s (json %v): %d %s %s, want 400 %s", c.name, jsonProto, st, code, answer, c.code)
 			}
-			if got := core.stored(); got != wantStored {
+			if got := len(core.Sent()); got != wantStored {
 				t.Errorf("%s (json %v): %d messages stored, want %d", c.name, jsonProto, got-before, wantStored-before)
 			}
 		}
@@ -373,7 +305,7 @@ func TestSendBatchValidation(t *testing.T) {
 				}
 				body = []byte(v.Encode())
 			}
-			before := core.stored()
+			before := len(core.Sent())
 			st, code, answer := do(s, jsonProto, "SendMessageBatch", body)
 			if c.code != "" {
 				if st != http.StatusBadRequest || code != c.code {
@@ -382,7 +314,7 @@ func TestSendBatchValidation(t *testing.T) {
 			} else if st != http.StatusOK {
 				t.Errorf("%s (json %v): %d %s %s", c.name, jsonProto, st, code, answer)
 			}
-			if got := core.stored() - before; got != c.stored {
+			if got := len(core.Sent()) - before; got != c.stored {
 				t.Errorf("%s (json %v): %d stored, want %d", c.name, jsonProto, got, c.stored)
 			}
 			if c.failedID != "" {

@@ -385,7 +385,7 @@ func FuzzActions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ai uint8, jsonProto bool, body []byte) {
 		s, core := fakeServer(t)
 		action := fuzzActions[int(ai)%len(fuzzActions)]
-		before := core.stored()
+		before := len(core.Sent())
 		st, code, answer := do(s, jsonProto, action, body)
 		if !jsonProto {
 			// The query protocol's action is the body's.
@@ -411,9 +411,7 @@ func FuzzActions(f *testing.F) {
 				sent = strings.Count(answer, `"MessageId"`) + strings.Count(answer, "<MessageId>")
 			}
 		}
-		core.mu.Lock()
-		stored := core.pushed[before:]
-		core.mu.Unlock()
+		stored := core.Sent()[before:]
 		if len(stored) != sent {
 			t.Fatalf("%s %q: %d stored, the answer (%d) says %d: %s", action, body, len(stored), st, sent, answer)
 		}

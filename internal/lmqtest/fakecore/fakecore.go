@@ -1,10 +1,17 @@
 // Package fakecore is an in-memory queue core for the front ends' tests
-// (httpapi, rpc; sqs embeds it and adds queue metadata): it has the methods
-// of their Core interfaces (each front end's Core takes it in every field),
-// so that a front end's handling of requests and answers can be tested
-// without NATS, and each of the core's errors can be made to happen on
-// demand. It is for tests only; the core itself is tested
-// on a real nats-server.
+// (httpapi, rpc, sqs), handed out as handles the way the core is
+// (gateway.Gateway's Messages, Queues, Inspect): each handle has the
+// methods of the real one that a front end's Core interface asks for, so a
+// test fills a front end's Core with them,
+//
+//	f := fakecore.New()
+//	httpapi.Core{Messages: f.Messages(), Queues: f.Queues(), Inspect: f.Inspect()}
+//
+// and a front end's handling of requests and answers can be tested
+// without NATS. Core itself is the tests' hand on the shared state: each
+// of the core's errors made to happen on demand, messages stored behind the
+// core's back, and what the handles did, counted. It is for tests only;
+// the core itself is tested on a real nats-server.
 //
 // Queues whose name starts with "pkg" accumulate: pushes join one package
 // (compound message) until it is pulled. Delivery ids are UUIDs, as the
@@ -14,10 +21,7 @@ package fakecore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -27,13 +31,15 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
-// Core is the fake core. Create it with New.
-type Core struct {
+// state is what the handles share: one fake core's queues, deliveries,
+// properties and the record of what was done.
+type state struct {
 	mu        sync.Mutex
 	queues    map[string][]gateway.Message // waiting messages; a key: the queue exists
 	inflight  map[string]inflight          // by delivery id
 	props     map[string]mapping.Props
 	defaults  mapping.DefaultList
+	meta      map[string]gateway.QueueMeta
 	dead      map[string][]gateway.DeadLetter
 	sizeErr   map[string]error // a queue's error in QueueStatuses and QueueDetail
 	fail      map[string]error // by method name
@@ -42,6 +48,7 @@ type Core struct {
 	wake      chan struct{} // closed and replaced on every push
 	lastOpts  gateway.PushOptions
 	batches   [][]gateway.Message
+	sent      []gateway.Message // PushSeq's messages, in order
 	abandoned []string
 	// deliverOnCancel makes a pull hand out a message at the moment its
 	// context ends, as a real core may when the two race.
@@ -55,22 +62,44 @@ type inflight struct {
 	at    time.Time
 }
 
+// Core is the fake core: its handles (Messages, Queues, Inspect) and the
+// tests' hand on the state they share. Create it with New.
+type Core struct {
+	*state
+	messagesH *Messages
+	queuesH   *Queues
+	inspectH  *Inspect
+}
+
 // New returns an empty core.
 func New() *Core {
-	return &Core{
+	s := &state{
 		queues:   make(map[string][]gateway.Message),
 		inflight: make(map[string]inflight),
 		props:    make(map[string]mapping.Props),
+		meta:     make(map[string]gateway.QueueMeta),
 		dead:     make(map[string][]gateway.DeadLetter),
 		sizeErr:  make(map[string]error),
 		fail:     make(map[string]error),
 		wake:     make(chan struct{}),
 		waiting:  make(chan struct{}, 100),
 	}
+	return &Core{state: s, messagesH: &Messages{s}, queuesH: &Queues{s}, inspectH: &Inspect{s}}
 }
 
-// Fail makes method (by name: "PushStream", "Reply", …) return err from
-// now on instead of doing anything; a nil err undoes it.
+// Messages is the messages handle (push, pull, reply, visibility).
+func (f *Core) Messages() *Messages { return f.messagesH }
+
+// Queues is the queues handle (create, delete, properties, metadata).
+func (f *Core) Queues() *Queues { return f.queuesH }
+
+// Inspect is the inspection handle (views, messages by id, deliveries,
+// dead letters).
+func (f *Core) Inspect() *Inspect { return f.inspectH }
+
+// Fail makes method (by name: "PushStream", "Reply", …; "Push" for Push,
+// PushWith and PushSeq) return err from now on instead of doing anything;
+// a nil err undoes it.
 func (f *Core) Fail(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -122,8 +151,8 @@ func (f *Core) Size(queue string) int {
 	return len(f.queues[queue])
 }
 
-// Queues is the number of queues that exist.
-func (f *Core) Queues() int {
+// QueueCount is the number of queues that exist.
+func (f *Core) QueueCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.queues)
@@ -152,11 +181,18 @@ func (f *Core) PropsSet() (queues, defaults int) {
 	return len(f.props), len(f.defaults)
 }
 
-// LastOptions are the options of the last PushStream.
+// LastOptions are the options of the last PushWith, PushSeq or PushStream.
 func (f *Core) LastOptions() gateway.PushOptions {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastOpts
+}
+
+// Sent lists the messages PushSeq stored (SQS's sends), in order.
+func (f *Core) Sent() []gateway.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent)
 }
 
 // Batches counts the PushBatch calls that stored their messages.
@@ -174,7 +210,7 @@ func (f *Core) Abandoned() []string {
 }
 
 // push stores msg; f.mu is held.
-func (f *Core) push(q string, msg gateway.Message) gateway.AccumState {
+func (f *state) push(q string, msg gateway.Message) gateway.AccumState {
 	f.pushes++
 	msg.Body = bytes.Clone(msg.Body)
 	first := len(f.queues[q]) == 0
@@ -197,81 +233,20 @@ func validName(q string) error {
 	return nil
 }
 
-// Push stores msg in queue q.
-func (f *Core) Push(ctx context.Context, q string, msg gateway.Message) (gateway.AccumState, error) {
-	return f.PushWith(ctx, q, msg, gateway.PushOptions{})
-}
-
-// PushWith is Push with options, which it records (LastOptions).
-func (f *Core) PushWith(_ context.Context, q string, msg gateway.Message, opts gateway.PushOptions) (gateway.AccumState, error) {
-	if err := validName(q); err != nil {
-		return "", err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["Push"]; err != nil {
-		return "", err
-	}
-	f.lastOpts = opts
-	return f.push(q, msg), nil
-}
-
-// PushStream is Push of a body read from body.
-func (f *Core) PushStream(_ context.Context, q string, msg gateway.Message, body io.Reader, opts gateway.PushOptions) (gateway.AccumState, error) {
-	// Read as the core does: the handler's limit shows as the reader's error.
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return "", fmt.Errorf("reading body: %w", err)
-	}
-	msg.Body = b
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["PushStream"]; err != nil {
-		return "", err
-	}
-	f.lastOpts = opts
-	return f.push(q, msg), nil
-}
-
-// PushAll pushes msg to every queue of scope whose name re matches.
-func (f *Core) PushAll(_ context.Context, re *regexp.Regexp, msg gateway.Message, scope gateway.Scope) (map[string]gateway.AccumState, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["PushAll"]; err != nil {
-		return nil, err
-	}
-	out := make(map[string]gateway.AccumState)
-	for q := range f.queues {
-		if re.MatchString(q) && scope.Allows(q) {
-			out[q] = f.push(q, msg)
-		}
-	}
-	return out, nil
-}
-
-// PushBatch stores msgs in queue q.
-func (f *Core) PushBatch(_ context.Context, q string, msgs []gateway.Message) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["PushBatch"]; err != nil {
-		return err
-	}
-	f.batches = append(f.batches, msgs)
-	for _, m := range msgs {
-		f.push(q, m)
-	}
-	return nil
-}
-
-// take hands out the first message of the first matching queue by name;
-// f.mu is held.
-func (f *Core) take(match func(string) bool) *gateway.Delivery {
+// names lists the queues, sorted; f.mu is held.
+func (f *state) names() []string {
 	names := make([]string, 0, len(f.queues))
 	for q := range f.queues {
 		names = append(names, q)
 	}
 	slices.Sort(names)
-	for _, q := range names {
+	return names
+}
+
+// take hands out the first message of the first matching queue by name;
+// f.mu is held.
+func (f *state) take(match func(string) bool) *gateway.Delivery {
+	for _, q := range f.names() {
 		msgs := f.queues[q]
 		if !match(q) || len(msgs) == 0 {
 			continue
@@ -293,7 +268,7 @@ func (f *Core) take(match func(string) bool) *gateway.Delivery {
 	return nil
 }
 
-func (f *Core) pull(ctx context.Context, method string, match func(string) bool, create string, wait time.Duration) (*gateway.Delivery, error) {
+func (f *state) pull(ctx context.Context, method string, match func(string) bool, create string, wait time.Duration) (*gateway.Delivery, error) {
 	var timeout <-chan time.Time
 	if wait > 0 {
 		tm := time.NewTimer(wait)
@@ -339,38 +314,9 @@ func (f *Core) pull(ctx context.Context, method string, match func(string) bool,
 	}
 }
 
-// Pull hands out a message of queue q (creating it), waiting up to wait
-// (negative: until ctx ends) for one.
-func (f *Core) Pull(ctx context.Context, q string, wait time.Duration) (*gateway.Delivery, error) {
-	if err := validName(q); err != nil {
-		return nil, err
-	}
-	return f.pull(ctx, "Pull", func(s string) bool { return s == q }, q, wait)
-}
-
-// PullAny is Pull over the queues of scope whose name re matches.
-func (f *Core) PullAny(ctx context.Context, re *regexp.Regexp, wait time.Duration, scope gateway.Scope) (*gateway.Delivery, error) {
-	return f.pull(ctx, "PullAny", func(q string) bool { return re.MatchString(q) && scope.Allows(q) }, "", wait)
-}
-
-// Abandon puts a delivery's messages back at the head of its queue.
-func (f *Core) Abandon(_ context.Context, d *gateway.Delivery) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.abandoned = append(f.abandoned, d.ID)
-	if in, ok := f.inflight[d.ID]; ok {
-		delete(f.inflight, d.ID)
-		f.queues[in.queue] = append(slices.Clone(in.msgs), f.queues[in.queue]...)
-	}
-}
-
-// Reply acks (forgets), nacks (requeues) or extends a delivery.
-func (f *Core) Reply(_ context.Context, q, id string, kind gateway.ReplyKind) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["Reply"]; err != nil {
-		return err
-	}
+// reply acks (forgets), nacks (requeues) or extends a delivery; f.mu is
+// held.
+func (f *state) reply(q, id string, kind gateway.ReplyKind) error {
 	in, ok := f.inflight[id]
 	if !ok || in.queue != q {
 		return fmt.Errorf("delivery %s: %w", id, gateway.ErrNotFound)
@@ -385,106 +331,8 @@ func (f *Core) Reply(_ context.Context, q, id string, kind gateway.ReplyKind) er
 	return nil
 }
 
-// DeleteQueue deletes queue q and its properties.
-func (f *Core) DeleteQueue(_ context.Context, q string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["DeleteQueue"]; err != nil {
-		return err
-	}
-	if _, ok := f.queues[q]; !ok {
-		return fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
-	}
-	delete(f.queues, q)
-	delete(f.props, q)
-	return nil
-}
-
-// Purge forgets queue q's waiting messages; its deliveries in flight
-// stay answerable.
-func (f *Core) Purge(_ context.Context, q string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["Purge"]; err != nil {
-		return err
-	}
-	if _, ok := f.queues[q]; !ok {
-		return fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
-	}
-	f.queues[q] = nil
-	return nil
-}
-
-// QueueProps are queue q's effective properties.
-func (f *Core) QueueProps(_ context.Context, q string) (mapping.Effective, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["QueueProps"]; err != nil {
-		return mapping.Effective{}, err
-	}
-	return mapping.Resolve(f.defaults, q, f.props[q]), nil
-}
-
-// UpdateProps merges patch into queue q's properties (creating it).
-func (f *Core) UpdateProps(_ context.Context, q string, patch mapping.Props) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["UpdateProps"]; err != nil {
-		return err
-	}
-	f.props[q] = f.props[q].Merge(patch)
-	if _, ok := f.queues[q]; !ok {
-		f.queues[q] = nil
-	}
-	return nil
-}
-
-// ResetProps forgets queue q's properties.
-func (f *Core) ResetProps(_ context.Context, q string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["ResetProps"]; err != nil {
-		return err
-	}
-	delete(f.props, q)
-	return nil
-}
-
-// DefaultProps is the default-properties list.
-func (f *Core) DefaultProps(context.Context) (mapping.DefaultList, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["DefaultProps"]; err != nil {
-		return nil, err
-	}
-	return f.defaults, nil
-}
-
-// SetDefaultProps replaces the default-properties list.
-func (f *Core) SetDefaultProps(_ context.Context, l mapping.DefaultList) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["SetDefaultProps"]; err != nil {
-		return err
-	}
-	f.defaults = l
-	return nil
-}
-
-// QueueNames lists the queues, sorted.
-func (f *Core) QueueNames() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	names := make([]string, 0, len(f.queues))
-	for q := range f.queues {
-		names = append(names, q)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // queue is q's view; f.mu is held.
-func (f *Core) queue(q string) (gateway.QueueInfo, error) {
+func (f *state) queue(q string) (gateway.QueueInfo, error) {
 	if err := f.sizeErr[q]; err != nil {
 		return gateway.QueueInfo{}, err
 	}
@@ -493,187 +341,4 @@ func (f *Core) queue(q string) (gateway.QueueInfo, error) {
 		return gateway.QueueInfo{}, fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
 	}
 	return gateway.QueueInfo{Name: q, Size: uint64(len(msgs)), Props: mapping.Resolve(f.defaults, q, f.props[q])}, nil
-}
-
-// QueueDetail is queue q's view (each message counts 10 bytes).
-func (f *Core) QueueDetail(_ context.Context, q string) (gateway.QueueDetail, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	qi, err := f.queue(q)
-	if err != nil {
-		return gateway.QueueDetail{}, err
-	}
-	if err := f.fail["QueueDetail"]; err != nil {
-		return gateway.QueueDetail{}, err
-	}
-	qi.Bytes = 10 * qi.Size
-	qi.DeadLetters = uint64(len(f.dead[q]))
-	return qi, nil
-}
-
-// QueueStatuses is the view of every queue of scope, sorted by name.
-func (f *Core) QueueStatuses(_ context.Context, scope gateway.Scope) ([]gateway.QueueStatus, error) {
-	names := f.QueueNames()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []gateway.QueueStatus
-	for _, name := range names {
-		if !scope.Allows(name) {
-			continue
-		}
-		qi, err := f.queue(name)
-		if errors.Is(err, gateway.ErrNotFound) {
-			continue
-		}
-		out = append(out, gateway.QueueStatus{QueueInfo: gateway.QueueInfo{Name: name, Size: qi.Size}, Err: err})
-	}
-	return out, nil
-}
-
-// DeadLetterHead is queue q's oldest dead letter; nil when there is none.
-func (f *Core) DeadLetterHead(_ context.Context, q string) (*gateway.DeadLetter, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["DeadLetterHead"]; err != nil {
-		return nil, err
-	}
-	if len(f.dead[q]) == 0 {
-		return nil, nil
-	}
-	dl := f.dead[q][0]
-	return &dl, nil
-}
-
-// RespawnDeadLetters pushes up to n of queue q's dead letters back.
-func (f *Core) RespawnDeadLetters(_ context.Context, q string, n int) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["RespawnDeadLetters"]; err != nil {
-		return 0, err
-	}
-	n = min(n, len(f.dead[q]))
-	for _, dl := range f.dead[q][:n] {
-		f.push(q, dl.Message)
-	}
-	f.dead[q] = f.dead[q][n:]
-	return n, nil
-}
-
-// DeleteDeadLetters forgets queue q's dead letters.
-func (f *Core) DeleteDeadLetters(_ context.Context, q string) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["DeleteDeadLetters"]; err != nil {
-		return 0, err
-	}
-	n := uint64(len(f.dead[q]))
-	delete(f.dead, q)
-	return n, nil
-}
-
-// Messages lists up to n of queue q's waiting messages; a message's id
-// (Seq) is its place in the queue, from 1 (the fake has no stream
-// sequences).
-func (f *Core) Messages(_ context.Context, q string, n int, withBody bool) ([]gateway.Peeked, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["Messages"]; err != nil {
-		return nil, err
-	}
-	if n < 1 || n > gateway.MaxPeek {
-		return nil, fmt.Errorf("%w: n out of range", gateway.ErrInvalid)
-	}
-	msgs, ok := f.queues[q]
-	if !ok {
-		return nil, fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
-	}
-	out := make([]gateway.Peeked, 0, min(n, len(msgs)))
-	for i, m := range msgs[:min(n, len(msgs))] {
-		p := gateway.Peeked{Seq: uint64(i + 1), ContentType: m.ContentType, Retry: -1, Size: int64(len(m.Body))}
-		if withBody {
-			p.Body = m.Body
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// DeleteMessage removes queue q's waiting message of id seq (its place in
-// the queue, as Messages lists it).
-func (f *Core) DeleteMessage(_ context.Context, q string, seq uint64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["DeleteMessage"]; err != nil {
-		return err
-	}
-	if seq == 0 {
-		return fmt.Errorf("%w: id 0", gateway.ErrInvalid)
-	}
-	msgs, ok := f.queues[q]
-	if !ok || seq > uint64(len(msgs)) {
-		return fmt.Errorf("queue %q message %d: %w", q, seq, gateway.ErrNotFound)
-	}
-	f.queues[q] = slices.Delete(msgs, int(seq-1), int(seq))
-	return nil
-}
-
-// MoveMessage moves queue q's waiting message of id seq to the end of
-// queue target (made when it does not exist).
-func (f *Core) MoveMessage(_ context.Context, q string, seq uint64, target string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["MoveMessage"]; err != nil {
-		return err
-	}
-	if seq == 0 || target == "" || target == q {
-		return fmt.Errorf("%w: id 0 or target %q", gateway.ErrInvalid, target)
-	}
-	msgs, ok := f.queues[q]
-	if !ok || seq > uint64(len(msgs)) {
-		return fmt.Errorf("queue %q message %d: %w", q, seq, gateway.ErrNotFound)
-	}
-	m := msgs[seq-1]
-	f.queues[q] = slices.Delete(msgs, int(seq-1), int(seq))
-	f.queues[target] = append(f.queues[target], m)
-	return nil
-}
-
-// fakeTimeout is the time left the fake's deliveries show (Deliveries).
-const fakeTimeout = 30 * time.Second
-
-func (f *Core) infoLocked(id string, in inflight) gateway.DeliveryInfo {
-	return gateway.DeliveryInfo{ID: id, Queue: in.queue, Gateway: "00000000",
-		Client:      gateway.Client{Kind: gateway.ClientHTTP, Addr: "192.0.2.1:1234"},
-		DeliveredAt: in.at, Deadline: in.at.Add(fakeTimeout), Receives: 1, RetryRemaining: 2}
-}
-
-// Deliveries lists queue q's deliveries not yet answered, oldest first.
-func (f *Core) Deliveries(_ context.Context, q string) (gateway.DeliveryList, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["Deliveries"]; err != nil {
-		return gateway.DeliveryList{}, err
-	}
-	if _, ok := f.queues[q]; !ok {
-		return gateway.DeliveryList{}, fmt.Errorf("queue %q: %w", q, gateway.ErrNotFound)
-	}
-	var l gateway.DeliveryList
-	for id, in := range f.inflight {
-		if in.queue == q {
-			l.Deliveries = append(l.Deliveries, f.infoLocked(id, in))
-		}
-	}
-	slices.SortFunc(l.Deliveries, func(a, b gateway.DeliveryInfo) int { return strings.Compare(a.ID, b.ID) })
-	return l, nil
-}
-
-// FindDelivery describes the delivery not yet answered whose id is id.
-func (f *Core) FindDelivery(_ context.Context, id string) (gateway.DeliveryInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	in, ok := f.inflight[id]
-	if !ok {
-		return gateway.DeliveryInfo{}, fmt.Errorf("delivery %s: %w", id, gateway.ErrNotFound)
-	}
-	return f.infoLocked(id, in), nil
 }
