@@ -15,6 +15,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -55,7 +56,7 @@ type Accumulator struct {
 	cfg  Config
 	core *gateway.Gateway
 	bus  *store.Bus
-	kv   *store.KV
+	kv   *kv.KV
 	log  *slog.Logger
 	id   string
 
@@ -116,19 +117,19 @@ func New(bus *store.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
 // (lifecycle.Service). ctx bounds the start. On failure nothing is left
 // running, and Start may be tried again.
 func (a *Accumulator) Start(ctx context.Context) error {
-	kv, err := a.bus.OpenKV(ctx, a.cfg.Domain, a.cfg.APIPrefix, store.KVConfig{
+	bkt, err := a.bus.OpenKV(ctx, a.cfg.Domain, a.cfg.APIPrefix, kv.Config{
 		Bucket:      mapping.AccumBucket,
 		Description: "lmq-gateway accumulation: open windows and close jobs",
 		Replicas:    a.cfg.Replicas,
 		// Needed for the TTL of the markers left by removed keys: every
 		// window leaves one, and they would otherwise pile up.
 		MarkerTTL: markerTTL,
-		Create:    store.KVCreateOrUpdate,
+		Create:    kv.CreateOrUpdate,
 	})
 	if err != nil {
 		return fmt.Errorf("accumulation bucket: %w", err)
 	}
-	a.kv = kv
+	a.kv = bkt
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
 	// "no responders" at once.
@@ -318,7 +319,7 @@ func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev
 	// revision here comes from the watch or a leader read; a wrong one only
 	// fails, and the push reads again.
 	rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
-	if errors.Is(err, store.ErrRevisionMismatch) {
+	if errors.Is(err, kv.ErrRevisionMismatch) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -378,7 +379,7 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 			uctx, cancel := context.WithTimeout(ctx, opTimeout)
 			_, err = a.kv.Update(uctx, key, b, jrev)
 			cancel()
-			if errors.Is(err, store.ErrRevisionMismatch) {
+			if errors.Is(err, kv.ErrRevisionMismatch) {
 				if err := pause(ctx, attempt); err != nil {
 					return false, err
 				}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // followBucket follows kv (a kvfollow.Follower, started here) for the
 // gateway's lifetime: Close stops the follower and waits for it.
-func (g *Gateway) followBucket(ctx context.Context, kv *store.KV, what string,
-	apply func(store.KVEntry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
+func (g *Gateway) followBucket(ctx context.Context, kv *kv.KV, what string,
+	apply func(kv.Entry), replayed func(map[string]bool)) (*kvfollow.Follower, error) {
 	f := kvfollow.New(kv, g.log, what, apply, replayed)
 	if err := f.Start(ctx); err != nil {
 		return nil, err
@@ -34,13 +34,13 @@ func (g *Gateway) stopFollowers() {
 }
 
 // openBucket opens a KV bucket shared by every gateway, creating it the
-// first time with this gateway's replicas (store.KVCreateOnce).
-func (g *Gateway) openBucket(ctx context.Context, name, description string) (*store.KV, error) {
-	return g.store.OpenKV(ctx, store.KVConfig{
+// first time with this gateway's replicas (kv.CreateOnce).
+func (g *Gateway) openBucket(ctx context.Context, name, description string) (*kv.KV, error) {
+	return g.store.OpenKV(ctx, kv.Config{
 		Bucket:      name,
 		Description: description,
 		Replicas:    g.cfg.Replicas,
-		Create:      store.KVCreateOnce,
+		Create:      kv.CreateOnce,
 	})
 }
 
@@ -49,7 +49,7 @@ func (g *Gateway) openBucket(ctx context.Context, name, description string) (*st
 // access tokens of package auth) keeps its own bucket without knowing how
 // the core follows one.
 type SharedBucket struct {
-	kv *store.KV
+	kv *kv.KV
 	f  *kvfollow.Follower
 }
 
@@ -61,7 +61,7 @@ type SharedBucket struct {
 // lost while unwatched. ctx bounds the first replay. Call it before
 // serving, not concurrently with Close.
 func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string,
-	apply func(store.KVEntry), replayed func(present map[string]bool)) (*SharedBucket, error) {
+	apply func(kv.Entry), replayed func(present map[string]bool)) (*SharedBucket, error) {
 	select {
 	case <-g.closing:
 		return nil, fmt.Errorf("open %s: %w: the gateway is stopping", name, ErrUnavailable)
@@ -79,7 +79,7 @@ func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string
 }
 
 // KV is the bucket.
-func (b *SharedBucket) KV() *store.KV { return b.kv }
+func (b *SharedBucket) KV() *kv.KV { return b.kv }
 
 // Wrote notes this gateway's put of key at revision rev, which the caller
 // has already applied to its mirror: the echo of an older write of the key

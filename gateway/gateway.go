@@ -104,7 +104,7 @@
 // reads the body back from the stream by sequence.
 //
 // Built from: package store (queue data in JetStream: its streams,
-// consumers, pull wire and reads, as above; and every KV bucket, store.KV),
+// consumers, pull wire and reads, as above; and every KV bucket, kv.KV),
 // gateway/registry (which queues
 // exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/dispatch
 // (the pull engine: per-queue dispatch state, pull requests, waiting
@@ -141,6 +141,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Config configures a Gateway.
@@ -235,7 +236,7 @@ type Gateway struct {
 	left leftovers
 	// metaKV is the queue metadata bucket once opened (queuemeta.go).
 	metaMu   sync.Mutex
-	metaKV   *store.KV
+	metaKV   *kv.KV
 	stopWait sync.Once // closes closing (drain.go)
 	closeOne sync.Once
 	// work counts everything started on the way and holds the context that
@@ -306,7 +307,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.peers = peers.New(bus, idb, g.counted, g.closing)
-	g.props = props.New(func(ctx context.Context) (*store.KV, error) {
+	g.props = props.New(func(ctx context.Context) (*kv.KV, error) {
 		kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 		if err != nil {
 			return nil, fmt.Errorf("properties: %w", err)

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Queue metadata lives in the KV bucket LMQ_META (mapping.MetaBucket), key
@@ -63,27 +63,27 @@ func metaKey(queue string) string { return mapping.MetaKeyPrefix + mapping.Encod
 
 // metaBucket is LMQ_META, opened (and made, when create is set) on first
 // use; nil without an error when it does not exist and create is not set.
-func (g *Gateway) metaBucket(ctx context.Context, create bool) (*store.KV, error) {
+func (g *Gateway) metaBucket(ctx context.Context, create bool) (*kv.KV, error) {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
 	if g.metaKV != nil {
 		return g.metaKV, nil
 	}
-	var kv *store.KV
+	var bkt *kv.KV
 	var err error
 	if create {
-		kv, err = g.openBucket(ctx, mapping.MetaBucket, "lmq-gateway queue metadata (times, tags, front ends' attributes)")
+		bkt, err = g.openBucket(ctx, mapping.MetaBucket, "lmq-gateway queue metadata (times, tags, front ends' attributes)")
 	} else {
-		kv, err = g.store.OpenKV(ctx, store.KVConfig{Bucket: mapping.MetaBucket, Create: store.KVExisting})
-		if errors.Is(err, store.ErrBucketNotFound) {
+		bkt, err = g.store.OpenKV(ctx, kv.Config{Bucket: mapping.MetaBucket, Create: kv.Existing})
+		if errors.Is(err, kv.ErrBucketNotFound) {
 			return nil, nil
 		}
 	}
 	if err != nil {
 		return nil, jsErr("open "+mapping.MetaBucket, err)
 	}
-	g.metaKV = kv
-	return kv, nil
+	g.metaKV = bkt
+	return bkt, nil
 }
 
 // QueueMeta returns the queue's metadata (all zero when it has none);
@@ -92,11 +92,11 @@ func (g *Gateway) QueueMeta(ctx context.Context, queue string) (QueueMeta, error
 	if err := g.existing(ctx, queue); err != nil {
 		return QueueMeta{}, err
 	}
-	kv, err := g.metaBucket(ctx, false)
-	if kv == nil || err != nil {
+	bkt, err := g.metaBucket(ctx, false)
+	if bkt == nil || err != nil {
 		return QueueMeta{}, err
 	}
-	m, _, err := g.readMeta(ctx, kv, queue)
+	m, _, err := g.readMeta(ctx, bkt, queue)
 	return m, err
 }
 
@@ -112,13 +112,13 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 	if err := g.existing(ctx, queue); err != nil {
 		return err
 	}
-	kv, err := g.metaBucket(ctx, true)
+	bkt, err := g.metaBucket(ctx, true)
 	if err != nil {
 		return err
 	}
 	key := metaKey(queue)
 	for attempt := 0; ; attempt++ {
-		m, rev, err := g.readMeta(ctx, kv, queue)
+		m, rev, err := g.readMeta(ctx, bkt, queue)
 		if err != nil {
 			return err
 		}
@@ -139,14 +139,14 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 			return err
 		}
 		if rev == 0 {
-			_, err = kv.Create(ctx, key, data)
+			_, err = bkt.Create(ctx, key, data)
 		} else {
-			_, err = kv.Update(ctx, key, data, rev)
+			_, err = bkt.Update(ctx, key, data, rev)
 		}
 		if err == nil {
 			break
 		}
-		conflict := errors.Is(err, store.ErrKeyExists) || errors.Is(err, store.ErrRevisionMismatch)
+		conflict := errors.Is(err, kv.ErrKeyExists) || errors.Is(err, kv.ErrRevisionMismatch)
 		if !conflict || attempt >= metaConflicts {
 			return jsErr("write queue metadata", err)
 		}
@@ -154,7 +154,7 @@ func (g *Gateway) UpdateQueueMeta(ctx context.Context, queue string, fn func(*Qu
 	// A DeleteQueue in between removed the record before this write: the
 	// record goes again, or a queue made later under the name would inherit it.
 	if g.reg.KeyGone(ctx, queue) {
-		if err := kv.Purge(ctx, key); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+		if err := bkt.Purge(ctx, key); err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 			g.log.Warn("could not remove the metadata of a queue deleted meanwhile", "queue", queue, "err", err)
 		}
 		return fmt.Errorf("queue %q: %w", queue, ErrNotFound)
@@ -188,9 +188,9 @@ func (g *Gateway) QueueExists(ctx context.Context, queue string) (bool, error) {
 // stored is input: anyone with access to the bucket may write anything, so
 // a record too large or not a record reads as none (logged), and is
 // replaced by the next update.
-func (g *Gateway) readMeta(ctx context.Context, kv *store.KV, queue string) (QueueMeta, uint64, error) {
-	e, err := kv.Get(ctx, metaKey(queue))
-	if errors.Is(err, store.ErrKeyNotFound) {
+func (g *Gateway) readMeta(ctx context.Context, bkt *kv.KV, queue string) (QueueMeta, uint64, error) {
+	e, err := bkt.Get(ctx, metaKey(queue))
+	if errors.Is(err, kv.ErrKeyNotFound) {
 		return QueueMeta{}, 0, nil
 	}
 	if err != nil {
@@ -259,7 +259,7 @@ func encodeMeta(m QueueMeta) ([]byte, error) {
 // already there (another gateway making the same queue at the same moment,
 // whose front end may have added attributes since) is left as it is.
 func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
-	kv, err := g.metaBucket(ctx, true)
+	bkt, err := g.metaBucket(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, store.ErrKeyExists) {
+	if _, err := bkt.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, kv.ErrKeyExists) {
 		return jsErr("write queue metadata", err)
 	}
 	return nil
@@ -276,11 +276,11 @@ func (g *Gateway) createdMeta(ctx context.Context, queue string) error {
 
 // dropMeta removes a deleted queue's metadata; none is no error.
 func (g *Gateway) dropMeta(ctx context.Context, queue string) error {
-	kv, err := g.metaBucket(ctx, false)
-	if kv == nil || err != nil {
+	bkt, err := g.metaBucket(ctx, false)
+	if bkt == nil || err != nil {
 		return err
 	}
-	if err := kv.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+	if err := bkt.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 		return jsErr("delete queue metadata", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // The core's core-NATS traffic, beside the queue data: the dispatcher's
@@ -159,13 +160,13 @@ func Open(bus *Bus, cfg Config) (*Store, error) {
 	return New(bus.nc, js, cfg), nil
 }
 
-// OpenKV opens a bucket (the package's OpenKV) on bus's JetStream in domain
+// OpenKV opens a bucket (kv.Open) on bus's JetStream in domain
 // (or imported under apiPrefix), for a user of a bucket that needs no
 // Store.
-func (b *Bus) OpenKV(ctx context.Context, domain, apiPrefix string, cfg KVConfig) (*KV, error) {
+func (b *Bus) OpenKV(ctx context.Context, domain, apiPrefix string, cfg kv.Config) (*kv.KV, error) {
 	js, err := jsapi.New(b.nc, domain, apiPrefix)
 	if err != nil {
 		return nil, err
 	}
-	return OpenKV(ctx, js, cfg)
+	return kv.Open(ctx, js, cfg)
 }

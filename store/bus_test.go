@@ -10,6 +10,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // TestBus: what the core does over the Bus reaches another connection as
@@ -165,11 +166,11 @@ func TestOpen(t *testing.T) {
 	if seq, err := s.Publish(ctx, "store message", "open", m); err != nil || seq != 1 {
 		t.Fatalf("Publish: %d %v", seq, err)
 	}
-	kv, err := bus.OpenKV(ctx, "", "", store.KVConfig{Bucket: "open", Create: store.KVCreateOnce, Replicas: 1})
+	bkt, err := bus.OpenKV(ctx, "", "", kv.Config{Bucket: "open", Create: kv.CreateOnce, Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+	if _, err := bkt.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 }

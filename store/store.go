@@ -15,13 +15,11 @@
 // its hand-read PubAck, the one retry policy (only after "no responders",
 // which cannot store twice), atomic batches, the large-body writer with
 // flow control, and the classification of every outcome as stored, not
-// stored (ErrUnavailable) or unknown (ErrUnknown). It also owns every KV
-// bucket of the gateway (kv.go): a *KV opens or makes a bucket, reads,
-// writes conditionally on a revision, removes, lists and watches keys, with
-// entries and errors of this package's own (ErrKeyNotFound, ErrKeyExists,
-// ErrRevisionMismatch, ErrNoLeader), so that the properties, the queue
-// registry, queue metadata, access tokens, accumulation windows and the
-// upgrade lock use no JetStream type. And it owns the core's core-NATS
+// stored (ErrUnavailable) or unknown (ErrUnknown). Every KV bucket of the
+// gateway is a *kv.KV (subpackage store/kv; Store.OpenKV opens one on the
+// store's JetStream), so that the properties, the queue registry, queue
+// metadata, access tokens, accumulation windows and the upgrade lock use
+// no JetStream type. And it owns the core's core-NATS
 // traffic (bus.go): a *Bus is the connection as the core and the daemon
 // hold it (publish, request, subscribe, flush, reconnect hook), and Msg
 // (msg.go) every message the core builds or receives, pulled ones included
@@ -44,6 +42,7 @@
 package store
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -52,6 +51,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Config configures a Store.
@@ -114,4 +114,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) *Store {
 	s := &Store{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
 	s.health.check, s.health.log = cfg.Health, cfg.Logger
 	return s
+}
+
+// OpenKV opens a bucket on the store's JetStream (kv.Open).
+func (s *Store) OpenKV(ctx context.Context, cfg kv.Config) (*kv.KV, error) {
+	return kv.Open(ctx, s.js, cfg)
 }
