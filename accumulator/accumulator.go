@@ -14,7 +14,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
@@ -55,7 +55,7 @@ type Config struct {
 type Accumulator struct {
 	cfg  Config
 	core *gateway.Gateway
-	bus  *store.Bus
+	bus  *bus.Bus
 	kv   *kv.KV
 	log  *slog.Logger
 	id   string
@@ -72,7 +72,7 @@ type Accumulator struct {
 	cache map[string]cached
 
 	sched   *scheduler
-	sub     *store.Subscription
+	sub     *bus.Subscription
 	cancel  context.CancelFunc
 	closing chan struct{}
 	once    sync.Once
@@ -92,7 +92,7 @@ type cached struct {
 // New returns the accumulator of core on bus's JetStream; nothing happens
 // until Start. Parts and compound messages go through core, which owns the
 // queue streams; the bucket mapping.AccumBucket is the accumulator's own.
-func New(bus *store.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
+func New(bus *bus.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -133,7 +133,7 @@ func (a *Accumulator) Start(ctx context.Context) error {
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
 	// "no responders" at once.
-	sub, err := a.bus.Subscribe(aliveSubject(a.id), func(m store.Msg) { _ = m.Respond(nil) })
+	sub, err := a.bus.Subscribe(aliveSubject(a.id), func(m bus.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		return fmt.Errorf("subscribe liveness: %w", err)
 	}
@@ -176,7 +176,7 @@ func (a *Accumulator) alive(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err := a.bus.Request(ctx, aliveSubject(id), nil)
-	return !errors.Is(err, store.ErrNoResponders)
+	return !errors.Is(err, bus.ErrNoResponders)
 }
 
 func (a *Accumulator) cachedPtr(enc string) cached {

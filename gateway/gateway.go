@@ -141,6 +141,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
@@ -195,7 +196,7 @@ type Config struct {
 
 // Gateway is the core. Create it with New; it is safe for concurrent use.
 type Gateway struct {
-	bus *store.Bus
+	bus *bus.Bus
 	cfg Config
 	log *slog.Logger
 	obs Observer
@@ -225,7 +226,7 @@ type Gateway struct {
 	waiting atomic.Int64 // pulls holding a waitSlot (waitlimit.go)
 	pulls   waitingPulls // who those pulls are (waitlimit.go)
 
-	subs    []*store.Subscription // the control subjects' (subscribeControl)
+	subs    []*bus.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
 	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
 	// stops them.
@@ -258,7 +259,7 @@ const (
 // order (lifecycle.Group): the properties, the queue registry, the
 // dispatcher, the control subscriptions, the peers. ctx bounds the
 // start-up. When one fails, those started are stopped again, in reverse.
-func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
+func New(ctx context.Context, bus *bus.Bus, cfg Config) (*Gateway, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -405,7 +406,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 func (g *Gateway) subscribeControl(context.Context) error {
 	for _, c := range []struct {
 		subj string
-		h    store.Handler
+		h    bus.Handler
 	}{
 		{controlPrefix + g.id + ".reply", g.onRelayedReply},
 		{controlPrefix + g.id + ".deliveries", g.onDeliveriesRequest},

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The deliveries in flight, for an operator (issue 29's control room): who
@@ -197,7 +197,7 @@ func (g *Gateway) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, store.ErrNoResponders):
+			case errors.Is(err, bus.ErrNoResponders):
 				// Gone (its deliveries with it), or an older version.
 			case err != nil:
 				out.Unanswered = append(out.Unanswered, p)
@@ -245,7 +245,7 @@ func (g *Gateway) FindDelivery(ctx context.Context, id string) (DeliveryInfo, er
 	wctx, cancel := context.WithTimeout(ctx, peerListWait)
 	defer cancel()
 	resp, err := g.bus.Request(wctx, controlPrefix+owner+".deliveries", req)
-	if errors.Is(err, store.ErrNoResponders) {
+	if errors.Is(err, bus.ErrNoResponders) {
 		return DeliveryInfo{}, notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
@@ -275,7 +275,7 @@ func (g *Gateway) findLocal(id string) *DeliveryInfo {
 }
 
 // onDeliveriesRequest answers another gateway's Deliveries or FindDelivery.
-func (g *Gateway) onDeliveriesRequest(m store.Msg) {
+func (g *Gateway) onDeliveriesRequest(m bus.Msg) {
 	var req deliveriesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte(`{"deliveries":[]}`))

@@ -13,6 +13,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Redrive (beyond LMQ; SQS's RedrivePolicy): a queue whose property
@@ -69,7 +70,7 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	stored := &store.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
+	stored := &bus.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
 	content, err := g.store.Decode(ctx, stored) // a large body is loaded, to be stored anew
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
@@ -94,7 +95,7 @@ func (g *Gateway) redrive(r *dispatch.Raw, target string) error {
 // moved is a message going into another queue as a new message there
 // (redrive, MoveMessage).
 type moved struct {
-	header   map[string][]string // the original's (store.Headers): the ones redriven accepts go along
+	header   map[string][]string // the original's (bus.Headers): the ones redriven accepts go along
 	body     []byte              // its content (a large body loaded)
 	pushedAt time.Time           // its push time, kept
 	priority int                 // its priority there; < 0: the target's priority property

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Large bodies: a body too large for one NATS message lives in the Object
@@ -197,7 +198,7 @@ func (s *Store) BodySize(ctx context.Context, name string) (int64, bool) {
 
 // DropBody deletes the Object Store body m refers to, if any: for a message
 // certainly not stored, or removed for good.
-func (s *Store) DropBody(ctx context.Context, m *Msg) {
+func (s *Store) DropBody(ctx context.Context, m *bus.Msg) {
 	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
 		s.DeleteBody(ctx, ref)
 	}

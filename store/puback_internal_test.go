@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // pubAckCtx bounds a PubAck test's requests; reached only on failure.
@@ -58,7 +59,7 @@ func TestPubAckRealAnswers(t *testing.T) {
 	}
 	// No header at all: PublishMsg with an option gives the message an
 	// empty one, and so does publishOnce.
-	bare := &Msg{Subject: "pa.bare"}
+	bare := &bus.Msg{Subject: "pa.bare"}
 	if ack, err := s.publishOnce(ctx, bare); err != nil || ack.seq != 4 || bare.Header == nil {
 		t.Fatalf("publishOnce without header: %+v %v, header %v", ack, err, bare.Header)
 	}
@@ -338,6 +339,6 @@ func BenchmarkParsePubAck(b *testing.B) {
 }
 
 // msgOfNats is m as the store's own message (the fields shared).
-func msgOfNats(m *nats.Msg) *Msg {
-	return &Msg{Subject: m.Subject, Reply: m.Reply, Header: Headers(m.Header), Data: m.Data}
+func msgOfNats(m *nats.Msg) *bus.Msg {
+	return &bus.Msg{Subject: m.Subject, Reply: m.Reply, Header: bus.Headers(m.Header), Data: m.Data}
 }

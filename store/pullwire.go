@@ -6,6 +6,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The consumer pull wire: where the store speaks JetStream's wire protocol
@@ -80,7 +81,7 @@ const (
 // at once because the messages the consumer has are already promised to
 // other requests (other gateways'), and carries no such headers. So the
 // headers tell the two apart, not the description's text.
-func ClassifyPullStatus(m *Msg) PullStatus {
+func ClassifyPullStatus(m *bus.Msg) PullStatus {
 	switch m.Header.Get("Status") {
 	case "100":
 		return PullIgnore

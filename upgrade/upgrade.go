@@ -60,7 +60,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
@@ -100,7 +100,7 @@ type Core interface {
 // Deps is what Run works with.
 type Deps struct {
 	// NATS is the core's connection.
-	NATS *store.Bus
+	NATS *bus.Bus
 	// Core is the started core the queues are moved into.
 	Core Core
 	// Domain and APIPrefix select the JetStream, as the core's

@@ -76,7 +76,7 @@ func TestAllowedImporter(t *testing.T) {
 // stop (issue 39). The list may only shrink: the test fails when one of
 // them no longer imports it, so that the entry is removed with the last use.
 // Empty since issue 39 moved the last ones (gateway, gateway/dispatch,
-// internal/peers, accumulator, server) behind store.Bus and store.Msg.
+// internal/peers, accumulator, server) behind store/bus (Bus, Msg).
 var notYetBehindStore = map[string]string{}
 
 // TestNATSImportersAreTheSeam fails when a package outside the lists above
