@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
@@ -51,11 +52,11 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *bus.Ms
 	for {
 		// publishOnce rather than js.PublishMsg (WithRetryAttempts(0)): the
 		// same request and errors, without PublishMsg's options and
-		// encoding/json's reflection, once per stored message (puback.go
+		// encoding/json's reflection, once per stored message (jsapi.ParsePubAck
 		// reads the answer).
 		ack, err := s.publishOnce(ctx, m)
 		if err == nil {
-			return ack.seq, nil
+			return ack.Seq, nil
 		}
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 			return 0, Outcome(op, err)
@@ -95,7 +96,7 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *bus.Ms
 // PubAck, once: no retry after "no responders" (Publish has its own). ctx
 // must have a deadline (Publish's storeTimeout), as PublishMsg would
 // otherwise add its default one.
-func (s *Store) publishOnce(ctx context.Context, m *bus.Msg) (pubAck, error) {
+func (s *Store) publishOnce(ctx context.Context, m *bus.Msg) (jsapi.PubAck, error) {
 	// As PublishMsg with an option: it gives the message an empty header.
 	// Nothing goes differently on the wire; a caller that reuses m finds it
 	// as before.
@@ -106,11 +107,11 @@ func (s *Store) publishOnce(ctx context.Context, m *bus.Msg) (pubAck, error) {
 	resp, err := s.nc.RequestMsgWithContext(ctx, &nm)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return pubAck{}, jetstream.ErrNoStreamResponse
+			return jsapi.PubAck{}, jetstream.ErrNoStreamResponse
 		}
-		return pubAck{}, err
+		return jsapi.PubAck{}, err
 	}
-	return parsePubAck(resp.Data)
+	return jsapi.ParsePubAck(resp.Data)
 }
 
 // natsMsg is m as nats.go sends it (the fields are shared; the result does
