@@ -131,7 +131,7 @@ func TestPubAckErrorsAsPublishMsg(t *testing.T) {
 	}
 }
 
-// msgOfNats is m as the store's own message (the fields shared).
+// msgOfNats is m as the seam's own message (the fields shared).
 func msgOfNats(m *nats.Msg) *bus.Msg {
 	return &bus.Msg{Subject: m.Subject, Reply: m.Reply, Header: bus.Headers(m.Header), Data: m.Data}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // The consumer pull wire: where the store speaks JetStream's wire protocol
-// itself (here, and the PubAck of a stored message in puback.go); everything
+// itself (here, and the PubAck of a stored message in publish.go, read by
+// jsapi.ParsePubAck); everything
 // else goes through nats.go's jetstream package, and every subject comes
 // from internal/jsapi.
 //
