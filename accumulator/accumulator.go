@@ -14,7 +14,8 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -54,8 +55,8 @@ type Config struct {
 type Accumulator struct {
 	cfg  Config
 	core *gateway.Gateway
-	bus  *store.Bus
-	kv   *store.KV
+	bus  *bus.Bus
+	kv   *kv.KV
 	log  *slog.Logger
 	id   string
 
@@ -71,7 +72,7 @@ type Accumulator struct {
 	cache map[string]cached
 
 	sched   *scheduler
-	sub     *store.Subscription
+	sub     *bus.Subscription
 	cancel  context.CancelFunc
 	closing chan struct{}
 	once    sync.Once
@@ -91,7 +92,7 @@ type cached struct {
 // New returns the accumulator of core on bus's JetStream; nothing happens
 // until Start. Parts and compound messages go through core, which owns the
 // queue streams; the bucket mapping.AccumBucket is the accumulator's own.
-func New(bus *store.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
+func New(bus *bus.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -116,23 +117,23 @@ func New(bus *store.Bus, core *gateway.Gateway, cfg Config) *Accumulator {
 // (lifecycle.Service). ctx bounds the start. On failure nothing is left
 // running, and Start may be tried again.
 func (a *Accumulator) Start(ctx context.Context) error {
-	kv, err := a.bus.OpenKV(ctx, a.cfg.Domain, a.cfg.APIPrefix, store.KVConfig{
+	bkt, err := a.bus.OpenKV(ctx, a.cfg.Domain, a.cfg.APIPrefix, kv.Config{
 		Bucket:      mapping.AccumBucket,
 		Description: "lmq-gateway accumulation: open windows and close jobs",
 		Replicas:    a.cfg.Replicas,
 		// Needed for the TTL of the markers left by removed keys: every
 		// window leaves one, and they would otherwise pile up.
 		MarkerTTL: markerTTL,
-		Create:    store.KVCreateOrUpdate,
+		Create:    kv.CreateOrUpdate,
 	})
 	if err != nil {
 		return fmt.Errorf("accumulation bucket: %w", err)
 	}
-	a.kv = kv
+	a.kv = bkt
 	// Other gateways ask here whether this one is alive before they take
 	// over its close jobs; a dead one has no subscriber, and NATS answers
 	// "no responders" at once.
-	sub, err := a.bus.Subscribe(aliveSubject(a.id), func(m store.Msg) { _ = m.Respond(nil) })
+	sub, err := a.bus.Subscribe(aliveSubject(a.id), func(m bus.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		return fmt.Errorf("subscribe liveness: %w", err)
 	}
@@ -175,7 +176,7 @@ func (a *Accumulator) alive(ctx context.Context, id string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err := a.bus.Request(ctx, aliveSubject(id), nil)
-	return !errors.Is(err, store.ErrNoResponders)
+	return !errors.Is(err, bus.ErrNoResponders)
 }
 
 func (a *Accumulator) cachedPtr(enc string) cached {
@@ -318,7 +319,7 @@ func (a *Accumulator) open(ctx context.Context, enc string, w *window, markerRev
 	// revision here comes from the watch or a leader read; a wrong one only
 	// fails, and the push reads again.
 	rev, err = a.kv.Update(ctx, ptrKey(enc), b, markerRev)
-	if errors.Is(err, store.ErrRevisionMismatch) {
+	if errors.Is(err, kv.ErrRevisionMismatch) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -378,7 +379,7 @@ func (a *Accumulator) confirm(ctx context.Context, enc string, w *window, rev, s
 			uctx, cancel := context.WithTimeout(ctx, opTimeout)
 			_, err = a.kv.Update(uctx, key, b, jrev)
 			cancel()
-			if errors.Is(err, store.ErrRevisionMismatch) {
+			if errors.Is(err, kv.ErrRevisionMismatch) {
 				if err := pause(ctx, attempt); err != nil {
 					return false, err
 				}

@@ -22,7 +22,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
@@ -169,11 +169,11 @@ func startGW(t *testing.T, ns *embedded.Server) *gw {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t, 10*time.Second)
-	core, err := gateway.New(ctx, store.NewBus(nc), gateway.Config{})
+	core, err := gateway.New(ctx, bus.New(nc), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := New(store.NewBus(nc), core, Config{})
+	acc := New(bus.New(nc), core, Config{})
 	if err := acc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

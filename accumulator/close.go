@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -46,7 +46,7 @@ func (a *Accumulator) closeDue(ctx context.Context, enc string, p ptrEntry) (tim
 	// overwrite the marker of a job that already ran for this window.
 	r.rev, err = a.kv.Update(uctx, r.key, b, 0)
 	cancel()
-	if errors.Is(err, store.ErrRevisionMismatch) {
+	if errors.Is(err, kv.ErrRevisionMismatch) {
 		// The window has a job already: another gateway won the election,
 		// or a runner stopped before it removed the pointer (this gateway
 		// before a restart). Check that job here and now: while this close

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -90,7 +90,7 @@ type entry struct {
 }
 
 // read returns the latest entry of key from the bucket stream's leader
-// (store.KV.Latest). KV.Get may be answered by any replica, which can be
+// (kv.KV.Latest). KV.Get may be answered by any replica, which can be
 // behind; the membership decisions of pushes need a read that sees every
 // write acknowledged before it. While a new leader is being elected, the
 // read is repeated within opTimeout.
@@ -99,11 +99,11 @@ func (a *Accumulator) read(ctx context.Context, key string) (entry, error) {
 	defer cancel()
 	e, err := a.kv.Latest(ctx, key)
 	switch {
-	case errors.Is(err, store.ErrKeyNotFound):
+	case errors.Is(err, kv.ErrKeyNotFound):
 		return entry{}, nil
 	case err != nil:
 		return entry{}, err
-	case e.Op != store.KVPut:
+	case e.Op != kv.OpPut:
 		return entry{rev: e.Revision}, nil
 	}
 	return entry{value: e.Value, rev: e.Revision, live: true}, nil
@@ -168,7 +168,7 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 			}
 			return nil
 		}
-		if !errors.Is(err, store.ErrRevisionMismatch) {
+		if !errors.Is(err, kv.ErrRevisionMismatch) {
 			return fmt.Errorf("update close job: %w", err)
 		}
 		gone, err := a.reread(ctx, r, owner, attempt)
@@ -186,8 +186,8 @@ func (a *Accumulator) update(ctx context.Context, r *jobRef, owner string, mutat
 func (a *Accumulator) remove(ctx context.Context, key string, rev uint64) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	err := a.kv.Purge(ctx, key, store.LastRevision(rev), store.MarkerTTL(markerTTL))
-	if errors.Is(err, store.ErrRevisionMismatch) {
+	err := a.kv.Purge(ctx, key, kv.LastRevision(rev), kv.MarkerTTL(markerTTL))
+	if errors.Is(err, kv.ErrRevisionMismatch) {
 		return false, nil
 	}
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -35,7 +35,7 @@ const (
 // queues cost no goroutine or timer at all.
 type scheduler struct {
 	a    *Accumulator
-	w    *store.KVWatcher
+	w    *kv.Watcher
 	ptrs map[string]ptrEntry // by key
 	jobs map[string]jobEntry // by key
 	// unpublished are the windows (id → open time) of each queue (by
@@ -124,7 +124,7 @@ func (s *scheduler) loop(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		var updates <-chan *store.KVEntry
+		var updates <-chan *kv.Entry
 		if s.w != nil {
 			updates = s.w.Updates()
 		}
@@ -190,9 +190,9 @@ func (s *scheduler) rewatch(ctx context.Context) {
 }
 
 // apply updates the state from one watched entry.
-func (s *scheduler) apply(e store.KVEntry, initial bool) {
+func (s *scheduler) apply(e kv.Entry, initial bool) {
 	key, rev := e.Key, e.Revision
-	removed := e.Op != store.KVPut
+	removed := e.Op != kv.OpPut
 	switch {
 	case strings.HasPrefix(key, ptrPrefix):
 		enc := key[len(ptrPrefix):]

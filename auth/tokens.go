@@ -21,7 +21,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/route"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Tokens (beyond LMQ, after lmstfy's namespaces): bearer credentials scoped
@@ -222,7 +222,7 @@ type Store struct {
 // memory; *gateway.Gateway has it. It is all the store needs of the core.
 type Buckets interface {
 	OpenSharedBucket(ctx context.Context, name, description string,
-		apply func(store.KVEntry), replayed func(present map[string]bool)) (*gateway.SharedBucket, error)
+		apply func(kv.Entry), replayed func(present map[string]bool)) (*gateway.SharedBucket, error)
 }
 
 var _ Buckets = (*gateway.Gateway)(nil)
@@ -256,12 +256,12 @@ func (t *Store) replayed(present map[string]bool) {
 	}
 }
 
-func (t *Store) apply(e store.KVEntry) {
+func (t *Store) apply(e kv.Entry) {
 	id, ok := strings.CutPrefix(e.Key, tokenKeyPrefix)
 	if !ok {
 		return
 	}
-	if e.Op != store.KVPut {
+	if e.Op != kv.OpPut {
 		t.set(id, nil)
 		return
 	}
@@ -405,9 +405,9 @@ func (t *Store) RevokeToken(ctx context.Context, id string) error {
 	if !validTokenID(id) {
 		return fmt.Errorf("token %q: %w", id, gateway.ErrNotFound)
 	}
-	kv := t.b.KV()
-	if _, err := kv.Get(ctx, tokenKeyPrefix+id); err != nil {
-		if errors.Is(err, store.ErrKeyNotFound) {
+	bkt := t.b.KV()
+	if _, err := bkt.Get(ctx, tokenKeyPrefix+id); err != nil {
+		if errors.Is(err, kv.ErrKeyNotFound) {
 			t.set(id, nil)
 			return fmt.Errorf("token %q: %w", id, gateway.ErrNotFound)
 		}
@@ -415,7 +415,7 @@ func (t *Store) RevokeToken(ctx context.Context, id string) error {
 	}
 	// Purge, not Delete: nothing of the token stays in the bucket.
 	done := t.b.Removing(tokenKeyPrefix + id)
-	err := kv.Purge(ctx, tokenKeyPrefix+id)
+	err := bkt.Purge(ctx, tokenKeyPrefix+id)
 	done(ctx, err == nil)
 	if err != nil {
 		return storeErr("revoke token", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Accumulator stores pushes to accumulating queues (accum > 0) as parts of a
@@ -32,7 +33,7 @@ type Entry struct {
 	Time time.Time
 
 	queue string
-	msg   *store.Msg
+	msg   *bus.Msg
 }
 
 func newEntry(queue string, rm *store.StoredMsg) *Entry {
@@ -42,7 +43,7 @@ func newEntry(queue string, rm *store.StoredMsg) *Entry {
 		Origin: rm.Header.Get(mapping.HdrMigrated),
 		Time:   rm.Time,
 		queue:  queue,
-		msg:    &store.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data},
+		msg:    &bus.Msg{Subject: rm.Subject, Header: rm.Header, Data: rm.Data},
 	}
 }
 

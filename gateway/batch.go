@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // MaxBatch is the most messages one atomic batch push may carry (JetStream's
@@ -34,7 +34,7 @@ func (g *Messages) PushBatch(ctx context.Context, queue string, msgs []Message) 
 	if eff.Accum > 0 {
 		return fmt.Errorf("%w: batch push is not available on accumulating queues", ErrInvalid)
 	}
-	stored := make([]*store.Msg, 0, len(msgs))
+	stored := make([]*bus.Msg, 0, len(msgs))
 	defer func() {
 		// Not committed (nil once it is, or may be): drop the large
 		// bodies it stored.

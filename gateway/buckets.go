@@ -5,17 +5,17 @@ import (
 	"fmt"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // openBucket opens a KV bucket shared by every gateway, creating it the
-// first time with this gateway's replicas (store.KVCreateOnce).
-func (g *core) openBucket(ctx context.Context, name, description string) (*store.KV, error) {
-	return g.store.OpenKV(ctx, store.KVConfig{
+// first time with this gateway's replicas (kv.CreateOnce).
+func (g *core) openBucket(ctx context.Context, name, description string) (*kv.KV, error) {
+	return g.store.OpenKV(ctx, kv.Config{
 		Bucket:      name,
 		Description: description,
 		Replicas:    g.cfg.Replicas,
-		Create:      store.KVCreateOnce,
+		Create:      kv.CreateOnce,
 	})
 }
 
@@ -33,7 +33,7 @@ type SharedBucket = buckets.Shared
 // lost while unwatched. ctx bounds the first replay. Call it before
 // serving, not concurrently with Close.
 func (g *Gateway) OpenSharedBucket(ctx context.Context, name, description string,
-	apply func(store.KVEntry), replayed func(present map[string]bool)) (*SharedBucket, error) {
+	apply func(kv.Entry), replayed func(present map[string]bool)) (*SharedBucket, error) {
 	select {
 	case <-g.closing:
 		return nil, fmt.Errorf("open %s: %w: the gateway is stopping", name, ErrUnavailable)

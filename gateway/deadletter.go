@@ -9,6 +9,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Dead letters (beyond LMQ) live in the queue's own stream on a subject the
@@ -19,7 +20,7 @@ import (
 func (g *core) bury(r *dispatch.Raw) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cp := store.NewMsg(mapping.DeadSubject(r.Queue().Name()))
+	cp := bus.NewMsg(mapping.DeadSubject(r.Queue().Name()))
 	copyOwnHeaders(cp, r.Msg.Header)
 	if r.Level > 0 {
 		// Kept for a respawn (one a NATS program published lacks it).
@@ -91,7 +92,7 @@ func (g *Inspect) RespawnDeadLetters(ctx context.Context, queue string, n int) (
 		// Back to its own priority (the Lmq-Priority header it kept).
 		p := store.MessagePriority("", raw.Header)
 		levels |= 1 << p
-		m := store.NewMsg(mapping.PrioritySubject(queue, p))
+		m := bus.NewMsg(mapping.PrioritySubject(queue, p))
 		copyOwnHeaders(m, raw.Header)
 		m.Header.Del(mapping.HdrDelivered)
 		m.Header.Del(mapping.HdrDeadAt)
@@ -127,7 +128,7 @@ func (g *Inspect) DeleteDeadLetters(ctx context.Context, queue string) (uint64, 
 		if err != nil || raw == nil {
 			break
 		}
-		g.store.Bodies().DropBody(ctx, &store.Msg{Header: raw.Header})
+		g.store.Bodies().DropBody(ctx, &bus.Msg{Header: raw.Header})
 		seq = raw.Seq + 1
 	}
 	n, err := sh.PurgeSubject(ctx, mapping.DeadSubject(queue))

@@ -13,6 +13,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 type deliveryState int
@@ -124,7 +125,7 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 		g.log.Warn("large-message body not found; delivering the message without it",
 			"queue", q.Name(), "seq", r.Seq, "object", r.Msg.Header.Get(mapping.HdrObject), "err", err)
 		stripped := r.Msg
-		stripped.Header = make(store.Headers, len(r.Msg.Header))
+		stripped.Header = make(bus.Headers, len(r.Msg.Header))
 		for k, v := range r.Msg.Header {
 			if k != mapping.HdrObject {
 				stripped.Header[k] = v
@@ -290,7 +291,7 @@ func (g *core) release(r *dispatch.Raw, counted bool) {
 		// original is the last message there.
 		subj = r.Msg.Subject
 	}
-	cp := store.NewMsg(subj)
+	cp := bus.NewMsg(subj)
 	copyOwnHeaders(cp, r.Msg.Header)
 	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
 	if r.Receives > 0 {
@@ -344,7 +345,7 @@ func (g *core) release(r *dispatch.Raw, counted bool) {
 // copyOwnHeaders copies the message's headers except JetStream's own
 // (Nats-*): a copy must not inherit a batch id, a message id (it would be
 // dropped as a duplicate), a TTL or schedule markers of the original.
-func copyOwnHeaders(dst *store.Msg, src store.Headers) { jsapi.CopyOwnHeaders(dst.Header, src) }
+func copyOwnHeaders(dst *bus.Msg, src bus.Headers) { jsapi.CopyOwnHeaders(dst.Header, src) }
 
 // body returns the stored body of r, reading it from the stream when the
 // delivery let go of it.

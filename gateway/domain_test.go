@@ -15,7 +15,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // startNATS starts an in-process nats-server on loopback.
@@ -90,11 +90,11 @@ func TestJetStreamDomain(t *testing.T) {
 	// A domain that does not exist has no responders: New fails.
 	nctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
 	defer cancel()
-	if g, err := gateway.New(nctx, store.NewBus(nc), gateway.Config{Domain: "elsewhere"}); err == nil {
+	if g, err := gateway.New(nctx, bus.New(nc), gateway.Config{Domain: "elsewhere"}); err == nil {
 		g.Close()
 		t.Fatal("core started on a JetStream domain that does not exist")
 	}
-	g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{Domain: "dom"})
+	g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{Domain: "dom"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestLeafNodeDomain(t *testing.T) {
 		_, err := js.AccountInfo(ctx)
 		return err == nil
 	})
-	g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{Domain: "hub"})
+	g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{Domain: "hub"})
 	if err != nil {
 		t.Fatal(err)
 	}

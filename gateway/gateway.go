@@ -110,7 +110,7 @@
 // accumulator, upgrade and migrate); the Gateway keeps its owner's methods.
 //
 // Built from: package store (queue data in JetStream: its streams,
-// consumers, pull wire and reads, as above; and every KV bucket, store.KV),
+// consumers, pull wire and reads, as above; and every KV bucket, kv.KV),
 // gateway/registry (which queues
 // exist: the mirror of LMQ_QUEUES, MaxQueues, adopting), gateway/dispatch
 // (the pull engine: per-queue dispatch state, pull requests, waiting
@@ -160,6 +160,8 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Config configures a Gateway.
@@ -214,7 +216,7 @@ type Config struct {
 // core is the state every handle shares (handles.go): the handles embed
 // it, so its methods are theirs, unexported.
 type core struct {
-	bus *store.Bus
+	bus *bus.Bus
 	cfg Config
 	log *slog.Logger
 	obs Observer
@@ -247,7 +249,7 @@ type core struct {
 
 	waits *waits.Limiter // the pulls holding a waitSlot (waitlimit.go)
 
-	subs    []*store.Subscription // the control subjects' (subscribeControl)
+	subs    []*bus.Subscription // the control subjects' (subscribeControl)
 	closing chan struct{}
 	// followers mirror the buckets of OpenSharedBucket (buckets.go); Close
 	// stops them.
@@ -278,7 +280,7 @@ const (
 // order (lifecycle.Group): the properties, the queue registry, the
 // dispatcher, the control subscriptions, the peers. ctx bounds the
 // start-up. When one fails, those started are stopped again, in reverse.
-func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
+func New(ctx context.Context, bus *bus.Bus, cfg Config) (*Gateway, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
@@ -329,12 +331,12 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.peers = peers.New(bus, idb, g.counted, g.closing)
-	g.props = props.New(func(ctx context.Context) (*store.KV, error) {
-		kv, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
+	g.props = props.New(func(ctx context.Context) (*kv.KV, error) {
+		bkt, err := g.openBucket(ctx, mapping.PropsBucket, "lmq-gateway queue properties and default-properties list")
 		if err != nil {
 			return nil, fmt.Errorf("properties: %w", err)
 		}
-		return kv, nil
+		return bkt, nil
 	}, g.log)
 	// The registry's drops end the dispatcher's state of a queue; g.disp
 	// is set before the registry starts.
@@ -445,7 +447,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 func (g *core) subscribeControl(context.Context) error {
 	for _, c := range []struct {
 		subj string
-		h    store.Handler
+		h    bus.Handler
 	}{
 		{controlPrefix + g.id + ".reply", g.onRelayedReply},
 		{controlPrefix + g.id + ".deliveries", g.onDeliveriesRequest},

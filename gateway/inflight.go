@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The deliveries in flight, for an operator (issue 29's control room): who
@@ -186,7 +186,7 @@ func (g *Inspect) Deliveries(ctx context.Context, queue string) (DeliveryList, e
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, store.ErrNoResponders):
+			case errors.Is(err, bus.ErrNoResponders):
 				// Gone (its deliveries with it), or an older version.
 			case err != nil:
 				out.Unanswered = append(out.Unanswered, p)
@@ -234,7 +234,7 @@ func (g *Inspect) FindDelivery(ctx context.Context, id string) (DeliveryInfo, er
 	wctx, cancel := context.WithTimeout(ctx, peerListWait)
 	defer cancel()
 	resp, err := g.bus.Request(wctx, controlPrefix+owner+".deliveries", req)
-	if errors.Is(err, store.ErrNoResponders) {
+	if errors.Is(err, bus.ErrNoResponders) {
 		return DeliveryInfo{}, notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
@@ -264,7 +264,7 @@ func (g *core) findLocal(id string) *DeliveryInfo {
 }
 
 // onDeliveriesRequest answers another gateway's Deliveries or FindDelivery.
-func (g *core) onDeliveriesRequest(m store.Msg) {
+func (g *core) onDeliveriesRequest(m bus.Msg) {
 	var req deliveriesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte(`{"deliveries":[]}`))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestDeliveriesAcrossGateways: two gateways each hold a delivery of one
@@ -17,7 +17,7 @@ func TestDeliveriesAcrossGateways(t *testing.T) {
 	ns := testnats.Start(t)
 	newOn := func(name string) *gateway.Gateway {
 		nc := testnats.Connect(t, ns, name)
-		g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{RepollInterval: 100 * time.Millisecond})
+		g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{RepollInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

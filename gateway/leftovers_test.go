@@ -9,7 +9,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestLeftoversRemovedOnceThereIsRoom: what a queue deleted while the store
@@ -18,7 +18,7 @@ import (
 // worker once space is freed.
 func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
 	ns := testnats.StartWith(t, embedded.Options{MaxStore: 4 << 20})
-	g, err := New(context.Background(), store.NewBus(testnats.Connect(t, ns, "test")), Config{StoreHealth: ns.StoreError})
+	g, err := New(context.Background(), bus.New(testnats.Connect(t, ns, "test")), Config{StoreHealth: ns.StoreError})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
@@ -51,7 +51,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	ns := testnats.Start(t)
 	newOn := func(name string) *gateway.Gateway {
 		nc := testnats.Connect(t, ns, name)
-		g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{RepollInterval: 100 * time.Millisecond})
+		g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{RepollInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestNewUndoesAFailedStart(t *testing.T) {
 	for id := range allGoroutines() {
 		skip[id] = true
 	}
-	g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{})
+	g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{})
 	if err == nil {
 		g.Close()
 		t.Fatal("New started on a registry bucket that is no KV bucket")

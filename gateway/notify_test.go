@@ -13,7 +13,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestNotifyWakesWaitingPull: a message published into a queue's subject by
@@ -73,7 +73,7 @@ func TestNotifyAcrossGateways(t *testing.T) {
 	clients := ns.NATS().NumClients()
 	var gs [2]*gateway.Gateway
 	for i := range gs {
-		g, err := gateway.New(ctx, store.NewBus(testnats.Connect(t, ns, "test")), gateway.Config{RepollInterval: time.Hour})
+		g, err := gateway.New(ctx, bus.New(testnats.Connect(t, ns, "test")), gateway.Config{RepollInterval: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 		t.Fatalf("peers of a gateway alone: %v", p)
 	}
 
-	other, err := gateway.New(ctx, store.NewBus(testnats.Connect(t, ns, "test")), gateway.Config{})
+	other, err := gateway.New(ctx, bus.New(testnats.Connect(t, ns, "test")), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // A retried ack of a delivery this gateway acked is still LMQ's "not found",
@@ -132,7 +132,7 @@ func TestRegexpOpsNeverRecreate(t *testing.T) {
 	ns, a := startCore(t)
 	ctx := ctxT(t)
 	nc := testnats.Connect(t, ns, "gateway b")
-	b, err := gateway.New(ctx, store.NewBus(nc), gateway.Config{})
+	b, err := gateway.New(ctx, bus.New(nc), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestOtherGatewaysShards(t *testing.T) {
 	t.Parallel()
 	ns, a := startCore(t)
 	ctx := ctxT(t)
-	b, err := gateway.New(ctx, store.NewBus(testnats.Connect(t, ns, "gateway b")), gateway.Config{})
+	b, err := gateway.New(ctx, bus.New(testnats.Connect(t, ns, "gateway b")), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

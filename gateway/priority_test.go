@@ -16,7 +16,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // prioCore starts an embedded NATS server and a gateway on it, and returns a
@@ -35,7 +35,7 @@ func prioCore(t *testing.T) (*Gateway, jetstream.JetStream) {
 // test.
 func gatewayOn(t *testing.T, ns *embedded.Server, name string) *Gateway {
 	t.Helper()
-	g, err := New(context.Background(), store.NewBus(testnats.Connect(t, ns, name)), Config{})
+	g, err := New(context.Background(), bus.New(testnats.Connect(t, ns, name)), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func BenchmarkPriorityPullAck(b *testing.B) {
 	for _, mode := range []string{"plain", "drain", "alternate", "alternate-plain"} {
 		b.Run(mode, func(b *testing.B) {
 			ns := testnats.Start(b)
-			g, err := New(context.Background(), store.NewBus(testnats.Connect(b, ns, "core")), Config{})
+			g, err := New(context.Background(), bus.New(testnats.Connect(b, ns, "core")), Config{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Push stores msg in queue, creating the queue if needed. It returns once
@@ -216,7 +217,7 @@ func (g *core) unlessDeleted(ctx context.Context, q *dispatch.Queue, seq uint64)
 // setNatsTTL lets JetStream itself remove the message once it expires; its
 // TTL has whole seconds and a minimum of one, so the gateway also checks the
 // exact expiry (Lmq-Expires) before delivering.
-func setNatsTTL(m *store.Msg, ttl time.Duration) { jsapi.SetTTL(m.Header, ttl) }
+func setNatsTTL(m *bus.Msg, ttl time.Duration) { jsapi.SetTTL(m.Header, ttl) }
 
 // PushAll pushes msg to every existing queue whose name matches re; the result
 // maps each queue to its accumulation answer (empty when none matched).

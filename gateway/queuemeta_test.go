@@ -13,7 +13,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestQueueMeta: CreateQueue records the creation time; UpdateQueueMeta
@@ -26,7 +26,7 @@ func TestQueueMeta(t *testing.T) {
 	ctx := ctxT(t)
 	ns, _, a := startCoreWith(t, gateway.Config{})
 	nc := testnats.Connect(t, ns, "second")
-	b, err := gateway.New(ctx, store.NewBus(nc), gateway.Config{})
+	b, err := gateway.New(ctx, bus.New(nc), gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 package gateway
 
-import "github.com/lmq-gateway/lmq-gateway/store"
+import "github.com/lmq-gateway/lmq-gateway/store/bus"
 
 // ratesSubject carries the gateways' rate samples: every few seconds each
 // gateway's console publishes its pushes and pulls of the last interval
@@ -16,7 +16,7 @@ func (g *Gateway) PublishRates(data []byte) error { return g.bus.Publish(ratesSu
 // SubscribeRates calls f with the rate samples of every gateway (this one's
 // too) until stop is called.
 func (g *Gateway) SubscribeRates(f func(data []byte)) (stop func(), err error) {
-	sub, err := g.bus.Subscribe(ratesSubject, g.counted(func(m store.Msg) { f(m.Data) }))
+	sub, err := g.bus.Subscribe(ratesSubject, g.counted(func(m bus.Msg) { f(m.Data) }))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Redrive (beyond LMQ; SQS's RedrivePolicy): a queue whose property
@@ -69,7 +69,7 @@ func (g *core) redrive(r *dispatch.Raw, target string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	stored := &store.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
+	stored := &bus.Msg{Subject: r.Msg.Subject, Header: r.Msg.Header, Data: body}
 	content, err := g.store.Decode(ctx, stored) // a large body is loaded, to be stored anew
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Replies relayed between gateways: a delivery id starts with the id of the
@@ -48,7 +48,7 @@ func (g *core) relayReply(ctx context.Context, queue, id string, kind ReplyKind,
 	rctx, cancel := context.WithTimeout(ctx, replyTimeout+time.Second)
 	defer cancel()
 	resp, err := g.bus.Request(rctx, controlPrefix+owner+".reply", marshalRelay(queue, id, kind, vis))
-	if errors.Is(err, store.ErrNoResponders) {
+	if errors.Is(err, bus.ErrNoResponders) {
 		return notFound // that gateway is gone, and its deliveries with it
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (g *core) relayReply(ctx context.Context, queue, id string, kind ReplyKind,
 	return fmt.Errorf("relay reply: %w: %s", ErrUnavailable, resp.Data)
 }
 
-func (g *core) onRelayedReply(m store.Msg) {
+func (g *core) onRelayedReply(m bus.Msg) {
 	var req relayRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		_ = m.Respond([]byte("bad request"))

@@ -9,7 +9,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/embedded"
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // startFullableCore is a core on an embedded server whose JetStream
@@ -18,7 +18,7 @@ func startFullableCore(t *testing.T) *gateway.Gateway {
 	t.Helper()
 	ns := testnats.StartWith(t, embedded.Options{MaxStore: 4 << 20})
 	nc := testnats.Connect(t, ns, "test")
-	g, err := gateway.New(ctxT(t), store.NewBus(nc), gateway.Config{StoreHealth: ns.StoreError})
+	g, err := gateway.New(ctxT(t), bus.New(nc), gateway.Config{StoreHealth: ns.StoreError})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package gateway
 import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // TestSignals are the events of a core's parts that a test may wait for
@@ -20,7 +20,7 @@ type TestSignals struct {
 	// PropsApplied and QueuesApplied: an entry of the properties bucket,
 	// of the queue registry's bucket, applied by its follower here (a
 	// change made through any gateway).
-	PropsApplied, QueuesApplied *testsignal.Signal[store.KVEntry]
+	PropsApplied, QueuesApplied *testsignal.Signal[kv.Entry]
 }
 
 // Signals is g's TestSignals.

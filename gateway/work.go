@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // closeGrace is how long Close waits for background work before cancelling
@@ -25,7 +25,7 @@ func (g *core) within(f func(ctx context.Context)) bool { return g.work.Within(f
 // counted wraps a subscription's handler so that it counts as background
 // work: Unsubscribe does not wait for a handler already running, Close does.
 // Messages arriving once the gateway is closing are ignored.
-func (g *core) counted(h store.Handler) store.Handler { return lifecycle.Counted(g.work, h) }
+func (g *core) counted(h bus.Handler) bus.Handler { return lifecycle.Counted(g.work, h) }
 
 // opContext bounds one background JetStream operation: opTimeout, and the
 // gateway's lifetime.

@@ -58,7 +58,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 	"github.com/lmq-gateway/lmq-gateway/upgrade"
 )
 
@@ -288,7 +288,7 @@ func Migrate(ctx context.Context, opts Options, out io.Writer) (*Report, error) 
 	// Start-up is bounded: an unreachable target must not hang the command.
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
-	bus := store.NewBus(nc)
+	bus := bus.New(nc)
 	m.core, err = gateway.New(sctx, bus, gateway.Config{Replicas: opts.Replicas, Domain: opts.ToNATSAuth.Domain, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("gateway core on %s: %w", nc.ConnectedUrlRedacted(), err)

@@ -22,7 +22,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/rpc/wire"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // startCore runs an in-process JetStream server and a real core on it.
@@ -48,7 +48,7 @@ func startCore(t *testing.T) *gateway.Gateway {
 	}
 	t.Cleanup(nc.Close)
 	g := testcore.New(t, nc, gateway.Config{Replicas: 1, Logger: quietLogger()})
-	acc := accumulator.New(store.NewBus(nc), g, accumulator.Config{Logger: quietLogger()})
+	acc := accumulator.New(bus.New(nc), g, accumulator.Config{Logger: quietLogger()})
 	if err := acc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway"
 	"github.com/lmq-gateway/lmq-gateway/natsconn"
 	"github.com/lmq-gateway/lmq-gateway/ops"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // connectNATS connects to Config.NATSURL, or starts the embedded server and
 // connects to it in-process.
-func (s *Server) connectNATS(ctx context.Context) (*store.Bus, *embedded.Server, error) {
+func (s *Server) connectNATS(ctx context.Context) (*bus.Bus, *embedded.Server, error) {
 	log := s.log
 	if s.cfg.NATSURL != "" {
 		o := s.cfg.NATS
@@ -95,7 +95,7 @@ func (s *Server) natsWhere() string {
 // JetStream cluster as it sees it (clusterNodes); with an external
 // deployment, the server this gateway is connected to (package ops adds the
 // servers holding queues).
-func nodesOf(bus *store.Bus, ns *embedded.Server) func(context.Context) (ops.Nodes, error) {
+func nodesOf(bus *bus.Bus, ns *embedded.Server) func(context.Context) (ops.Nodes, error) {
 	if ns == nil {
 		return func(context.Context) (ops.Nodes, error) {
 			var n ops.Nodes

@@ -46,7 +46,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/connlimit"
 	"github.com/lmq-gateway/lmq-gateway/internal/route"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lifecycle"
 
@@ -191,7 +191,7 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	bus   *store.Bus
+	bus   *bus.Bus
 	ns    *embedded.Server // nil with Config.NATSURL
 	stats *ops.Stats
 	core  *gateway.Gateway

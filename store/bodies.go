@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Large bodies: a body too large for one NATS message lives in the Object
@@ -199,7 +200,7 @@ func (h Bodies) BodySize(ctx context.Context, name string) (int64, bool) {
 
 // DropBody deletes the Object Store body m refers to, if any: for a message
 // certainly not stored, or removed for good.
-func (h Bodies) DropBody(ctx context.Context, m *Msg) {
+func (h Bodies) DropBody(ctx context.Context, m *bus.Msg) {
 	s := h.s
 	if ref := m.Header.Get(mapping.HdrObject); ref != "" {
 		s.Bodies().DeleteBody(ctx, ref)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The storage of ordered groups (mapping/groups.go; the core's rules are in
@@ -110,7 +111,7 @@ func (h Groups) Remove(ctx context.Context, queue string, seq uint64) error {
 // number of gateways promoting the group at once, exactly one succeeds.
 func (h Groups) Promote(ctx context.Context, queue, g string, m *StoredMsg, after uint64) (promoted bool, err error) {
 	s := h.s
-	cp := NewMsg(mapping.HeadSubject(queue, g))
+	cp := bus.NewMsg(mapping.HeadSubject(queue, g))
 	for k, v := range m.Header {
 		if !strings.HasPrefix(k, "Nats-") {
 			cp.Header[k] = v
@@ -209,7 +210,7 @@ func (s *Store) restoreHeads(ctx context.Context, queue string, upTo uint64) err
 		if rm.Sequence > upTo {
 			continue
 		}
-		cp := NewMsg(subj)
+		cp := bus.NewMsg(subj)
 		for k, v := range rm.Header {
 			if !strings.HasPrefix(k, "Nats-") {
 				cp.Header[k] = v

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // failureHold is how long a store failure the store met keeps the gateway
@@ -35,7 +36,7 @@ type health struct {
 
 	// probeMu guards probeKV, the health bucket once Probe opened it.
 	probeMu sync.Mutex
-	probeKV *KV
+	probeKV *kv.KV
 }
 
 // precheck fails a store at once while the NATS server reports a store
@@ -118,12 +119,12 @@ func (s *Store) Probe(ctx context.Context, key string) error {
 	h.probeMu.Lock()
 	defer h.probeMu.Unlock()
 	if h.probeKV == nil {
-		kv, err := s.OpenKV(ctx, KVConfig{
+		kv, err := s.OpenKV(ctx, kv.Config{
 			Bucket:      mapping.HealthBucket,
 			Description: "lmq-gateway readiness probes (one key per gateway)",
 			TTL:         time.Hour,
 			Replicas:    s.cfg.Replicas,
-			Create:      KVCreateOrUpdate,
+			Create:      kv.CreateOrUpdate,
 		})
 		if err != nil {
 			if isStorageErr(err) {
@@ -147,7 +148,7 @@ func (s *Store) Probe(ctx context.Context, key string) error {
 		}
 	}
 	e, err := h.probeKV.Get(ctx, key)
-	if errors.Is(err, ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrKeyNotFound) {
 		return nil // answered: the key was not written (the store is full) or expired
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Header is one kept request header (the preserve-header hook); Name is
@@ -48,8 +49,8 @@ func (s *Store) InlineLimit() int64 {
 // inline, or in the Object Store when it is too large for one NATS message;
 // metadata in headers (mapping.Hdr*). The caller adds its own headers and
 // stores the message with Publish.
-func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, retry int) (*Msg, error) {
-	m := NewMsg(subject)
+func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, retry int) (*bus.Msg, error) {
+	m := bus.NewMsg(subject)
 	if c.ContentType != "" {
 		m.Header.Set(mapping.HdrContentType, c.ContentType)
 	}
@@ -81,7 +82,7 @@ func (s *Store) Encode(ctx context.Context, queue, subject string, c Content, re
 // Decode reads back the content of a message stored by Encode (or published
 // by a plain NATS program, whose body is the content), loading a large
 // body from the Object Store.
-func (s *Store) Decode(ctx context.Context, m *Msg) (Content, error) {
+func (s *Store) Decode(ctx context.Context, m *bus.Msg) (Content, error) {
 	return s.decode(ctx, nats.Header(m.Header), m.Data)
 }
 

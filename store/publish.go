@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The one way messages go into queue streams. Every writer of the core
@@ -32,7 +34,7 @@ import (
 // the deadline and then answered ErrUnavailable; a PubAck that does not come
 // back in time means the message may be stored, ErrUnknown. Retrying only
 // after "no responders" cannot store a message twice.
-func (s *Store) Publish(ctx context.Context, op, queue string, m *Msg) (uint64, error) {
+func (s *Store) Publish(ctx context.Context, op, queue string, m *bus.Msg) (uint64, error) {
 	if err := s.health.precheck(op); err != nil {
 		return 0, err
 	}
@@ -42,7 +44,7 @@ func (s *Store) Publish(ctx context.Context, op, queue string, m *Msg) (uint64, 
 }
 
 // publishRetrying is Publish after the store-health check.
-func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *Msg) (uint64, error) {
+func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *bus.Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	looked := false
@@ -50,11 +52,11 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *Msg) (
 	for {
 		// publishOnce rather than js.PublishMsg (WithRetryAttempts(0)): the
 		// same request and errors, without PublishMsg's options and
-		// encoding/json's reflection, once per stored message (puback.go
+		// encoding/json's reflection, once per stored message (jsapi.ParsePubAck
 		// reads the answer).
 		ack, err := s.publishOnce(ctx, m)
 		if err == nil {
-			return ack.seq, nil
+			return ack.Seq, nil
 		}
 		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
 			return 0, Outcome(op, err)
@@ -94,22 +96,28 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *Msg) (
 // PubAck, once: no retry after "no responders" (Publish has its own). ctx
 // must have a deadline (Publish's storeTimeout), as PublishMsg would
 // otherwise add its default one.
-func (s *Store) publishOnce(ctx context.Context, m *Msg) (pubAck, error) {
+func (s *Store) publishOnce(ctx context.Context, m *bus.Msg) (jsapi.PubAck, error) {
 	// As PublishMsg with an option: it gives the message an empty header.
 	// Nothing goes differently on the wire; a caller that reuses m finds it
 	// as before.
 	if m.Header == nil {
-		m.Header = Headers{}
+		m.Header = bus.Headers{}
 	}
 	nm := natsMsg(m)
 	resp, err := s.nc.RequestMsgWithContext(ctx, &nm)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return pubAck{}, jetstream.ErrNoStreamResponse
+			return jsapi.PubAck{}, jetstream.ErrNoStreamResponse
 		}
-		return pubAck{}, err
+		return jsapi.PubAck{}, err
 	}
-	return parsePubAck(resp.Data)
+	return jsapi.ParsePubAck(resp.Data)
+}
+
+// natsMsg is m as nats.go sends it (the fields are shared; the result does
+// not escape nats.go's send calls, so it stays on the caller's stack).
+func natsMsg(m *bus.Msg) nats.Msg {
+	return nats.Msg{Subject: m.Subject, Reply: m.Reply, Header: nats.Header(m.Header), Data: m.Data}
 }
 
 // JetStream's atomic batch headers (ADR-50); nats.go names none of them.
@@ -127,7 +135,7 @@ const (
 // (ErrUnknown, which a client must not take for "retry"); no stream
 // responding, or a message before the commit failing to go out, means
 // nothing is stored (JetStream drops an uncommitted batch).
-func (s *Store) PublishBatch(ctx context.Context, msgs []*Msg) error {
+func (s *Store) PublishBatch(ctx context.Context, msgs []*bus.Msg) error {
 	if err := s.health.precheck("store batch"); err != nil {
 		return err
 	}

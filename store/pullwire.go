@@ -6,10 +6,12 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The consumer pull wire: where the store speaks JetStream's wire protocol
-// itself (here, and the PubAck of a stored message in puback.go); everything
+// itself (here, and the PubAck of a stored message in publish.go, read by
+// jsapi.ParsePubAck); everything
 // else goes through nats.go's jetstream package, and every subject comes
 // from internal/jsapi.
 //
@@ -80,7 +82,7 @@ const (
 // at once because the messages the consumer has are already promised to
 // other requests (other gateways'), and carries no such headers. So the
 // headers tell the two apart, not the description's text.
-func ClassifyPullStatus(m *Msg) PullStatus {
+func ClassifyPullStatus(m *bus.Msg) PullStatus {
 	switch m.Header.Get("Status") {
 	case "100":
 		return PullIgnore

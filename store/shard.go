@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // The core's reads of a shard stream (Shard): its per-subject counts, its
@@ -30,14 +30,6 @@ type Shard struct {
 // Index is the shard's number (mapping.Shard).
 func (sh *Shard) Index() int { return sh.k }
 
-// Headers are a stored message's headers: NATS's header map under this
-// package's name (the conversion costs nothing). Get looks a name up as
-// NATS does (as given, then canonical).
-type Headers map[string][]string
-
-// Get returns the first value of header key, "" when it has none.
-func (h Headers) Get(key string) string { return nats.Header(h).Get(key) }
-
 // StoredMsg is a message read back from a shard stream by sequence.
 // Everything in it is input: anyone who may publish on a queue subject
 // may have stored anything.
@@ -45,7 +37,7 @@ type StoredMsg struct {
 	Subject string
 	// Seq is its stream sequence.
 	Seq    uint64
-	Header Headers
+	Header bus.Headers
 	Data   []byte
 	// Time is when JetStream stored it.
 	Time time.Time
@@ -56,7 +48,7 @@ func storedMsg(rm *jetstream.RawStreamMsg) *StoredMsg {
 	if rm == nil {
 		return nil
 	}
-	return &StoredMsg{Subject: rm.Subject, Seq: rm.Sequence, Header: Headers(rm.Header), Data: rm.Data, Time: rm.Time}
+	return &StoredMsg{Subject: rm.Subject, Seq: rm.Sequence, Header: bus.Headers(rm.Header), Data: rm.Data, Time: rm.Time}
 }
 
 // ShardInfo is a shard stream's state, with the per-subject counts of the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestShardHandle: a queue's shard handle counts its subjects, reads its
@@ -25,7 +26,7 @@ func TestShardHandle(t *testing.T) {
 	}
 	put := func(subject, body string) {
 		t.Helper()
-		m := store.NewMsg(subject)
+		m := bus.NewMsg(subject)
 		m.Header.Set(mapping.HdrContentType, "text/plain")
 		m.Data = []byte(body)
 		if _, err := f.s.Publish(ctx, "test", queue, m); err != nil {

@@ -5,30 +5,30 @@
 // data: the shard streams LMQS_00..63 (made on first use, brought up to
 // date, made again when deleted: shards.go) and the core's handles on them
 // (shard.go: a *Shard answers per-subject counts, reads by subject and
-// sequence, consumers' positions, removals by sequence or subject, in this
-// package's types: StoredMsg, Headers, ShardInfo, ConsumerState), the
-// queues' consumers and their storage (consumers.go), the consumer pull wire (pullwire.go) and
-// the shared look at which queues hold messages (scan.go), reads and
-// removals of stored messages by sequence (log.go), and purging a queue's
-// waiting messages and the large bodies only they used (purge.go). It owns the
-// store-health check (a full disk fails a store at once), the publish and
-// its hand-read PubAck, the one retry policy (only after "no responders",
-// which cannot store twice), atomic batches, the large-body writer with
-// flow control, and the classification of every outcome as stored, not
-// stored (ErrUnavailable) or unknown (ErrUnknown). It also owns every KV
-// bucket of the gateway (kv.go): a *KV opens or makes a bucket, reads,
-// writes conditionally on a revision, removes, lists and watches keys, with
-// entries and errors of this package's own (ErrKeyNotFound, ErrKeyExists,
-// ErrRevisionMismatch, ErrNoLeader), so that the properties, the queue
-// registry, queue metadata, access tokens, accumulation windows and the
-// upgrade lock use no JetStream type. And it owns the core's core-NATS
-// traffic (bus.go): a *Bus is the connection as the core and the daemon
-// hold it (publish, request, subscribe, flush, reconnect hook), and Msg
-// (msg.go) every message the core builds or receives, pulled ones included
-// (PullMeta reads their ack subject). So no nats.go type crosses this
-// package's API outside the constructors for the seam's own packages
-// (NewBus, New, OpenKV, Bus.NATS): the core and the daemon open a Store
-// with Open(bus, cfg) and buckets with Store.OpenKV or Bus.OpenKV.
+// sequence, consumers' positions, removals by sequence or subject, in the
+// seam's types: StoredMsg, ShardInfo, ConsumerState, bus.Headers), the
+// queues' consumers and their storage (consumers.go), the consumer pull
+// wire (pullwire.go) and the shared look at which queues hold messages
+// (scan.go), reads and removals of stored messages by sequence (log.go),
+// and purging a queue's waiting messages and the large bodies only they
+// used (purge.go). It owns the store-health check (a full disk fails a
+// store at once), the publish and its hand-read PubAck, the one retry
+// policy (only after "no responders", which cannot store twice), atomic
+// batches, the large-body writer with flow control, and the classification
+// of every outcome as stored, not stored (ErrUnavailable) or unknown
+// (ErrUnknown).
+//
+// Two subpackages complete the seam. Every KV bucket of the gateway is a
+// *kv.KV (store/kv; Store.OpenKV opens one on the store's JetStream), so
+// that the properties, the queue registry, queue metadata, access tokens,
+// accumulation windows and the upgrade lock use no JetStream type. The
+// core's core-NATS traffic is store/bus: a *bus.Bus is the connection as
+// the core and the daemon hold it (publish, request, subscribe, flush,
+// reconnect hook), and bus.Msg every message the core builds or receives,
+// the ones this package stores and pulls included. So no nats.go type
+// crosses this package's API outside New, for the seam's own packages: the
+// core and the daemon open a Store with Open(bus, cfg), and buckets with
+// Store.OpenKV or bus.Bus.OpenKV.
 //
 // Why one seam: the same rules used to be repeated (and missed) at each
 // writer, and one writer answered a timed-out batch "retry" where the
@@ -44,6 +44,7 @@
 package store
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,7 +52,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Config configures a Store.
@@ -114,4 +118,19 @@ func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) *Store {
 	s := &Store{nc: nc, js: js, cfg: cfg, log: cfg.Logger}
 	s.health.check, s.health.log = cfg.Health, cfg.Logger
 	return s
+}
+
+// Open returns a Store on b's JetStream: the account's own, a domain's
+// (cfg.Domain) or one imported under cfg.APIPrefix.
+func Open(b *bus.Bus, cfg Config) (*Store, error) {
+	js, err := jsapi.New(b.NATS(), cfg.Domain, cfg.APIPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return New(b.NATS(), js, cfg), nil
+}
+
+// OpenKV opens a bucket on the store's JetStream (kv.Open).
+func (s *Store) OpenKV(ctx context.Context, cfg kv.Config) (*kv.KV, error) {
+	return kv.Open(ctx, s.js, cfg)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // testCtx bounds a test's requests; reached only on failure.
@@ -47,7 +48,7 @@ func withShard(t *testing.T, queue string) (*fixture, context.Context) {
 }
 
 // stored reads back the message at seq of queue's stream.
-func (f *fixture) stored(t *testing.T, queue string, seq uint64) *store.Msg {
+func (f *fixture) stored(t *testing.T, queue string, seq uint64) *bus.Msg {
 	t.Helper()
 	ctx := testCtx(t)
 	st, err := f.js.Stream(ctx, mapping.StreamName(queue))
@@ -58,7 +59,7 @@ func (f *fixture) stored(t *testing.T, queue string, seq uint64) *store.Msg {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &store.Msg{Subject: raw.Subject, Header: store.Headers(raw.Header), Data: raw.Data}
+	return &bus.Msg{Subject: raw.Subject, Header: bus.Headers(raw.Header), Data: raw.Data}
 }
 
 // TestPublishRemakesStream: a message whose shard stream is gone (an
@@ -106,7 +107,7 @@ func TestPublishNoStreamIsUnavailable(t *testing.T) {
 	// A subject no shard stream takes: the store makes the queue's shard,
 	// and still no stream answers.
 	const nowhere = "nowhere.at.all"
-	_, err := f.s.Publish(ctx, "store message", "nowhere", store.NewMsg(nowhere))
+	_, err := f.s.Publish(ctx, "store message", "nowhere", bus.NewMsg(nowhere))
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknown) {
 		t.Fatalf("Publish without a stream: %v, want ErrUnavailable only", err)
 	}
@@ -121,10 +122,10 @@ func TestPublishNoStreamIsUnavailable(t *testing.T) {
 }
 
 // batch is n messages of queue.
-func batch(queue string, n int) []*store.Msg {
-	msgs := make([]*store.Msg, n)
+func batch(queue string, n int) []*bus.Msg {
+	msgs := make([]*bus.Msg, n)
 	for i := range msgs {
-		m := store.NewMsg(mapping.QueueSubject(queue))
+		m := bus.NewMsg(mapping.QueueSubject(queue))
 		m.Data = []byte(strconv.Itoa(i))
 		msgs[i] = m
 	}
@@ -162,7 +163,7 @@ func TestHealthFailsStoresAtOnce(t *testing.T) {
 	if _, err := f.s.Shards().QueueShard(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.s.Publish(ctx, "store message", queue, store.NewMsg(mapping.QueueSubject(queue)))
+	_, err := f.s.Publish(ctx, "store message", queue, bus.NewMsg(mapping.QueueSubject(queue)))
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Publish on a full disk: %v, want ErrUnavailable", err)
 	}
@@ -173,7 +174,7 @@ func TestHealthFailsStoresAtOnce(t *testing.T) {
 		t.Fatalf("a refused store reached the stream: %v", err)
 	}
 	full.Store(false)
-	if _, err := f.s.Publish(ctx, "store message", queue, store.NewMsg(mapping.QueueSubject(queue))); err != nil {
+	if _, err := f.s.Publish(ctx, "store message", queue, bus.NewMsg(mapping.QueueSubject(queue))); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.s.Failure(); err != nil {
@@ -263,7 +264,7 @@ func TestLog(t *testing.T) {
 	ctx := testCtx(t)
 	const queue = "log"
 	for _, body := range []string{"one", "two"} {
-		m := store.NewMsg(mapping.QueueSubject(queue))
+		m := bus.NewMsg(mapping.QueueSubject(queue))
 		m.Data = []byte(body)
 		if _, err := f.s.Publish(ctx, "store message", queue, m); err != nil {
 			t.Fatal(err)

@@ -12,14 +12,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // closeJobs are the accumulator's close jobs (windows whose close was under
 // way when the old gateway stopped), read once per upgrade: the keys by
 // encoded queue name.
 type closeJobs struct {
-	kv   *store.KV
+	kv   *kv.KV
 	keys map[string][]string
 }
 
@@ -28,18 +28,18 @@ type closeJobs struct {
 func (u *upgrader) readCloseJobs(ctx context.Context) (*closeJobs, error) {
 	lctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	kv, err := store.OpenKV(lctx, u.js, store.KVConfig{Bucket: mapping.AccumBucket, Create: store.KVExisting})
-	if errors.Is(err, store.ErrBucketNotFound) {
+	bkt, err := kv.Open(lctx, u.js, kv.Config{Bucket: mapping.AccumBucket, Create: kv.Existing})
+	if errors.Is(err, kv.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("accumulation bucket: %w", err)
 	}
-	keys, err := kv.Keys(lctx, "j.>")
+	keys, err := bkt.Keys(lctx, "j.>")
 	if err != nil {
 		return nil, fmt.Errorf("list close jobs: %w", err)
 	}
-	out := &closeJobs{kv: kv, keys: make(map[string][]string)}
+	out := &closeJobs{kv: bkt, keys: make(map[string][]string)}
 	for _, k := range keys {
 		if enc, _, ok := strings.Cut(strings.TrimPrefix(k, "j."), "."); ok {
 			out.keys[enc] = append(out.keys[enc], k)
@@ -58,14 +58,14 @@ func (jobs *closeJobs) fix(ctx context.Context, log *slog.Logger, queue string, 
 	if jobs == nil || len(jobs.keys[mapping.EncodeName(queue)]) == 0 {
 		return nil
 	}
-	kv := jobs.kv
+	bkt := jobs.kv
 	info, err := shard.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
 	for _, k := range jobs.keys[mapping.EncodeName(queue)] {
-		e, err := kv.Get(ctx, k)
-		if errors.Is(err, store.ErrKeyNotFound) {
+		e, err := bkt.Get(ctx, k)
+		if errors.Is(err, kv.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
@@ -85,7 +85,7 @@ func (jobs *closeJobs) fix(ctx context.Context, log *slog.Logger, queue string, 
 		if err != nil {
 			return fmt.Errorf("close job %s: %w", k, err)
 		}
-		if _, err := kv.Update(ctx, k, b, e.Revision); err != nil {
+		if _, err := bkt.Update(ctx, k, b, e.Revision); err != nil {
 			return fmt.Errorf("close job %s: %w", k, err)
 		}
 	}

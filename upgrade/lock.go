@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // The upgrade lock: one gateway upgrades at a time. The lock is a key in the
@@ -57,7 +57,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 	for rev == 0 {
 		e, err := u.kv.Get(ctx, lockKey)
 		switch {
-		case errors.Is(err, store.ErrKeyNotFound):
+		case errors.Is(err, kv.ErrKeyNotFound):
 			rev, err = u.kv.Create(ctx, lockKey, mine())
 		case err == nil:
 			var v lockValue
@@ -68,7 +68,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 				u.log.Info("waiting for another gateway to finish upgrading the queues", "gateway", v.Owner)
 			}
 		}
-		if err != nil && !errors.Is(err, store.ErrKeyExists) && !errors.Is(err, store.ErrRevisionMismatch) {
+		if err != nil && !errors.Is(err, kv.ErrKeyExists) && !errors.Is(err, kv.ErrRevisionMismatch) {
 			_ = sub.Unsubscribe()
 			return nil, nil, fmt.Errorf("upgrade lock: %w", err)
 		}
@@ -99,7 +99,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 			uctx, ucancel := context.WithTimeout(lctx, opTimeout)
 			r, err := u.kv.Update(uctx, lockKey, mine(), rev)
 			ucancel()
-			if errors.Is(err, store.ErrRevisionMismatch) || errors.Is(err, store.ErrKeyNotFound) {
+			if errors.Is(err, kv.ErrRevisionMismatch) || errors.Is(err, kv.ErrKeyNotFound) {
 				cancel(errors.New("upgrade lock lost to another gateway"))
 				return
 			}
@@ -115,7 +115,7 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 		<-done
 		dctx, dcancel := context.WithTimeout(context.Background(), opTimeout)
 		defer dcancel()
-		_ = u.kv.Delete(dctx, lockKey, store.LastRevision(rev))
+		_ = u.kv.Delete(dctx, lockKey, kv.LastRevision(rev))
 		_ = sub.Unsubscribe()
 	}
 	return lctx, unlock, nil

@@ -60,7 +60,8 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -112,7 +113,7 @@ type Logs interface {
 // Deps is what Run works with.
 type Deps struct {
 	// NATS is the core's connection.
-	NATS *store.Bus
+	NATS *bus.Bus
 	// Core is the started core the queues are moved into.
 	Core Core
 	// Domain and APIPrefix select the JetStream, as the core's
@@ -147,7 +148,7 @@ func Run(parent context.Context, d Deps) error {
 	}
 	// The core made the bucket at its start.
 	kctx, kcancel := context.WithTimeout(ctx, opTimeout)
-	u.kv, err = store.OpenKV(kctx, js, store.KVConfig{Bucket: mapping.PropsBucket, Create: store.KVExisting})
+	u.kv, err = kv.Open(kctx, js, kv.Config{Bucket: mapping.PropsBucket, Create: kv.Existing})
 	kcancel()
 	if err != nil {
 		return fmt.Errorf("properties bucket: %w", err)
@@ -191,7 +192,7 @@ func detach(parent context.Context, closing <-chan struct{}) (ctx context.Contex
 type upgrader struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
-	kv   *store.KV // mapping.PropsBucket: properties and the lock
+	kv   *kv.KV // mapping.PropsBucket: properties and the lock
 	core Core
 	log  *slog.Logger
 }
@@ -373,7 +374,7 @@ func (u *upgrader) props(ctx context.Context, queue string) error {
 		return nil
 	}
 	e, err := u.kv.Get(ctx, oldKey)
-	if errors.Is(err, store.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrKeyNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -382,7 +383,7 @@ func (u *upgrader) props(ctx context.Context, queue string) error {
 	if _, err := u.kv.Put(ctx, newKey, e.Value); err != nil {
 		return fmt.Errorf("write properties: %w", err)
 	}
-	if err := u.kv.Delete(ctx, oldKey, store.LastRevision(e.Revision)); err != nil {
+	if err := u.kv.Delete(ctx, oldKey, kv.LastRevision(e.Revision)); err != nil {
 		return fmt.Errorf("remove old properties: %w", err)
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // legacyStreamConfig is the stream of a queue as the gateway of commit
@@ -97,7 +97,7 @@ func TestUpgradeLegacy(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ns, nc, g := startCore(t, gateway.Config{Logger: log})
-	deps := Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log}
+	deps := Deps{NATS: bus.New(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	onc := testnats.Connect(t, ns, "old")
@@ -310,12 +310,12 @@ func TestUpgradeLegacyTwoGateways(t *testing.T) {
 		buf := &logbuf.Buffer{}
 		log := slog.New(slog.NewTextHandler(buf, nil))
 		nc := testnats.Connect(t, ns, fmt.Sprint("core", i))
-		g, err := gateway.New(ctx, store.NewBus(nc), gateway.Config{Logger: log})
+		g, err := gateway.New(ctx, bus.New(nc), gateway.Config{Logger: log})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(g.Close)
-		deps = append(deps, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log})
+		deps = append(deps, Deps{NATS: bus.New(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log})
 		logs = append(logs, buf)
 	}
 	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
@@ -383,7 +383,7 @@ func TestRunNothingToDo(t *testing.T) {
 	_, nc, g := startCore(t, gateway.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := Run(ctx, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
+	if err := Run(ctx, Deps{NATS: bus.New(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := testnats.JetStream(t, nc).KeyValue(ctx, mapping.PropsBucket)
@@ -409,7 +409,7 @@ func TestRunIgnoresDeadline(t *testing.T) {
 	o.msg(mapping.LegacyQueueSubject("q"), "m")
 	expired, ecancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer ecancel()
-	if err := Run(expired, Deps{NATS: store.NewBus(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
+	if err := Run(expired, Deps{NATS: bus.New(nc), Core: Core{Gateway: g, Logs: g.Logs()}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ojs.Stream(ctx, mapping.LegacyStreamName("q")); !errors.Is(err, jetstream.ErrStreamNotFound) {

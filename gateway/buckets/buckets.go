@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Followers are the followers of the shared buckets, started by Follow and
@@ -27,8 +27,8 @@ func New(log *slog.Logger) *Followers { return &Followers{log: log} }
 
 // Follow follows kv (a kvfollow.Follower, started here) until Stop, and
 // returns it as a Shared bucket.
-func (s *Followers) Follow(ctx context.Context, kv *store.KV, what string,
-	apply func(store.KVEntry), replayed func(map[string]bool)) (*Shared, error) {
+func (s *Followers) Follow(ctx context.Context, kv *kv.KV, what string,
+	apply func(kv.Entry), replayed func(map[string]bool)) (*Shared, error) {
 	f := kvfollow.New(kv, s.log, what, apply, replayed)
 	if err := f.Start(ctx); err != nil {
 		return nil, err
@@ -55,12 +55,12 @@ func (s *Followers) Stop() {
 // access tokens of package auth) keeps its own bucket without knowing how
 // the core follows one.
 type Shared struct {
-	kv *store.KV
+	kv *kv.KV
 	f  *kvfollow.Follower
 }
 
 // KV is the bucket.
-func (b *Shared) KV() *store.KV { return b.kv }
+func (b *Shared) KV() *kv.KV { return b.kv }
 
 // Wrote notes this gateway's put of key at revision rev, which the caller
 // has already applied to its mirror: the echo of an older write of the key

@@ -55,6 +55,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/wakeups"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // opTimeout bounds one background JetStream operation (the core's).
@@ -79,7 +80,7 @@ type Rules struct {
 
 // Config is what a Dispatcher works with.
 type Config struct {
-	Bus   *store.Bus
+	Bus   *bus.Bus
 	Store *store.Store
 	Props *props.Cache
 	// Registry is which queues exist; started before the dispatcher.
@@ -90,7 +91,7 @@ type Config struct {
 	Closing <-chan struct{}
 	// Wrap wraps the subscriptions' handlers (the core counts them as its
 	// work).
-	Wrap func(store.Handler) store.Handler
+	Wrap func(bus.Handler) bus.Handler
 	// Peers says whether other gateways run (notifications are published
 	// only then) and learns of those that notify.
 	Peers  *peers.Peers
@@ -108,7 +109,7 @@ type Config struct {
 // Dispatcher is this gateway's pull engine; safe for concurrent use.
 type Dispatcher struct {
 	cfg     Config
-	bus     *store.Bus
+	bus     *bus.Bus
 	store   *store.Store
 	props   *props.Cache
 	work    *lifecycle.Work
@@ -131,7 +132,7 @@ type Dispatcher struct {
 	// Set by Start, ended by Stop: the subscriptions, the goroutines (the
 	// re-poll and control loops, the wake-ups), stopped (closed by Stop)
 	// and run (the goroutines' context, cancelled by Stop).
-	subs    []*store.Subscription
+	subs    []*bus.Subscription
 	bg      sync.WaitGroup
 	stopped chan struct{}
 	run     context.Context

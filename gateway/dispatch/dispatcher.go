@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 // what the dispatcher hands the core (Pull, PullAny, Rules).
 type Raw struct {
 	q        *Queue
-	Msg      store.Msg
+	Msg      bus.Msg
 	Seq      uint64 // its stream sequence
 	DC       int    // JetStream's delivery count of this copy
 	Prev     int    // deliveries consumed by earlier copies (Lmq-Delivered)
@@ -545,7 +546,7 @@ func (d *Dispatcher) OnReconnect() {
 // JetStream delivers pulled messages with their stream subject, which names
 // the queue; status messages come on the request's reply subject, which
 // names the request.
-func (d *Dispatcher) onPullReply(m store.Msg) {
+func (d *Dispatcher) onPullReply(m bus.Msg) {
 	if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 		id, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 64)
 		if err != nil {
@@ -639,9 +640,9 @@ func (d *Dispatcher) onPullReply(m store.Msg) {
 }
 
 // parseRaw reads a pulled message's delivery facts from its ack subject
-// (store.Msg.PullMeta); a message without a valid one is not JetStream's and
+// (bus.Msg.PullMeta); a message without a valid one is not JetStream's and
 // is ignored.
-func (d *Dispatcher) parseRaw(q *Queue, m store.Msg) (*Raw, bool) {
+func (d *Dispatcher) parseRaw(q *Queue, m bus.Msg) (*Raw, bool) {
 	md, ok := m.PullMeta()
 	if !ok || md.Seq == 0 || md.Delivered == 0 {
 		return nil, false

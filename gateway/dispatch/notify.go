@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Notifications (package doc, "Pulling"): published here after every
@@ -47,7 +47,7 @@ func (d *Dispatcher) NotifyLevel(queue string, p int) {
 }
 
 // onNotify receives every gateway's notifications (lmq.n.<enc>).
-func (d *Dispatcher) onNotify(m store.Msg) {
+func (d *Dispatcher) onNotify(m bus.Msg) {
 	id, p := parseNotifyPayload(m.Data, len(d.idPfx))
 	if bytes.Equal(id, d.idPfx) {
 		return // our own, already applied locally

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // TestNotifyPayload: a notification's payload names the sender and the
@@ -16,7 +16,7 @@ func TestNotifyPayload(t *testing.T) {
 	t.Parallel()
 	nc := testnats.Connect(t, testnats.Start(t), "notify")
 	id := []byte{1, 2, 3, 4}
-	d := New(Config{Bus: store.NewBus(nc), ID: id, RepollInterval: time.Second})
+	d := New(Config{Bus: bus.New(nc), ID: id, RepollInterval: time.Second})
 	for p := 0; p <= mapping.MaxPriority; p++ {
 		got, gotP := parseNotifyPayload(d.notifyPayload(p), len(id))
 		if !bytes.Equal(got, id) || gotP != p {

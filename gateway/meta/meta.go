@@ -18,6 +18,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Queue metadata lives in the KV bucket LMQ_META (mapping.MetaBucket), key
@@ -74,7 +75,7 @@ type Config struct {
 	Store *store.Store
 	// Create opens the bucket, making it the first time (the core's
 	// openBucket, with its replicas).
-	Create func(ctx context.Context, name, description string) (*store.KV, error)
+	Create func(ctx context.Context, name, description string) (*kv.KV, error)
 	// KeyGone reports whether the queue's registry key is gone (a delete
 	// under way or done: registry.KeyGone).
 	KeyGone func(ctx context.Context, queue string) bool
@@ -88,9 +89,9 @@ type Config struct {
 type Records struct {
 	cfg Config
 	log *slog.Logger
-	// mu guards kv, the bucket once opened.
-	mu sync.Mutex
-	kv *store.KV
+	// mu guards bkt, the bucket once opened.
+	mu  sync.Mutex
+	bkt *kv.KV
 }
 
 // New returns the records of cfg's bucket; nothing is opened yet.
@@ -100,36 +101,36 @@ func New(cfg Config) *Records {
 
 // bucket is LMQ_META, opened (and made, when create is set) on first
 // use; nil without an error when it does not exist and create is not set.
-func (g *Records) bucket(ctx context.Context, create bool) (*store.KV, error) {
+func (g *Records) bucket(ctx context.Context, create bool) (*kv.KV, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.kv != nil {
-		return g.kv, nil
+	if g.bkt != nil {
+		return g.bkt, nil
 	}
-	var kv *store.KV
+	var bkt *kv.KV
 	var err error
 	if create {
-		kv, err = g.cfg.Create(ctx, mapping.MetaBucket, "lmq-gateway queue metadata (times, tags, front ends' attributes)")
+		bkt, err = g.cfg.Create(ctx, mapping.MetaBucket, "lmq-gateway queue metadata (times, tags, front ends' attributes)")
 	} else {
-		kv, err = g.cfg.Store.OpenKV(ctx, store.KVConfig{Bucket: mapping.MetaBucket, Create: store.KVExisting})
-		if errors.Is(err, store.ErrBucketNotFound) {
+		bkt, err = g.cfg.Store.OpenKV(ctx, kv.Config{Bucket: mapping.MetaBucket, Create: kv.Existing})
+		if errors.Is(err, kv.ErrBucketNotFound) {
 			return nil, nil
 		}
 	}
 	if err != nil {
 		return nil, store.Classify("open "+mapping.MetaBucket, err)
 	}
-	g.kv = kv
-	return kv, nil
+	g.bkt = bkt
+	return bkt, nil
 }
 
 // Get returns the queue's metadata (all zero when it has none).
 func (g *Records) Get(ctx context.Context, queue string) (Meta, error) {
-	kv, err := g.bucket(ctx, false)
-	if kv == nil || err != nil {
+	bkt, err := g.bucket(ctx, false)
+	if bkt == nil || err != nil {
 		return Meta{}, err
 	}
-	m, _, err := g.read(ctx, kv, queue)
+	m, _, err := g.read(ctx, bkt, queue)
 	return m, err
 }
 
@@ -143,13 +144,13 @@ func (g *Records) Get(ctx context.Context, queue string) (Meta, error) {
 // ErrNotFound when the queue's registry key went meanwhile (KeyGone): the
 // record is removed again.
 func (g *Records) Update(ctx context.Context, queue string, fn func(*Meta)) error {
-	kv, err := g.bucket(ctx, true)
+	bkt, err := g.bucket(ctx, true)
 	if err != nil {
 		return err
 	}
 	key := metaKey(queue)
 	for attempt := 0; ; attempt++ {
-		m, rev, err := g.read(ctx, kv, queue)
+		m, rev, err := g.read(ctx, bkt, queue)
 		if err != nil {
 			return err
 		}
@@ -170,14 +171,14 @@ func (g *Records) Update(ctx context.Context, queue string, fn func(*Meta)) erro
 			return err
 		}
 		if rev == 0 {
-			_, err = kv.Create(ctx, key, data)
+			_, err = bkt.Create(ctx, key, data)
 		} else {
-			_, err = kv.Update(ctx, key, data, rev)
+			_, err = bkt.Update(ctx, key, data, rev)
 		}
 		if err == nil {
 			break
 		}
-		conflict := errors.Is(err, store.ErrKeyExists) || errors.Is(err, store.ErrRevisionMismatch)
+		conflict := errors.Is(err, kv.ErrKeyExists) || errors.Is(err, kv.ErrRevisionMismatch)
 		if !conflict || attempt >= metaConflicts {
 			return store.Classify("write queue metadata", err)
 		}
@@ -185,7 +186,7 @@ func (g *Records) Update(ctx context.Context, queue string, fn func(*Meta)) erro
 	// A DeleteQueue in between removed the record before this write: the
 	// record goes again, or a queue made later under the name would inherit it.
 	if g.cfg.KeyGone(ctx, queue) {
-		if err := kv.Purge(ctx, key); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+		if err := bkt.Purge(ctx, key); err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 			g.log.Warn("could not remove the metadata of a queue deleted meanwhile", "queue", queue, "err", err)
 		}
 		return fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
@@ -197,9 +198,9 @@ func (g *Records) Update(ctx context.Context, queue string, fn func(*Meta)) erro
 // stored is input: anyone with access to the bucket may write anything, so
 // a record too large or not a record reads as none (logged), and is
 // replaced by the next update.
-func (g *Records) read(ctx context.Context, kv *store.KV, queue string) (Meta, uint64, error) {
-	e, err := kv.Get(ctx, metaKey(queue))
-	if errors.Is(err, store.ErrKeyNotFound) {
+func (g *Records) read(ctx context.Context, bkt *kv.KV, queue string) (Meta, uint64, error) {
+	e, err := bkt.Get(ctx, metaKey(queue))
+	if errors.Is(err, kv.ErrKeyNotFound) {
 		return Meta{}, 0, nil
 	}
 	if err != nil {
@@ -238,8 +239,8 @@ func encodeMeta(m Meta) ([]byte, error) {
 	if len(m.Attrs) > MaxAttrs {
 		return nil, fmt.Errorf("%w: %d attributes, at most %d", store.ErrInvalid, len(m.Attrs), MaxAttrs)
 	}
-	for what, kv := range map[string]map[string]string{"tag": m.Tags, "attribute": m.Attrs} {
-		for k, v := range kv {
+	for what, bkt := range map[string]map[string]string{"tag": m.Tags, "attribute": m.Attrs} {
+		for k, v := range bkt {
 			// JSON would turn bytes that are not UTF-8 into U+FFFD: what
 			// comes back would not be what was given.
 			if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
@@ -268,7 +269,7 @@ func encodeMeta(m Meta) ([]byte, error) {
 // already there (another gateway making the same queue at the same moment,
 // whose front end may have added attributes since) is left as it is.
 func (g *Records) Created(ctx context.Context, queue string) error {
-	kv, err := g.bucket(ctx, true)
+	bkt, err := g.bucket(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -277,7 +278,7 @@ func (g *Records) Created(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, store.ErrKeyExists) {
+	if _, err := bkt.Create(ctx, metaKey(queue), data); err != nil && !errors.Is(err, kv.ErrKeyExists) {
 		return store.Classify("write queue metadata", err)
 	}
 	return nil
@@ -285,11 +286,11 @@ func (g *Records) Created(ctx context.Context, queue string) error {
 
 // Drop removes a deleted queue's metadata; none is no error.
 func (g *Records) Drop(ctx context.Context, queue string) error {
-	kv, err := g.bucket(ctx, false)
-	if kv == nil || err != nil {
+	bkt, err := g.bucket(ctx, false)
+	if bkt == nil || err != nil {
 		return err
 	}
-	if err := kv.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+	if err := bkt.Purge(ctx, metaKey(queue)); err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 		return store.Classify("delete queue metadata", err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 const (
@@ -33,8 +33,8 @@ const (
 // bucket) empties it, so it never answers with properties older than own
 // and defaults; changes are rare next to messages.
 type Cache struct {
-	open     func(ctx context.Context) (*store.KV, error)
-	kv       *store.KV
+	open     func(ctx context.Context) (*kv.KV, error)
+	kv       *kv.KV
 	log      *slog.Logger
 	mu       sync.RWMutex
 	own      map[string]mapping.Props // by encoded queue name
@@ -68,7 +68,7 @@ const maxResolved = 1 << 16
 
 // New returns the properties of the bucket open returns, mirrored from
 // Start to Stop (lifecycle.Service); nothing happens until Start.
-func New(open func(ctx context.Context) (*store.KV, error), log *slog.Logger) *Cache {
+func New(open func(ctx context.Context) (*kv.KV, error), log *slog.Logger) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -78,15 +78,15 @@ func New(open func(ctx context.Context) (*store.KV, error), log *slog.Logger) *C
 // Start opens the bucket, loads it (ctx bounds the wait) and follows it
 // until Stop. The Cache is used only once Start succeeded.
 func (c *Cache) Start(ctx context.Context) error {
-	kv, err := c.open(ctx)
+	bkt, err := c.open(ctx)
 	if err != nil {
 		return err
 	}
-	f := kvfollow.New(kv, c.log, "properties", c.apply, c.replayed)
+	f := kvfollow.New(bkt, c.log, "properties", c.apply, c.replayed)
 	if err := f.Start(ctx); err != nil {
 		return err
 	}
-	c.kv, c.f = kv, f
+	c.kv, c.f = bkt, f
 	return nil
 }
 
@@ -113,9 +113,9 @@ func (c *Cache) replayed(present map[string]bool) {
 	}
 }
 
-func (c *Cache) apply(e store.KVEntry) {
+func (c *Cache) apply(e kv.Entry) {
 	key := e.Key
-	deleted := e.Op != store.KVPut
+	deleted := e.Op != kv.OpPut
 	defer c.changed()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // testCtx bounds a test's requests; reached only on failure.
@@ -17,15 +17,15 @@ func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 // openPair opens two caches on one bucket of a fresh embedded server, as
 // two gateways sharing a JetStream would; bApplied signals each entry b's
 // follower applied.
-func openPair(t *testing.T) (a, b *props.Cache, bApplied *testsignal.Signal[store.KVEntry]) {
+func openPair(t *testing.T) (a, b *props.Cache, bApplied *testsignal.Signal[kv.Entry]) {
 	t.Helper()
 	ctx := testCtx(t)
 	_, js := testnats.Client(t, "props-test")
-	kv, err := store.OpenKV(ctx, js, store.KVConfig{Bucket: mapping.PropsBucket, Description: "test", Replicas: 1, Create: store.KVCreateOnce})
+	bkt, err := kv.Open(ctx, js, kv.Config{Bucket: mapping.PropsBucket, Description: "test", Replicas: 1, Create: kv.CreateOnce})
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(context.Context) (*store.KV, error) { return kv, nil }
+	open := func(context.Context) (*kv.KV, error) { return bkt, nil }
 	a, b = props.New(open, nil), props.New(open, nil)
 	for _, c := range []*props.Cache{a, b} {
 		if err := c.Start(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Writes to the bucket. Each is applied to this gateway's mirror as soon as
@@ -25,7 +26,7 @@ const leaderWait = 5 * time.Second
 // leaderless reports an answer that says the bucket's stream has no leader
 // for the moment: an election in a cluster, or this gateway's NATS node just
 // went away. A write that got it did not happen and may be sent again.
-func leaderless(err error) bool { return errors.Is(err, store.ErrNoLeader) }
+func leaderless(err error) bool { return errors.Is(err, kv.ErrNoLeader) }
 
 // retryLeaderless runs write until it is done, fails otherwise than
 // leaderless, or leaderWait has passed; it keeps the last error.
@@ -69,7 +70,7 @@ func (c *Cache) update(ctx context.Context, enc, key string, patch mapping.Props
 		var rev uint64
 		e, err := c.kv.Get(ctx, key)
 		switch {
-		case errors.Is(err, store.ErrKeyNotFound):
+		case errors.Is(err, kv.ErrKeyNotFound):
 		case leaderless(err):
 			return err
 		case err != nil:
@@ -95,7 +96,7 @@ func (c *Cache) update(ctx context.Context, enc, key string, patch mapping.Props
 		if leaderless(err) {
 			return err
 		}
-		conflict := errors.Is(err, store.ErrKeyExists) || errors.Is(err, store.ErrRevisionMismatch)
+		conflict := errors.Is(err, kv.ErrKeyExists) || errors.Is(err, kv.ErrRevisionMismatch)
 		if !conflict || attempt >= maxConflicts {
 			return store.Classify("write properties", err)
 		}
@@ -109,7 +110,7 @@ func (c *Cache) Drop(ctx context.Context, queue string) error {
 	done := c.f.Removing(ownKeyPrefix + enc)
 	err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, ownKeyPrefix+enc) })
 	done(ctx, err == nil)
-	if err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+	if err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 		return store.Classify("delete properties", err)
 	}
 	c.setLocal(enc, mapping.Props{}, false)
@@ -122,7 +123,7 @@ func (c *Cache) SetDefaults(ctx context.Context, list mapping.DefaultList) error
 		done := c.f.Removing(defaultsKey)
 		err := retryLeaderless(ctx, func(ctx context.Context) error { return c.kv.Purge(ctx, defaultsKey) })
 		done(ctx, err == nil)
-		if err != nil && !errors.Is(err, store.ErrKeyNotFound) {
+		if err != nil && !errors.Is(err, kv.ErrKeyNotFound) {
 			return store.Classify("clear default properties", err)
 		}
 		c.setDefaultsLocal(nil)

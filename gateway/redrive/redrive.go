@@ -96,7 +96,7 @@ func redriven(h string) bool {
 // Moved is a message going into another queue as a new message there
 // (the core's redrive and MoveMessage).
 type Moved struct {
-	Header   map[string][]string // the original's (nats.Header or store.Headers): the ones redriven accepts go along
+	Header   map[string][]string // the original's (nats.Header or bus.Headers): the ones redriven accepts go along
 	Body     []byte              // its content (a large body loaded)
 	PushedAt time.Time           // its push time, kept
 	Priority int                 // its priority there; < 0: the target's priority property

@@ -22,6 +22,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/kvfollow"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // ErrTooManyQueues: the request would create a queue while Config.MaxQueues
@@ -50,7 +51,7 @@ type Config struct {
 // Registry is this gateway's mirror of the queue registry.
 type Registry struct {
 	cfg Config
-	kv  *store.KV
+	kv  *kv.KV
 	f   *kvfollow.Follower // follows kv; own writes are noted there (kvfollow)
 
 	mu      sync.Mutex
@@ -72,17 +73,17 @@ func New(cfg Config) *Registry {
 // without a key (lifecycle.Service). ctx bounds the start. The Registry is
 // used only once Start succeeded.
 func (r *Registry) Start(ctx context.Context) error {
-	kv, err := r.cfg.Store.OpenKV(ctx, store.KVConfig{
+	bkt, err := r.cfg.Store.OpenKV(ctx, kv.Config{
 		Bucket:      mapping.QueuesBucket,
 		Description: "lmq-gateway queues: a queue exists while its key does",
 		Replicas:    r.cfg.Replicas,
-		Create:      store.KVCreateOnce,
+		Create:      kv.CreateOnce,
 	})
 	if err != nil {
 		return fmt.Errorf("queue registry: %w", err)
 	}
-	f := kvfollow.New(kv, r.cfg.Logger, "queue registry", r.apply, r.replayed)
-	r.kv, r.f = kv, f
+	f := kvfollow.New(bkt, r.cfg.Logger, "queue registry", r.apply, r.replayed)
+	r.kv, r.f = bkt, f
 	if err := f.Start(ctx); err != nil {
 		return err
 	}
@@ -102,13 +103,13 @@ func (r *Registry) Stop() {
 }
 
 // apply follows one change of the registry bucket.
-func (r *Registry) apply(e store.KVEntry) {
+func (r *Registry) apply(e kv.Entry) {
 	enc := e.Key
 	name, ok := mapping.DecodeName(enc)
 	if !ok {
 		return // not a key of ours
 	}
-	if e.Op == store.KVPut {
+	if e.Op == kv.OpPut {
 		r.addKnown(enc, name)
 		return
 	}
@@ -193,7 +194,7 @@ func (r *Registry) Exists(ctx context.Context, queue string) (bool, error) {
 	}
 	enc := mapping.EncodeName(queue)
 	_, err := r.kv.Get(ctx, enc)
-	if errors.Is(err, store.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrKeyNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -207,7 +208,7 @@ func (r *Registry) Exists(ctx context.Context, queue string) (bool, error) {
 // a failed read answers false (the queue is taken to exist).
 func (r *Registry) KeyGone(ctx context.Context, queue string) bool {
 	_, err := r.kv.Get(ctx, mapping.EncodeName(queue))
-	return errors.Is(err, store.ErrKeyNotFound)
+	return errors.Is(err, kv.ErrKeyNotFound)
 }
 
 // Register makes the queue exist: its shard stream and its registry key.
@@ -223,7 +224,7 @@ func (r *Registry) Register(ctx context.Context, queue string) error {
 	}
 	enc := mapping.EncodeName(queue)
 	rev, err := r.kv.Create(ctx, enc, []byte(queue))
-	if err != nil && !errors.Is(err, store.ErrKeyExists) {
+	if err != nil && !errors.Is(err, kv.ErrKeyExists) {
 		return store.Classify("create queue", err)
 	}
 	if err == nil {
@@ -326,19 +327,19 @@ func (r *Registry) deleteKey(ctx context.Context, queue, enc string) (err error)
 	defer func() { done(ctx, err == nil) }()
 	for attempt := 0; ; attempt++ {
 		e, err := r.kv.Get(ctx, enc)
-		if errors.Is(err, store.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrKeyNotFound) {
 			r.Forget(queue)
 			return fmt.Errorf("queue %q: %w", queue, store.ErrNotFound)
 		}
 		if err != nil {
 			return store.Classify("delete queue", err)
 		}
-		err = r.kv.Delete(ctx, enc, store.LastRevision(e.Revision))
+		err = r.kv.Delete(ctx, enc, kv.LastRevision(e.Revision))
 		if err == nil {
 			return nil
 		}
 		// A conflict: the key changed since it was read.
-		if attempt >= 3 || !errors.Is(err, store.ErrRevisionMismatch) {
+		if attempt >= 3 || !errors.Is(err, kv.ErrRevisionMismatch) {
 			return store.Classify("delete queue", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // What the web console (package console) shows of a queue's messages:
@@ -361,7 +362,7 @@ func (r *Reader) peeked(ctx context.Context, raw *store.StoredMsg) Peeked {
 // messageGroup is the group of a stored message: its header, or failing
 // that (anyone may publish on a group's subjects) its subject's; "" for
 // none.
-func messageGroup(subject string, h store.Headers) string {
+func messageGroup(subject string, h bus.Headers) string {
 	if g := h.Get(mapping.HdrGroup); g != "" && mapping.ValidateGroup(g) == nil {
 		return g
 	}

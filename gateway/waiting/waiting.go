@@ -18,16 +18,17 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Moved is a waiting message Move stores in its target queue (the core's
 // redrive store: gateway's storeMoved).
 type Moved struct {
-	Header   store.Headers // the original's: the ones a moved message keeps go along
-	Body     []byte        // its content (a large body loaded)
-	PushedAt time.Time     // its push time, kept
-	Priority int           // its priority there; < 0: the target's priority property
-	Seq      uint64        // its id in the source queue: a repeated move is stored once
+	Header   bus.Headers // the original's: the ones a moved message keeps go along
+	Body     []byte      // its content (a large body loaded)
+	PushedAt time.Time   // its push time, kept
+	Priority int         // its priority there; < 0: the target's priority property
+	Seq      uint64      // its id in the source queue: a repeated move is stored once
 }
 
 // Config is what an Editor needs of the core.

@@ -5,7 +5,11 @@
 // the Key-Value and Object Store layouts the gateway writes or reads by hand
 // (flow-controlled object uploads), and the API error codes it tells apart.
 // It is the one place that spells JetStream's subjects: a test fails when
-// such a literal appears in any other non-test file.
+// such a literal appears in any other non-test file. It also reads by hand
+// the two JetStream answers that are read once per message on the hot
+// paths, with no allocation: a delivery's ack subject (ack.go, ParseAck)
+// and the PubAck of a stored message (puback.go, ParsePubAck, which falls
+// back to nats.go's encoding/json reading for any form it does not know).
 package jsapi
 
 import (

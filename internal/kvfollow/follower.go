@@ -1,9 +1,9 @@
-// Package kvfollow mirrors a KV bucket (a *store.KV) in memory from Start
+// Package kvfollow mirrors a KV bucket (a *kv.KV) in memory from Start
 // to Stop (the lifecycle.Service contract): it replays the bucket's current
 // values, then applies every change made by any gateway, and skips the late
 // echoes of the owner's own writes (ownwrites.go). The core's bucket mirrors (the queue
 // registry, the properties, the access tokens) are built on it; opening a
-// bucket is package store's (store.OpenKV).
+// bucket is package kv's (store/kv: kv.Open, store.Store.OpenKV).
 package kvfollow
 
 import (
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // replayTimeout bounds a replay after a lost watch: the core's bound on one
@@ -26,11 +26,11 @@ const replayTimeout = 10 * time.Second
 // after a replay: a gateway must not go on with a mirror it no longer hears
 // about.
 type Follower struct {
-	kv   *store.KV
+	kv   *kv.KV
 	log  *slog.Logger
 	what string
 	// apply takes one entry (a put, or a delete/purge marker).
-	apply func(store.KVEntry)
+	apply func(kv.Entry)
 	// replayed runs at the end of each replay with the keys that hold a
 	// value now, so that the mirror can forget what the bucket lost.
 	replayed func(present map[string]bool)
@@ -44,14 +44,14 @@ type Follower struct {
 	// TestApplied reports each entry applied (not the skipped echoes),
 	// once apply returned, to a test that turned it on
 	// (internal/testsignal); off otherwise.
-	TestApplied testsignal.Signal[store.KVEntry]
+	TestApplied testsignal.Signal[kv.Entry]
 }
 
 // New returns a follower of kv; nothing happens until Start. what names
 // the bucket in errors and logs; apply takes every entry, replayed (may be
 // nil) the keys present at the end of each replay.
-func New(kv *store.KV, log *slog.Logger, what string,
-	apply func(store.KVEntry), replayed func(present map[string]bool)) *Follower {
+func New(kv *kv.KV, log *slog.Logger, what string,
+	apply func(kv.Entry), replayed func(present map[string]bool)) *Follower {
 	return &Follower{kv: kv, log: log, what: what, apply: apply, replayed: replayed,
 		marks: make(map[string]mark)}
 }
@@ -71,7 +71,7 @@ func (f *Follower) Start(ctx context.Context) error {
 	return nil
 }
 
-func (f *Follower) replay(ctx, wctx context.Context) (*store.KVWatcher, error) {
+func (f *Follower) replay(ctx, wctx context.Context) (*kv.Watcher, error) {
 	w, err := f.kv.Watch(wctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", f.what, err)
@@ -89,7 +89,7 @@ func (f *Follower) replay(ctx, wctx context.Context) (*store.KVWatcher, error) {
 				}
 				return w, nil
 			}
-			if e.Op == store.KVPut {
+			if e.Op == kv.OpPut {
 				present[e.Key] = true
 			} else {
 				delete(present, e.Key)
@@ -102,7 +102,7 @@ func (f *Follower) replay(ctx, wctx context.Context) (*store.KVWatcher, error) {
 	}
 }
 
-func (f *Follower) follow(wctx context.Context, w *store.KVWatcher) {
+func (f *Follower) follow(wctx context.Context, w *kv.Watcher) {
 	defer close(f.done)
 	for {
 		for e := range w.Updates() {
@@ -132,7 +132,7 @@ func (f *Follower) follow(wctx context.Context, w *store.KVWatcher) {
 // Offer applies e as the watcher does with every entry: unless it is the
 // late echo of an entry older than an own write of its key (ownwrites.go).
 // Tests call it to hand over such an echo at the worst moment.
-func (f *Follower) Offer(e store.KVEntry) {
+func (f *Follower) Offer(e kv.Entry) {
 	if !f.skip(e) {
 		f.apply(e)
 		f.TestApplied.Signal(e)

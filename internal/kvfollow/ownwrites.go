@@ -3,7 +3,7 @@ package kvfollow
 import (
 	"context"
 
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // Own writes: a gateway applies its own writes to a followed bucket (the
@@ -15,7 +15,7 @@ import (
 // follower remembers this gateway's writes it has not echoed yet and skips
 // the older entries of their keys:
 //   - a put at revision R: entries of the key older than R are skipped;
-//   - a delete or purge (whose revision store.KV does not return): marked
+//   - a delete or purge (whose revision kv.KV does not return): marked
 //     before it is written, then every put of the key is skipped until a
 //     delete or purge of it arrives, which is ours or a later one (the
 //     bucket delivers in order). A delete that fails drops the mark and
@@ -29,7 +29,7 @@ type mark struct {
 
 // skip tells whether the follower must not apply e (older than an own
 // write of its key), and ends the key's mark once its write is echoed.
-func (f *Follower) skip(e store.KVEntry) bool {
+func (f *Follower) skip(e kv.Entry) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied = max(f.applied, e.Revision)
@@ -38,7 +38,7 @@ func (f *Follower) skip(e store.KVEntry) bool {
 	case !ok:
 		return false
 	case m.removing:
-		if e.Op == store.KVPut {
+		if e.Op == kv.OpPut {
 			return true
 		}
 	case e.Revision < m.rev:

@@ -3,7 +3,7 @@ package kvfollow
 import (
 	"testing"
 
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
 // TestOwnWritesSkipOlderEchoes: the follower skips the late echoes older
@@ -13,11 +13,11 @@ import (
 // included, and keeps no mark once a write is echoed.
 func TestOwnWritesSkipOlderEchoes(t *testing.T) {
 	f := &Follower{marks: map[string]mark{}}
-	put := func(key string, rev uint64) store.KVEntry {
-		return store.KVEntry{Key: key, Revision: rev, Op: store.KVPut}
+	put := func(key string, rev uint64) kv.Entry {
+		return kv.Entry{Key: key, Revision: rev, Op: kv.OpPut}
 	}
-	purge := func(key string, rev uint64) store.KVEntry {
-		return store.KVEntry{Key: key, Revision: rev, Op: store.KVPurge}
+	purge := func(key string, rev uint64) kv.Entry {
+		return kv.Entry{Key: key, Revision: rev, Op: kv.OpPurge}
 	}
 
 	f.Wrote("a", 5)

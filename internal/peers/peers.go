@@ -36,14 +36,14 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // Peers is this gateway's view of the others. Create it with New; Start
 // and Stop it (lifecycle.Service).
 type Peers struct {
-	bus   *store.Bus
-	wrap  func(store.Handler) store.Handler
+	bus   *bus.Bus
+	wrap  func(bus.Handler) bus.Handler
 	bye   <-chan struct{} // closed when the gateway stops waiting: say bye
 	id    []byte          // this gateway's id (raw bytes)
 	reply string          // where the others answer this gateway's hello
@@ -52,7 +52,7 @@ type Peers struct {
 	now   func() time.Time
 
 	// Set by Start, ended by Stop.
-	subs []*store.Subscription
+	subs []*bus.Subscription
 	stop chan struct{}
 	done chan struct{}
 
@@ -80,7 +80,7 @@ const (
 // delivery ids start with) on bus. wrap wraps the subscriptions' handler
 // (the owner counts them as its work); bye, when closed, has the gateway
 // say bye (it stops waiting) before Stop. Nothing happens until Start.
-func New(bus *store.Bus, id []byte, wrap func(store.Handler) store.Handler, bye <-chan struct{}) *Peers {
+func New(bus *bus.Bus, id []byte, wrap func(bus.Handler) bus.Handler, bye <-chan struct{}) *Peers {
 	return &Peers{
 		bus:   bus,
 		wrap:  wrap,
@@ -164,7 +164,7 @@ func (p *Peers) run() {
 	}
 }
 
-func (p *Peers) onHello(m store.Msg) {
+func (p *Peers) onHello(m bus.Msg) {
 	if len(m.Data) != 1+len(p.id) {
 		return // not a hello of this version: ignored
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/httpapi"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/rpc"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // startNATS runs an embedded JetStream server on a random loopback port,
@@ -48,7 +48,7 @@ func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 	quiet := slog.New(slog.DiscardHandler)
 	startCtx, startCancel := context.WithTimeout(ctx, 10*time.Second)
 	defer startCancel()
-	core, err := gateway.New(startCtx, store.NewBus(nc), gateway.Config{Logger: quiet})
+	core, err := gateway.New(startCtx, bus.New(nc), gateway.Config{Logger: quiet})
 	if err != nil {
 		t.Fatalf("gateway core: %v", err)
 	}

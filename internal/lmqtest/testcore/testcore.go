@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
 
 // startTimeout bounds a core's start. Generous: tests run in parallel on a
@@ -23,7 +23,7 @@ func New(t testing.TB, nc *nats.Conn, cfg gateway.Config) *gateway.Gateway {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	g, err := gateway.New(ctx, store.NewBus(nc), cfg)
+	g, err := gateway.New(ctx, bus.New(nc), cfg)
 	if err != nil {
 		t.Fatalf("start the core: %v", err)
 	}

@@ -1,4 +1,4 @@
-package store
+package jsapi
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 )
 
 // Reading the PubAck of one stored message without jetstream.PublishMsg
-// (the request itself is publishOnce, publish.go).
+// (the request itself is package store's publishOnce, store/publish.go).
 //
 // Every push, release, dead letter, accumulated compound and copied message
 // is one JetStream publish, and jetstream.PublishMsg spends on each an options
@@ -29,21 +29,21 @@ import (
 // Nats-Msg-Id it has seen (or by a batch's or a counter's fields, which the
 // gateway does not use); errors are json.Marshal of JSPubAckResponse.
 
-// pubAck is what the store reads from a PubAck.
-type pubAck struct {
-	seq       uint64 // the message's stream sequence
-	duplicate bool   // the stream already had a message with its Nats-Msg-Id (seq is that message's)
+// PubAck is what the store reads from a PubAck.
+type PubAck struct {
+	Seq       uint64 // the message's stream sequence
+	Duplicate bool   // the stream already had a message with its Nats-Msg-Id (Seq is that message's)
 }
 
-// parsePubAck reads the answer to a publish as jetstream.PublishMsg does:
+// ParsePubAck reads the answer to a publish as jetstream.PublishMsg does:
 // the hand parser when it understands all of it, encoding/json otherwise.
-func parsePubAck(data []byte) (pubAck, error) {
+func ParsePubAck(data []byte) (PubAck, error) {
 	ack, stream, ok := scanPubAck(data)
 	if !ok {
 		return decodePubAck(data)
 	}
 	if !stream {
-		return pubAck{}, jetstream.ErrInvalidJSAck
+		return PubAck{}, jetstream.ErrInvalidJSAck
 	}
 	return ack, nil
 }
@@ -59,18 +59,18 @@ type pubAckJSON struct {
 
 // decodePubAck is nats.go's reading of a PubAck (jetstream.publishMsg),
 // line for line.
-func decodePubAck(data []byte) (pubAck, error) {
+func decodePubAck(data []byte) (PubAck, error) {
 	var r pubAckJSON
 	if err := json.Unmarshal(data, &r); err != nil {
-		return pubAck{}, jetstream.ErrInvalidJSAck
+		return PubAck{}, jetstream.ErrInvalidJSAck
 	}
 	if r.Error != nil {
-		return pubAck{}, fmt.Errorf("nats: %w", r.Error)
+		return PubAck{}, fmt.Errorf("nats: %w", r.Error)
 	}
 	if r.PubAck == nil || r.Stream == "" {
-		return pubAck{}, jetstream.ErrInvalidJSAck
+		return PubAck{}, jetstream.ErrInvalidJSAck
 	}
-	return pubAck{seq: r.Sequence, duplicate: r.Duplicate}, nil
+	return PubAck{Seq: r.Sequence, Duplicate: r.Duplicate}, nil
 }
 
 // scanPubAck reads a JSON object whose members are only "stream", "seq",
@@ -81,7 +81,7 @@ func decodePubAck(data []byte) (pubAck, error) {
 // for anything else (an error, other members, escapes, a repeated member,
 // malformed JSON): encoding/json decides those. Where ok is true,
 // encoding/json reads the same (FuzzParsePubAck checks it).
-func scanPubAck(data []byte) (ack pubAck, stream, ok bool) {
+func scanPubAck(data []byte) (ack PubAck, stream, ok bool) {
 	const (
 		sawStream = 1 << iota
 		sawSeq
@@ -91,20 +91,20 @@ func scanPubAck(data []byte) (ack pubAck, stream, ok bool) {
 	seen := 0
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return pubAck{}, false, false
+		return PubAck{}, false, false
 	}
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return pubAck{}, false, skipSpace(data, i+1) == len(data)
+		return PubAck{}, false, skipSpace(data, i+1) == len(data)
 	}
 	for {
 		key, j, kok := scanPlainString(data, i)
 		if !kok {
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 		i = skipSpace(data, j)
 		if i >= len(data) || data[i] != ':' {
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 		i = skipSpace(data, i+1)
 		var bit int
@@ -113,45 +113,45 @@ func scanPubAck(data []byte) (ack pubAck, stream, ok bool) {
 			bit = sawStream
 			var s []byte
 			if s, i, ok = scanPlainString(data, i); !ok {
-				return pubAck{}, false, false
+				return PubAck{}, false, false
 			}
 			stream = len(s) > 0
 		case "seq":
 			bit = sawSeq
-			if ack.seq, i, ok = scanUint(data, i); !ok {
-				return pubAck{}, false, false
+			if ack.Seq, i, ok = scanUint(data, i); !ok {
+				return PubAck{}, false, false
 			}
 		case "domain":
 			bit = sawDomain
 			if _, i, ok = scanPlainString(data, i); !ok {
-				return pubAck{}, false, false
+				return PubAck{}, false, false
 			}
 		case "duplicate":
 			bit = sawDuplicate
-			if ack.duplicate, i, ok = scanBool(data, i); !ok {
-				return pubAck{}, false, false
+			if ack.Duplicate, i, ok = scanBool(data, i); !ok {
+				return PubAck{}, false, false
 			}
 		default:
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 		if seen&bit != 0 {
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 		seen |= bit
 		i = skipSpace(data, i)
 		if i >= len(data) {
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 		switch data[i] {
 		case ',':
 			i = skipSpace(data, i+1)
 		case '}':
 			if skipSpace(data, i+1) != len(data) {
-				return pubAck{}, false, false
+				return PubAck{}, false, false
 			}
 			return ack, stream, true
 		default:
-			return pubAck{}, false, false
+			return PubAck{}, false, false
 		}
 	}
 }

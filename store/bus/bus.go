@@ -1,4 +1,18 @@
-package store
+// Package bus is the core's core-NATS traffic, part of the store seam
+// (package store and its subpackages are the only core packages that talk
+// to NATS): beside the queue data, the dispatcher's notifications and pull
+// requests (with their answers), the gateways' control subjects (relayed
+// replies, questions about deliveries, rates), the peers' heartbeats and the
+// accumulator's liveness question. A *Bus is the one handle on the
+// connection that the core and the daemon hold, so that nothing outside
+// the seam needs a nats.go type; the connection itself is made by package
+// natsconn (or embedded) and handed over with New. Msg is every message the
+// core builds or receives (msg.go), the ones it stores and pulls through
+// package store included, and Headers a message's headers.
+//
+// A Bus also opens the buckets of users that hold no Store (OpenKV); queue
+// data goes through a store.Store opened on it (store.Open).
+package bus
 
 import (
 	"context"
@@ -10,15 +24,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
-
-// The core's core-NATS traffic, beside the queue data: the dispatcher's
-// notifications and pull requests (with their answers), the gateways'
-// control subjects (relayed replies, questions about deliveries, rates),
-// the peers' heartbeats and the accumulator's liveness question. A *Bus is
-// the one handle on the connection that the core and the daemon hold, so
-// that nothing outside the seam needs a nats.go type; the connection itself
-// is made by package natsconn (or embedded) and handed over with NewBus.
 
 // Bus is a NATS connection as the core uses it: publish, request, subscribe
 // with a handler, flush, and a hook for reconnects. Safe for concurrent
@@ -34,13 +41,14 @@ type Bus struct {
 	chained     bool
 }
 
-// NewBus returns the Bus of the connection nc; the Bus does not own nc
-// until Close is called.
-func NewBus(nc *nats.Conn) *Bus { return &Bus{nc: nc} }
+// New returns the Bus of the connection nc; the Bus does not own nc until
+// Close is called.
+func New(nc *nats.Conn) *Bus { return &Bus{nc: nc} }
 
-// NATS is the connection under b, for the packages that sit beside the
-// core with NATS use of their own (upgrade, migrate) and for natsconn's
-// checks; the core never calls it.
+// NATS is the connection under b, for the seam's other packages (store,
+// which sends queue data on it), for the packages that sit beside the core
+// with NATS use of their own (upgrade, migrate) and for natsconn's checks;
+// the core never calls it.
 func (b *Bus) NATS() *nats.Conn { return b.nc }
 
 // ErrNoResponders is a request's error when nobody subscribes to its
@@ -149,23 +157,12 @@ func (b *Bus) Close(timeout time.Duration) error {
 	return nil
 }
 
-// Open returns a Store on bus's JetStream: the account's own, a domain's
-// (cfg.Domain) or one imported under cfg.APIPrefix.
-func Open(bus *Bus, cfg Config) (*Store, error) {
-	js, err := jsapi.New(bus.nc, cfg.Domain, cfg.APIPrefix)
-	if err != nil {
-		return nil, err
-	}
-	return New(bus.nc, js, cfg), nil
-}
-
-// OpenKV opens a bucket (the package's OpenKV) on bus's JetStream in domain
-// (or imported under apiPrefix), for a user of a bucket that needs no
-// Store.
-func (b *Bus) OpenKV(ctx context.Context, domain, apiPrefix string, cfg KVConfig) (*KV, error) {
+// OpenKV opens a bucket (kv.Open) on b's JetStream in domain (or imported
+// under apiPrefix), for a user of a bucket that needs no Store.
+func (b *Bus) OpenKV(ctx context.Context, domain, apiPrefix string, cfg kv.Config) (*kv.KV, error) {
 	js, err := jsapi.New(b.nc, domain, apiPrefix)
 	if err != nil {
 		return nil, err
 	}
-	return OpenKV(ctx, js, cfg)
+	return kv.Open(ctx, js, cfg)
 }

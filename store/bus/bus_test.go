@@ -1,6 +1,7 @@
-package store_test
+package bus_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -8,9 +9,12 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
-	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/bus"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
+
+// testCtx bounds a test's requests; reached only on failure.
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
 
 // TestBus: what the core does over the Bus reaches another connection as
 // sent (subject, reply, headers, body), a subscriber's Respond answers a
@@ -18,19 +22,19 @@ import (
 func TestBus(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
-	a := store.NewBus(testnats.Connect(t, ns, "a"))
-	b := store.NewBus(testnats.Connect(t, ns, "b"))
+	a := bus.New(testnats.Connect(t, ns, "a"))
+	b := bus.New(testnats.Connect(t, ns, "b"))
 	ctx := testCtx(t)
 
-	got := make(chan store.Msg, 1)
-	sub, err := b.Subscribe("bus.msg", func(m store.Msg) { got <- m })
+	got := make(chan bus.Msg, 1)
+	sub, err := b.Subscribe("bus.msg", func(m bus.Msg) { got <- m })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := sub.Unbounded(); err != nil {
 		t.Fatal(err)
 	}
-	echo, err := b.Subscribe("bus.echo", func(m store.Msg) {
+	echo, err := b.Subscribe("bus.echo", func(m bus.Msg) {
 		_ = m.Respond(append([]byte("re: "), m.Data...))
 	})
 	if err != nil {
@@ -40,7 +44,7 @@ func TestBus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := store.NewMsg("bus.msg")
+	m := bus.NewMsg("bus.msg")
 	m.Reply = "bus.reply"
 	m.Header.Set("Lmq-A", "1")
 	m.Header.Add("Lmq-A", "2")
@@ -67,7 +71,7 @@ func TestBus(t *testing.T) {
 		if string(r.Data) != "plain" || r.Reply != "" {
 			t.Fatalf("received %+v", r)
 		}
-		if err := r.Respond(nil); !errors.Is(err, store.ErrNoReply) {
+		if err := r.Respond(nil); !errors.Is(err, bus.ErrNoReply) {
 			t.Fatalf("Respond without a reply subject: %v", err)
 		}
 	case <-ctx.Done():
@@ -84,10 +88,10 @@ func TestBus(t *testing.T) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Request(ctx, "bus.echo", []byte("hi")); !errors.Is(err, store.ErrNoResponders) {
+	if _, err := a.Request(ctx, "bus.echo", []byte("hi")); !errors.Is(err, bus.ErrNoResponders) {
 		t.Fatalf("Request with nobody listening: %v, want ErrNoResponders", err)
 	}
-	if err := store.NewMsg("x").Respond(nil); !errors.Is(err, store.ErrNoReply) {
+	if err := bus.NewMsg("x").Respond(nil); !errors.Is(err, bus.ErrNoReply) {
 		t.Fatalf("Respond of a message made here: %v", err)
 	}
 	if a.ServerName() == "" || a.MaxPayload() <= 0 {
@@ -105,10 +109,10 @@ func TestBusOnReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := store.NewBus(nc)
-	t.Cleanup(func() { _ = bus.Close(time.Second) })
-	bus.OnReconnect(func() { calls <- "first" })
-	bus.OnReconnect(func() { calls <- "second" })
+	nb := bus.New(nc)
+	t.Cleanup(func() { _ = nb.Close(time.Second) })
+	nb.OnReconnect(func() { calls <- "first" })
+	nb.OnReconnect(func() { calls <- "second" })
 	if err := nc.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,47 +133,36 @@ func TestBusOnReconnect(t *testing.T) {
 func TestBusClose(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
-	bus := store.NewBus(testnats.Connect(t, ns, "close"))
-	if err := bus.Close(time.Second); err != nil {
+	nb := bus.New(testnats.Connect(t, ns, "close"))
+	if err := nb.Close(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !bus.NATS().IsClosed() {
+	if !nb.NATS().IsClosed() {
 		t.Fatal("connection open after Close")
 	}
-	if err := bus.Close(time.Second); err != nil {
+	if err := nb.Close(time.Second); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 }
 
-// TestOpen: a Store opened on a Bus stores and reads back; a domain and an
-// API prefix together are refused.
-func TestOpen(t *testing.T) {
+// TestOpenKV: a Bus opens a bucket on its JetStream, for users that hold no
+// Store; a domain and an API prefix together are refused.
+func TestOpenKV(t *testing.T) {
 	t.Parallel()
 	ns := testnats.Start(t)
-	bus := store.NewBus(testnats.Connect(t, ns, "open"))
+	nb := bus.New(testnats.Connect(t, ns, "openkv"))
 	ctx := testCtx(t)
-	if _, err := store.Open(bus, store.Config{Domain: "d", APIPrefix: "p"}); err == nil {
-		t.Fatal("Open with a domain and an API prefix")
+	if _, err := nb.OpenKV(ctx, "d", "p", kv.Config{Bucket: "open"}); err == nil {
+		t.Fatal("OpenKV with a domain and an API prefix")
 	}
-	s, err := store.Open(bus, store.Config{})
+	bkt, err := nb.OpenKV(ctx, "", "", kv.Config{Bucket: "open", Create: kv.CreateOnce, Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.Encode(ctx, "open", mapping.QueueSubject("open"), store.Content{Body: []byte("x")}, 0)
-	if err != nil {
+	if _, err := bkt.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Shards().QueueShard(ctx, "open"); err != nil {
-		t.Fatal(err)
-	}
-	if seq, err := s.Publish(ctx, "store message", "open", m); err != nil || seq != 1 {
-		t.Fatalf("Publish: %d %v", seq, err)
-	}
-	kv, err := bus.OpenKV(ctx, "", "", store.KVConfig{Bucket: "open", Create: store.KVCreateOnce, Replicas: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
-		t.Fatal(err)
+	if e, err := bkt.Get(ctx, "k"); err != nil || string(e.Value) != "v" {
+		t.Fatalf("Get: %+v %v", e, err)
 	}
 }

@@ -1,4 +1,4 @@
-package store_test
+package kv_test
 
 import (
 	"context"
@@ -7,18 +7,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
 	"github.com/lmq-gateway/lmq-gateway/store"
+	"github.com/lmq-gateway/lmq-gateway/store/kv"
 )
 
-// openKV opens (creating it) the bucket name on f's server.
-func (f *fixture) openKV(t *testing.T, name string) *store.KV {
+// testCtx bounds a test's requests; reached only on failure.
+func testCtx(t *testing.T) context.Context { return testnats.Context(t) }
+
+// fixture is a JetStream on a fresh embedded server.
+type fixture struct{ js jetstream.JetStream }
+
+func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	kv, err := f.s.OpenKV(testCtx(t), store.KVConfig{Bucket: name, Create: store.KVCreateOnce, MarkerTTL: time.Minute})
+	_, js := testnats.Client(t, "kv-test")
+	return &fixture{js: js}
+}
+
+// openKV opens (creating it) the bucket name on f's server.
+func (f *fixture) openKV(t *testing.T, name string) *kv.KV {
+	t.Helper()
+	bkt, err := kv.Open(testCtx(t), f.js, kv.Config{Bucket: name, Create: kv.CreateOnce, MarkerTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kv
+	return bkt
 }
 
 // description is the description of bucket's stream, as the server has it.
@@ -41,30 +57,30 @@ func (f *fixture) description(t *testing.T, bucket string) string {
 // not change it under the others); CreateOrUpdate brings it to its own.
 func TestOpenKV(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.Config{})
+	f := newFixture(t)
 	ctx := testCtx(t)
 	const b = "T_OPEN"
 	for _, tc := range []struct {
 		name    string
-		cfg     store.KVConfig
+		cfg     kv.Config
 		wantErr error
 		desc    string // the stream's description afterwards
 	}{
-		{"existing, missing", store.KVConfig{Bucket: b, Description: "x"}, store.ErrBucketNotFound, ""},
-		{"create once", store.KVConfig{Bucket: b, Description: "first", Create: store.KVCreateOnce}, nil, "first"},
-		{"create once again", store.KVConfig{Bucket: b, Description: "second", Create: store.KVCreateOnce}, nil, "first"},
-		{"existing", store.KVConfig{Bucket: b, Description: "third"}, nil, "first"},
-		{"create or update", store.KVConfig{Bucket: b, Description: "fourth", Create: store.KVCreateOrUpdate, MarkerTTL: time.Minute}, nil, "fourth"},
+		{"existing, missing", kv.Config{Bucket: b, Description: "x"}, kv.ErrBucketNotFound, ""},
+		{"create once", kv.Config{Bucket: b, Description: "first", Create: kv.CreateOnce}, nil, "first"},
+		{"create once again", kv.Config{Bucket: b, Description: "second", Create: kv.CreateOnce}, nil, "first"},
+		{"existing", kv.Config{Bucket: b, Description: "third"}, nil, "first"},
+		{"create or update", kv.Config{Bucket: b, Description: "fourth", Create: kv.CreateOrUpdate, MarkerTTL: time.Minute}, nil, "fourth"},
 	} {
-		kv, err := f.s.OpenKV(ctx, tc.cfg)
+		bkt, err := kv.Open(ctx, f.js, tc.cfg)
 		if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
 			t.Fatalf("%s: OpenKV: %v, want %v", tc.name, err, tc.wantErr)
 		}
 		if err != nil {
 			continue
 		}
-		if kv.Bucket() != b {
-			t.Fatalf("%s: Bucket() = %q", tc.name, kv.Bucket())
+		if bkt.Bucket() != b {
+			t.Fatalf("%s: Bucket() = %q", tc.name, bkt.Bucket())
 		}
 		if got := f.description(t, b); got != tc.desc {
 			t.Fatalf("%s: description %q, want %q", tc.name, got, tc.desc)
@@ -79,9 +95,9 @@ func TestOpenKV(t *testing.T) {
 // did the nats.go errors they replace.
 func TestKVOperations(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.Config{})
+	f := newFixture(t)
 	ctx := testCtx(t)
-	kv := f.openKV(t, "T_OPS")
+	bkt := f.openKV(t, "T_OPS")
 	rev := map[string]uint64{} // each key's revision, as the last write returned it
 	wrote := func(key string) func(uint64, error) error {
 		return func(r uint64, err error) error {
@@ -94,8 +110,8 @@ func TestKVOperations(t *testing.T) {
 			return err
 		}
 	}
-	latest := func(key string, op store.KVOp, value string) error {
-		e, err := kv.Latest(ctx, key)
+	latest := func(key string, op kv.Op, value string) error {
+		e, err := bkt.Latest(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -105,11 +121,11 @@ func TestKVOperations(t *testing.T) {
 		return nil
 	}
 	get := func(key, value string) error {
-		e, err := kv.Get(ctx, key)
+		e, err := bkt.Get(ctx, key)
 		if err != nil {
 			return err
 		}
-		if e.Op != store.KVPut || string(e.Value) != value || e.Revision != rev[key] {
+		if e.Op != kv.OpPut || string(e.Value) != value || e.Revision != rev[key] {
 			return errors.New("get: " + e.Op.String() + " " + string(e.Value))
 		}
 		return nil
@@ -119,34 +135,34 @@ func TestKVOperations(t *testing.T) {
 		do   func() error
 		want error // nil: success
 	}{
-		{"get a key never written", func() error { return get("a", "") }, store.ErrKeyNotFound},
-		{"latest of a key never written", func() error { return latest("a", store.KVPut, "") }, store.ErrKeyNotFound},
-		{"create", func() error { return wrote("a")(kv.Create(ctx, "a", []byte("1"))) }, nil},
+		{"get a key never written", func() error { return get("a", "") }, kv.ErrKeyNotFound},
+		{"latest of a key never written", func() error { return latest("a", kv.OpPut, "") }, kv.ErrKeyNotFound},
+		{"create", func() error { return wrote("a")(bkt.Create(ctx, "a", []byte("1"))) }, nil},
 		{"get", func() error { return get("a", "1") }, nil},
-		{"create over a value", func() error { _, err := kv.Create(ctx, "a", []byte("x")); return err }, store.ErrKeyExists},
-		{"update at 0 over a value", func() error { _, err := kv.Update(ctx, "a", []byte("x"), 0); return err }, store.ErrRevisionMismatch},
-		{"update at a later revision", func() error { _, err := kv.Update(ctx, "a", []byte("x"), rev["a"]+100); return err }, store.ErrRevisionMismatch},
-		{"update", func() error { return wrote("a")(kv.Update(ctx, "a", []byte("2"), rev["a"])) }, nil},
-		{"update at the revision before", func() error { _, err := kv.Update(ctx, "a", []byte("x"), rev["a"]-1); return err }, store.ErrRevisionMismatch},
-		{"latest", func() error { return latest("a", store.KVPut, "2") }, nil},
-		{"delete at the revision before", func() error { return kv.Delete(ctx, "a", store.LastRevision(rev["a"]-1)) }, store.ErrRevisionMismatch},
+		{"create over a value", func() error { _, err := bkt.Create(ctx, "a", []byte("x")); return err }, kv.ErrKeyExists},
+		{"update at 0 over a value", func() error { _, err := bkt.Update(ctx, "a", []byte("x"), 0); return err }, kv.ErrRevisionMismatch},
+		{"update at a later revision", func() error { _, err := bkt.Update(ctx, "a", []byte("x"), rev["a"]+100); return err }, kv.ErrRevisionMismatch},
+		{"update", func() error { return wrote("a")(bkt.Update(ctx, "a", []byte("2"), rev["a"])) }, nil},
+		{"update at the revision before", func() error { _, err := bkt.Update(ctx, "a", []byte("x"), rev["a"]-1); return err }, kv.ErrRevisionMismatch},
+		{"latest", func() error { return latest("a", kv.OpPut, "2") }, nil},
+		{"delete at the revision before", func() error { return bkt.Delete(ctx, "a", kv.LastRevision(rev["a"]-1)) }, kv.ErrRevisionMismatch},
 		{"get after a refused delete", func() error { return get("a", "2") }, nil},
-		{"delete", func() error { return kv.Delete(ctx, "a", store.LastRevision(rev["a"])) }, nil},
-		{"get after delete", func() error { return get("a", "") }, store.ErrKeyNotFound},
-		{"latest is the delete's marker", func() error { return latest("a", store.KVDelete, "") }, nil},
-		{"create over the marker", func() error { return wrote("a")(kv.Create(ctx, "a", []byte("3"))) }, nil},
+		{"delete", func() error { return bkt.Delete(ctx, "a", kv.LastRevision(rev["a"])) }, nil},
+		{"get after delete", func() error { return get("a", "") }, kv.ErrKeyNotFound},
+		{"latest is the delete's marker", func() error { return latest("a", kv.OpDelete, "") }, nil},
+		{"create over the marker", func() error { return wrote("a")(bkt.Create(ctx, "a", []byte("3"))) }, nil},
 		{"get after create", func() error { return get("a", "3") }, nil},
-		{"put", func() error { return wrote("b")(kv.Put(ctx, "b", []byte("1"))) }, nil},
-		{"put over a value", func() error { return wrote("b")(kv.Put(ctx, "b", []byte("2"))) }, nil},
-		{"purge at the revision before", func() error { return kv.Purge(ctx, "b", store.LastRevision(rev["b"]-1)) }, store.ErrRevisionMismatch},
+		{"put", func() error { return wrote("b")(bkt.Put(ctx, "b", []byte("1"))) }, nil},
+		{"put over a value", func() error { return wrote("b")(bkt.Put(ctx, "b", []byte("2"))) }, nil},
+		{"purge at the revision before", func() error { return bkt.Purge(ctx, "b", kv.LastRevision(rev["b"]-1)) }, kv.ErrRevisionMismatch},
 		{"purge with an expiring marker", func() error {
-			return kv.Purge(ctx, "b", store.LastRevision(rev["b"]), store.MarkerTTL(time.Minute))
+			return bkt.Purge(ctx, "b", kv.LastRevision(rev["b"]), kv.MarkerTTL(time.Minute))
 		}, nil},
-		{"get after purge", func() error { return get("b", "") }, store.ErrKeyNotFound},
-		{"latest is the purge's marker", func() error { return latest("b", store.KVPurge, "") }, nil},
-		{"purge a key never written", func() error { return kv.Purge(ctx, "c") }, nil},
-		{"delete a key never written", func() error { return kv.Delete(ctx, "d") }, nil},
-		{"get a key only purged", func() error { return get("c", "") }, store.ErrKeyNotFound},
+		{"get after purge", func() error { return get("b", "") }, kv.ErrKeyNotFound},
+		{"latest is the purge's marker", func() error { return latest("b", kv.OpPurge, "") }, nil},
+		{"purge a key never written", func() error { return bkt.Purge(ctx, "c") }, nil},
+		{"delete a key never written", func() error { return bkt.Delete(ctx, "d") }, nil},
+		{"get a key only purged", func() error { return get("c", "") }, kv.ErrKeyNotFound},
 	} {
 		err := tc.do()
 		if tc.want == nil {
@@ -158,7 +174,7 @@ func TestKVOperations(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 		}
-		for _, other := range []error{store.ErrKeyNotFound, store.ErrKeyExists, store.ErrRevisionMismatch, store.ErrNoLeader} {
+		for _, other := range []error{kv.ErrKeyNotFound, kv.ErrKeyExists, kv.ErrRevisionMismatch, kv.ErrNoLeader} {
 			if other != tc.want && errors.Is(err, other) {
 				t.Fatalf("%s: %v is also %v", tc.name, err, other)
 			}
@@ -173,18 +189,18 @@ func TestKVOperations(t *testing.T) {
 // are not listed, and no match is an empty list.
 func TestKVKeys(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.Config{})
+	f := newFixture(t)
 	ctx := testCtx(t)
-	kv := f.openKV(t, "T_KEYS")
+	bkt := f.openKV(t, "T_KEYS")
 	for _, k := range []string{"j.b.2", "w.a", "j.a.1", "j.c.3"} {
-		if _, err := kv.Put(ctx, k, []byte("v")); err != nil {
+		if _, err := bkt.Put(ctx, k, []byte("v")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := kv.Put(ctx, "j.a.1", []byte("again")); err != nil {
+	if _, err := bkt.Put(ctx, "j.a.1", []byte("again")); err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Delete(ctx, "j.c.3"); err != nil {
+	if err := bkt.Delete(ctx, "j.c.3"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -197,7 +213,7 @@ func TestKVKeys(t *testing.T) {
 		{[]string{"x.>"}, nil},
 	} {
 		filters := slices.Clone(tc.filters)
-		got, err := kv.Keys(ctx, filters...)
+		got, err := bkt.Keys(ctx, filters...)
 		if err != nil {
 			t.Fatalf("Keys(%v): %v", tc.filters, err)
 		}
@@ -210,14 +226,14 @@ func TestKVKeys(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := kv.Keys(cctx); err == nil {
+	if _, err := bkt.Keys(cctx); err == nil {
 		t.Fatal("a listing with a cancelled context answered")
 	}
 }
 
 // next is the watcher's next entry (nil: the end of the current values);
 // it fails the test when none comes or the watcher closed.
-func next(t *testing.T, w *store.KVWatcher) *store.KVEntry {
+func next(t *testing.T, w *kv.Watcher) *kv.Entry {
 	t.Helper()
 	select {
 	case e, ok := <-w.Updates():
@@ -237,30 +253,30 @@ func next(t *testing.T, w *store.KVWatcher) *store.KVEntry {
 // others; Stop closes its channel.
 func TestKVWatch(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.Config{})
+	f := newFixture(t)
 	ctx := testCtx(t)
-	kv := f.openKV(t, "T_WATCH")
-	r1, err := kv.Put(ctx, "w.a", []byte("1"))
+	bkt := f.openKV(t, "T_WATCH")
+	r1, err := bkt.Put(ctx, "w.a", []byte("1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "w.b", []byte("1")); err != nil {
+	if _, err := bkt.Put(ctx, "w.b", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Delete(ctx, "w.b"); err != nil {
+	if err := bkt.Delete(ctx, "w.b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "x.a", []byte("1")); err != nil {
+	if _, err := bkt.Put(ctx, "x.a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.Watch(ctx, "w.>")
+	w, err := bkt.Watch(ctx, "w.>")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	type seen struct {
 		key, value string
-		op         store.KVOp
+		op         kv.Op
 	}
 	var replay []seen
 	for e := next(t, w); e != nil; e = next(t, w) {
@@ -269,21 +285,21 @@ func TestKVWatch(t *testing.T) {
 			t.Fatalf("w.a replayed at revision %d created %v, want %d", e.Revision, e.Created, r1)
 		}
 	}
-	if want := []seen{{"w.a", "1", store.KVPut}, {"w.b", "", store.KVDelete}}; !slices.Equal(replay, want) {
+	if want := []seen{{"w.a", "1", kv.OpPut}, {"w.b", "", kv.OpDelete}}; !slices.Equal(replay, want) {
 		t.Fatalf("replay %v, want %v", replay, want)
 	}
 
-	if _, err := kv.Put(ctx, "x.b", []byte("not watched")); err != nil {
+	if _, err := bkt.Put(ctx, "x.b", []byte("not watched")); err != nil {
 		t.Fatal(err)
 	}
-	r2, err := kv.Put(ctx, "w.c", []byte("2"))
+	r2, err := bkt.Put(ctx, "w.c", []byte("2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Purge(ctx, "w.a"); err != nil {
+	if err := bkt.Purge(ctx, "w.a"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []seen{{"w.c", "2", store.KVPut}, {"w.a", "", store.KVPurge}} {
+	for _, want := range []seen{{"w.c", "2", kv.OpPut}, {"w.a", "", kv.OpPurge}} {
 		e := next(t, w)
 		if e == nil {
 			t.Fatal("a second end of replay")
@@ -314,14 +330,14 @@ func TestKVWatch(t *testing.T) {
 // again, and unavailable to the front ends.
 func TestKVNoLeader(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.Config{})
+	f := newFixture(t)
 	ctx := testCtx(t)
-	kv := f.openKV(t, "T_GONE")
+	bkt := f.openKV(t, "T_GONE")
 	if err := f.js.DeleteKeyValue(ctx, "T_GONE"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := kv.Put(ctx, "a", []byte("1"))
-	if !errors.Is(err, store.ErrNoLeader) {
+	_, err := bkt.Put(ctx, "a", []byte("1"))
+	if !errors.Is(err, kv.ErrNoLeader) {
 		t.Fatalf("Put to a bucket nobody serves: %v, want ErrNoLeader", err)
 	}
 	if c := store.Classify("write", err); !errors.Is(c, store.ErrUnavailable) {

@@ -1,4 +1,19 @@
-package store
+// Package kv is the gateway's one type for JetStream Key-Value buckets,
+// part of the store seam (package store and its subpackages are the only
+// core packages that talk to JetStream). The gateway keeps its small shared
+// records (properties, the queue registry, queue metadata, access tokens,
+// accumulation windows, the upgrade's lock and jobs, the readiness probe)
+// in buckets, one value per key. Every user goes through a *KV, so that how
+// a bucket is made, what a conflict or a missing key looks like, and how a
+// bucket is watched are decided here, once, and no JetStream type reaches
+// the users: entries (Entry) and errors (ErrKeyNotFound, ErrKeyExists,
+// ErrRevisionMismatch, ErrNoLeader, ErrBucketNotFound) are this package's
+// own.
+//
+// A bucket is opened with Open on a JetStream handle, or, in the core, with
+// store.Store.OpenKV (the store's JetStream) or bus.Bus.OpenKV (a
+// connection's, for users that hold no Store).
+package kv
 
 import (
 	"context"
@@ -15,18 +30,11 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 )
 
-// KV buckets: the gateway keeps its small shared records (properties, the
-// queue registry, queue metadata, access tokens, accumulation windows, the
-// readiness probe) in JetStream KV buckets, one value per key. Every user
-// goes through a *KV, so that how a bucket is made, what a conflict or a
-// missing key looks like, and how a bucket is watched are decided here,
-// once, and no JetStream type reaches the users.
-
 // The outcomes of KV operations that their users tell apart (errors.Is).
-// Other failures come as they are: Classify turns them into the outcomes
-// front ends answer.
+// Other failures come as they are: store.Classify turns them into the
+// outcomes front ends answer.
 var (
-	// ErrBucketNotFound: OpenKV with KVExisting found no bucket.
+	// ErrBucketNotFound: Open with Existing found no bucket.
 	ErrBucketNotFound = errors.New("bucket not found")
 	// ErrKeyNotFound: the key has no value (never written, deleted or
 	// purged).
@@ -43,40 +51,40 @@ var (
 	ErrNoLeader = errors.New("no leader for the bucket")
 )
 
-// KVCreate says what OpenKV does when the bucket does not exist.
-type KVCreate uint8
+// CreateMode says what Open does when the bucket does not exist.
+type CreateMode uint8
 
 const (
-	// KVExisting opens the bucket only if it exists: ErrBucketNotFound
+	// Existing opens the bucket only if it exists: ErrBucketNotFound
 	// otherwise.
-	KVExisting KVCreate = iota
-	// KVCreateOnce creates the bucket with the config when it does not
+	Existing CreateMode = iota
+	// CreateOnce creates the bucket with the config when it does not
 	// exist and never changes one that does: a bucket every gateway shares
 	// keeps its first creator's replicas, so that a gateway started with
 	// another count does not rescale it under the others (an R1 bucket dies
 	// with its one server).
-	KVCreateOnce
-	// KVCreateOrUpdate creates the bucket, or brings it to the config.
-	KVCreateOrUpdate
+	CreateOnce
+	// CreateOrUpdate creates the bucket, or brings it to the config.
+	CreateOrUpdate
 )
 
-// KVConfig says which bucket OpenKV opens, and how it is made. A bucket
+// Config says which bucket Open opens, and how it is made. A bucket
 // keeps one value per key (no history).
-type KVConfig struct {
+type Config struct {
 	Bucket      string
 	Description string
-	// Replicas of the bucket's stream, when OpenKV creates or updates it.
+	// Replicas of the bucket's stream, when Open creates or updates it.
 	Replicas int
 	// TTL, when set, is how long a value lives.
 	TTL time.Duration
 	// MarkerTTL, when set, lets removals leave markers that expire
 	// (MarkerTTL the option); it is the longest such marker's life.
 	MarkerTTL time.Duration
-	Create    KVCreate
+	Create    CreateMode
 }
 
-// KV is one bucket. Open it with OpenKV or Store.OpenKV; it is safe for
-// concurrent use.
+// KV is one bucket. Open it with Open (or store.Store.OpenKV,
+// bus.Bus.OpenKV); it is safe for concurrent use.
 type KV struct {
 	kv     jetstream.KeyValue
 	nc     *nats.Conn
@@ -86,8 +94,8 @@ type KV struct {
 	prefix string
 }
 
-// OpenKV opens the bucket cfg.Bucket on js, creating it as cfg.Create says.
-func OpenKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV, error) {
+// Open opens the bucket cfg.Bucket on js, creating it as cfg.Create says.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*KV, error) {
 	jcfg := jetstream.KeyValueConfig{
 		Bucket:         cfg.Bucket,
 		Description:    cfg.Description,
@@ -99,12 +107,12 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV, err
 	var kv jetstream.KeyValue
 	var err error
 	switch cfg.Create {
-	case KVCreateOrUpdate:
+	case CreateOrUpdate:
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jcfg)
 	default:
 		kv, err = js.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			if cfg.Create == KVExisting {
+			if cfg.Create == Existing {
 				return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, ErrBucketNotFound)
 			}
 			kv, err = js.CreateKeyValue(ctx, jcfg)
@@ -119,60 +127,55 @@ func OpenKV(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV, err
 	return &KV{kv: kv, nc: js.Conn(), bucket: cfg.Bucket, prefix: jsapi.Prefix(js)}, nil
 }
 
-// OpenKV opens a bucket on the store's JetStream (the package's OpenKV).
-func (s *Store) OpenKV(ctx context.Context, cfg KVConfig) (*KV, error) {
-	return OpenKV(ctx, s.js, cfg)
-}
-
 // Bucket is the bucket's name.
 func (kv *KV) Bucket() string { return kv.bucket }
 
-// KVOp is what an entry records.
-type KVOp uint8
+// Op is what an entry records.
+type Op uint8
 
 const (
-	// KVPut: a value.
-	KVPut KVOp = iota
-	// KVDelete: the key was deleted (a marker; older revisions stay).
-	KVDelete
-	// KVPurge: the key was purged (a marker; older revisions are gone), or
+	// OpPut: a value.
+	OpPut Op = iota
+	// OpDelete: the key was deleted (a marker; older revisions stay).
+	OpDelete
+	// OpPurge: the key was purged (a marker; older revisions are gone), or
 	// its value expired.
-	KVPurge
+	OpPurge
 )
 
-func (op KVOp) String() string {
+func (op Op) String() string {
 	switch op {
-	case KVPut:
+	case OpPut:
 		return "put"
-	case KVDelete:
+	case OpDelete:
 		return "delete"
-	case KVPurge:
+	case OpPurge:
 		return "purge"
 	}
-	return fmt.Sprintf("KVOp(%d)", uint8(op))
+	return fmt.Sprintf("Op(%d)", uint8(op))
 }
 
-// KVEntry is one revision of a key: a value (KVPut) or the marker of its
+// Entry is one revision of a key: a value (OpPut) or the marker of its
 // removal.
-type KVEntry struct {
+type Entry struct {
 	Key   string
 	Value []byte
 	// Revision is the entry's sequence in the bucket's stream: it grows
 	// with every write to any key of the bucket.
 	Revision uint64
-	Op       KVOp
+	Op       Op
 	Created  time.Time
 }
 
-func entryOf(e jetstream.KeyValueEntry) KVEntry {
-	op := KVPut
+func entryOf(e jetstream.KeyValueEntry) Entry {
+	op := OpPut
 	switch e.Operation() {
 	case jetstream.KeyValueDelete:
-		op = KVDelete
+		op = OpDelete
 	case jetstream.KeyValuePurge:
-		op = KVPurge
+		op = OpPurge
 	}
-	return KVEntry{Key: e.Key(), Value: e.Value(), Revision: e.Revision(), Op: op, Created: e.Created()}
+	return Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision(), Op: op, Created: e.Created()}
 }
 
 // kvErr turns a failed request of the bucket into the package's outcomes
@@ -215,10 +218,10 @@ func (kv *KV) conflict(key string, err error) error {
 // Get returns the key's value; ErrKeyNotFound when it has none. Any of the
 // stream's replicas may answer (buckets allow direct gets), so a write
 // acknowledged a moment ago may not be seen yet: Latest sees it.
-func (kv *KV) Get(ctx context.Context, key string) (KVEntry, error) {
+func (kv *KV) Get(ctx context.Context, key string) (Entry, error) {
 	e, err := kv.kv.Get(ctx, key)
 	if err != nil {
-		return KVEntry{}, kv.kvErr(key, err)
+		return Entry{}, kv.kvErr(key, err)
 	}
 	return entryOf(e), nil
 }
@@ -247,8 +250,8 @@ func (kv *KV) Put(ctx context.Context, key string, value []byte) (uint64, error)
 	return rev, kv.kvErr(key, err)
 }
 
-// KVRemoveOpt is an option of Delete and Purge.
-type KVRemoveOpt func(*removal)
+// RemoveOpt is an option of Delete and Purge.
+type RemoveOpt func(*removal)
 
 type removal struct {
 	rev uint64
@@ -258,14 +261,14 @@ type removal struct {
 // LastRevision makes a removal conditional: it happens only if the key's
 // latest entry is at revision rev (ErrRevisionMismatch otherwise). 0: no
 // condition.
-func LastRevision(rev uint64) KVRemoveOpt { return func(r *removal) { r.rev = rev } }
+func LastRevision(rev uint64) RemoveOpt { return func(r *removal) { r.rev = rev } }
 
 // MarkerTTL makes a purge's marker expire after d (the bucket's
-// KVConfig.MarkerTTL must be set), rather than stay until the key is
+// Config.MarkerTTL must be set), rather than stay until the key is
 // written again; a delete's marker cannot expire.
-func MarkerTTL(d time.Duration) KVRemoveOpt { return func(r *removal) { r.ttl = d } }
+func MarkerTTL(d time.Duration) RemoveOpt { return func(r *removal) { r.ttl = d } }
 
-func removeOpts(opts []KVRemoveOpt) []jetstream.KVDeleteOpt {
+func removeOpts(opts []RemoveOpt) []jetstream.KVDeleteOpt {
 	var r removal
 	for _, o := range opts {
 		o(&r)
@@ -282,13 +285,13 @@ func removeOpts(opts []KVRemoveOpt) []jetstream.KVDeleteOpt {
 
 // Delete removes the key's value with a marker, keeping older revisions.
 // Deleting a key without a value is no error (it writes a marker).
-func (kv *KV) Delete(ctx context.Context, key string, opts ...KVRemoveOpt) error {
+func (kv *KV) Delete(ctx context.Context, key string, opts ...RemoveOpt) error {
 	return kv.conflict(key, kv.kv.Delete(ctx, key, removeOpts(opts)...))
 }
 
 // Purge removes the key's value and every older revision, leaving a
 // marker. Purging a key without a value is no error (it writes a marker).
-func (kv *KV) Purge(ctx context.Context, key string, opts ...KVRemoveOpt) error {
+func (kv *KV) Purge(ctx context.Context, key string, opts ...RemoveOpt) error {
 	return kv.conflict(key, kv.kv.Purge(ctx, key, removeOpts(opts)...))
 }
 
@@ -319,10 +322,10 @@ func (kv *KV) Keys(ctx context.Context, filters ...string) ([]string, error) {
 	}
 }
 
-// KVWatcher hands over the entries of a watched bucket (KV.Watch).
-type KVWatcher struct {
+// Watcher hands over the entries of a watched bucket (KV.Watch).
+type Watcher struct {
 	w       jetstream.KeyWatcher
-	updates chan *KVEntry
+	updates chan *Entry
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -333,17 +336,17 @@ type KVWatcher struct {
 // is written. The channel closes when the watch ends: after Stop, or by
 // itself (the connection closed); a watcher that ended must be replaced.
 // ctx bounds setting the watch up.
-func (kv *KV) Watch(ctx context.Context, filters ...string) (*KVWatcher, error) {
+func (kv *KV) Watch(ctx context.Context, filters ...string) (*Watcher, error) {
 	return kv.watch(ctx, filters)
 }
 
-func (kv *KV) watch(ctx context.Context, filters []string, opts ...jetstream.WatchOpt) (*KVWatcher, error) {
+func (kv *KV) watch(ctx context.Context, filters []string, opts ...jetstream.WatchOpt) (*Watcher, error) {
 	// nats.go rewrites the filters in place.
 	jw, err := kv.kv.WatchFiltered(ctx, slices.Clone(filters), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", kv.bucket, err)
 	}
-	w := &KVWatcher{w: jw, updates: make(chan *KVEntry), stop: make(chan struct{})}
+	w := &Watcher{w: jw, updates: make(chan *Entry), stop: make(chan struct{})}
 	go w.pump()
 	return w, nil
 }
@@ -351,10 +354,10 @@ func (kv *KV) watch(ctx context.Context, filters []string, opts ...jetstream.Wat
 // pump turns nats.go's entries into the package's until nats.go's channel
 // closes. After Stop it drains that channel, whose writer would otherwise
 // block for good on a full buffer.
-func (w *KVWatcher) pump() {
+func (w *Watcher) pump() {
 	defer close(w.updates)
 	for je := range w.w.Updates() {
-		var e *KVEntry
+		var e *Entry
 		if je != nil {
 			ke := entryOf(je)
 			e = &ke
@@ -367,11 +370,11 @@ func (w *KVWatcher) pump() {
 }
 
 // Updates is the channel of entries (Watch).
-func (w *KVWatcher) Updates() <-chan *KVEntry { return w.updates }
+func (w *Watcher) Updates() <-chan *Entry { return w.updates }
 
 // Stop ends the watch; the channel closes soon after. Safe to call more
 // than once.
-func (w *KVWatcher) Stop() {
+func (w *Watcher) Stop() {
 	w.once.Do(func() {
 		close(w.stop)
 		_ = w.w.Stop()
@@ -379,17 +382,17 @@ func (w *KVWatcher) Stop() {
 }
 
 // Latest returns the key's latest entry as the leader of the bucket's
-// stream has it: a value (KVPut) or the marker of its removal (then Op says
+// stream has it: a value (OpPut) or the marker of its removal (then Op says
 // which, and Revision is the marker's); ErrKeyNotFound when the bucket
 // holds nothing of the key. Unlike Get, which any replica may answer and
 // which can be behind, it sees every write acknowledged before it: what a
 // decision made on a revision needs. While no leader answers (an election
 // takes about 2 s) the request is repeated with short timeouts until ctx
 // ends.
-func (kv *KV) Latest(ctx context.Context, key string) (KVEntry, error) {
+func (kv *KV) Latest(ctx context.Context, key string) (Entry, error) {
 	req, err := json.Marshal(map[string]string{"last_by_subj": jsapi.KVSubject(kv.bucket, key)})
 	if err != nil {
-		return KVEntry{}, err
+		return Entry{}, err
 	}
 	for {
 		e, retry, err := kv.latestOnce(ctx, key, req)
@@ -434,36 +437,36 @@ type msgGetResponse struct {
 
 // latestOnce is one attempt of Latest; retry says whether another may
 // succeed.
-func (kv *KV) latestOnce(ctx context.Context, key string, req []byte) (e KVEntry, retry bool, err error) {
+func (kv *KV) latestOnce(ctx context.Context, key string, req []byte) (e Entry, retry bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, latestAttempt)
 	defer cancel()
 	msg, err := kv.nc.RequestWithContext(actx, jsapi.MsgGetSubject(kv.prefix, jsapi.KVStream(kv.bucket)), req)
 	if err != nil {
 		retry = errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-		return KVEntry{}, retry, fmt.Errorf("read %s: %w", key, err)
+		return Entry{}, retry, fmt.Errorf("read %s: %w", key, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return KVEntry{}, false, fmt.Errorf("read %s: %w", key, err)
+		return Entry{}, false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrCode == jsapi.ErrCodeNoMessage {
-			return KVEntry{}, false, fmt.Errorf("%w: %s %s", ErrKeyNotFound, kv.bucket, key)
+			return Entry{}, false, fmt.Errorf("%w: %s %s", ErrKeyNotFound, kv.bucket, key)
 		}
 		// 503: no leader (yet), JetStream not ready.
-		return KVEntry{}, resp.Error.Code == 503, fmt.Errorf("read %s: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
+		return Entry{}, resp.Error.Code == 503, fmt.Errorf("read %s: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
 	}
 	if resp.Message == nil {
-		return KVEntry{}, false, fmt.Errorf("read %s: empty answer", key)
+		return Entry{}, false, fmt.Errorf("read %s: empty answer", key)
 	}
-	e = KVEntry{Key: key, Value: resp.Message.Data, Revision: resp.Message.Seq, Created: resp.Message.Time}
+	e = Entry{Key: key, Value: resp.Message.Data, Revision: resp.Message.Seq, Created: resp.Message.Time}
 	if len(resp.Message.Hdrs) > 0 {
 		hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
 		if err != nil {
-			return KVEntry{}, false, fmt.Errorf("read %s: %w", key, err)
+			return Entry{}, false, fmt.Errorf("read %s: %w", key, err)
 		}
 		e.Op = markerOp(hdr.Get(kvOpHeader), hdr.Get(markerReasonHeader))
-		if e.Op != KVPut {
+		if e.Op != OpPut {
 			e.Value = nil
 		}
 	}
@@ -472,12 +475,12 @@ func (kv *KV) latestOnce(ctx context.Context, key string, req []byte) (e KVEntry
 
 // markerOp tells a removal's marker by its headers: any KV operation or
 // marker reason is one (a value never carries them).
-func markerOp(kvOp, reason string) KVOp {
+func markerOp(kvOp, reason string) Op {
 	switch {
 	case kvOp == "DEL", kvOp == "" && reason == "Remove":
-		return KVDelete
+		return OpDelete
 	case kvOp != "", reason != "":
-		return KVPurge
+		return OpPurge
 	}
-	return KVPut
+	return OpPut
 }

@@ -1,17 +1,19 @@
-package store
+package bus
 
 import (
 	"errors"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 )
 
-// Msg is a NATS message as the core sees it: one to store (Encode, then
-// Publish), one pulled from a queue's consumer (its Reply is the ack
-// subject: Ack, Progress), or one received on a subscription of the Bus
-// (Respond). The store's own type, so that no nats.go type crosses the
-// seam; converting to and from nats.go's costs no allocation (the fields
-// are shared, not copied).
+// Msg is a NATS message as the core sees it: one to store (store.Encode,
+// then store.Publish), one pulled from a queue's consumer (its Reply is the
+// ack subject: store.Ack, store.Progress), or one received on a
+// subscription of the Bus (Respond). The seam's own type, so that no
+// nats.go type crosses it; converting to and from nats.go's costs no
+// allocation (the fields are shared, not copied).
 //
 // A Msg is a small value: handlers receive it by value (Bus.Subscribe), so
 // that handing one over allocates nothing beyond what NATS allocated.
@@ -45,17 +47,27 @@ func (m Msg) Respond(data []byte) error {
 	return m.bus.nc.Publish(m.Reply, data)
 }
 
-// msgOf is the store's view of a message nats.go received (the fields are
+// msgOf is the seam's view of a message nats.go received (the fields are
 // shared).
 func msgOf(nm *nats.Msg, b *Bus) Msg {
 	return Msg{Subject: nm.Subject, Reply: nm.Reply, Header: Headers(nm.Header), Data: nm.Data, bus: b}
 }
 
-// natsMsg is m as nats.go sends it (the fields are shared; the result does
+// natsMsg is m as nats.go sends it (package store has its own copy for
+// its publishes) (the fields are shared; the result does
 // not escape nats.go's send calls, so it stays on the caller's stack).
 func natsMsg(m *Msg) nats.Msg {
 	return nats.Msg{Subject: m.Subject, Reply: m.Reply, Header: nats.Header(m.Header), Data: m.Data}
 }
+
+// Headers are a message's headers: NATS's header map under the seam's name
+// (the conversion costs nothing), for the messages of the Bus and the ones
+// package store reads back (store.StoredMsg). Get looks a name up as NATS
+// does (as given, then canonical).
+type Headers map[string][]string
+
+// Get returns the first value of header key, "" when it has none.
+func (h Headers) Get(key string) string { return nats.Header(h).Get(key) }
 
 // Set sets header key to the one value v, replacing any (as NATS does:
 // the name as given).
@@ -69,3 +81,12 @@ func (h Headers) Del(key string) { nats.Header(h).Del(key) }
 
 // Values returns every value of header key.
 func (h Headers) Values(key string) []string { return nats.Header(h).Values(key) }
+
+// PullMeta is what a pulled message's ack subject (its Reply) says about
+// the delivery.
+type PullMeta = jsapi.AckFacts
+
+// PullMeta reads the delivery facts of a pulled message from its ack
+// subject (jsapi.ParseAck: no allocation, on the dispatcher's hot path);
+// false when Reply is not one (the message did not come from a consumer).
+func (m *Msg) PullMeta() (PullMeta, bool) { return jsapi.ParseAck(m.Reply) }
