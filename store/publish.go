@@ -75,6 +75,12 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *bus.Ms
 				if err := s.remakeShard(ctx, queue); err != nil {
 					return 0, err
 				}
+				if ctx.Err() != nil {
+					// The remake used up the time: nothing more is sent, and
+					// what was sent found no stream (not stored), which a
+					// publish with a spent ctx would turn into "unknown".
+					return 0, notTakenInTime(ctx, op)
+				}
 				continue
 			}
 		}
@@ -82,14 +88,20 @@ func (s *Store) publishRetrying(ctx context.Context, op, queue string, m *bus.Ms
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return 0, fmt.Errorf("%s: %w", op, ctx.Err())
-			}
-			return 0, fmt.Errorf("%s: %w: no stream leader took the message in time", op, ErrUnavailable)
+			return 0, notTakenInTime(ctx, op)
 		case <-t.C:
 		}
 		wait = min(2*wait, 250*time.Millisecond)
 	}
+}
+
+// notTakenInTime is publishRetrying's answer when ctx ends between tries:
+// every try found no stream, so the message is not stored.
+func notTakenInTime(ctx context.Context, op string) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	return fmt.Errorf("%s: %w: no stream leader took the message in time", op, ErrUnavailable)
 }
 
 // publishOnce sends m to the stream that takes its subject and waits for the
