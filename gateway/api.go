@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
@@ -84,7 +85,7 @@ type Delivery struct {
 	Parts []Message
 
 	// ref lets the core find the delivery again (Abandon).
-	ref *delivery
+	ref *inflight.Entry
 	// releaseOnDisconnect is the queue's property at the delivery
 	// (releaseconn.go).
 	releaseOnDisconnect bool
@@ -154,5 +155,5 @@ var (
 	// ErrAlreadyAcked: a reply to a delivery that this gateway saw acked
 	// (recently): the ack the client may be retrying took effect. It wraps
 	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.
-	ErrAlreadyAcked = fmt.Errorf("already acknowledged: %w", ErrNotFound)
+	ErrAlreadyAcked = inflight.ErrAlreadyAcked
 )

@@ -4,113 +4,19 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-type deliveryState int
-
 // replyTimeout bounds the work on one reply (ack, nack, ext) of a client,
 // whatever NATS does meanwhile; an ack that runs out of it is answered
 // ErrUnknown.
 const replyTimeout = 5 * time.Second
-
-const (
-	active deliveryState = iota
-	busy                 // an ack is on its way to JetStream
-	finished
-)
-
-// delivery is one entry of the delivery table.
-type delivery struct {
-	id  string
-	raw *dispatch.Raw
-	// client is who it was handed to and at when (inflight.go).
-	client Client
-	at     time.Time
-
-	mu       sync.Mutex
-	state    deliveryState
-	deadline time.Time
-	timer    *time.Timer
-}
-
-// deliveryTable maps delivery ids to this gateway's in-flight deliveries.
-type deliveryTable struct {
-	mu sync.Mutex
-	m  map[string]*delivery
-}
-
-func newDeliveryTable() *deliveryTable { return &deliveryTable{m: make(map[string]*delivery)} }
-
-func (t *deliveryTable) add(d *delivery) {
-	t.mu.Lock()
-	t.m[d.id] = d
-	t.mu.Unlock()
-}
-
-func (t *deliveryTable) get(id string) *delivery {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[id]
-}
-
-func (t *deliveryTable) del(id string) {
-	t.mu.Lock()
-	delete(t.m, id)
-	t.mu.Unlock()
-}
-
-// dropQueue forgets the deliveries of a deleted queue.
-func (t *deliveryTable) dropQueue(queue string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, d := range t.m {
-		if d.raw.Queue().Name() == queue {
-			d.mu.Lock()
-			d.state = finished
-			if d.timer != nil {
-				d.timer.Stop()
-			}
-			d.mu.Unlock()
-			delete(t.m, id)
-		}
-	}
-}
-
-func (t *deliveryTable) stopTimers() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, d := range t.m {
-		d.mu.Lock()
-		if d.timer != nil {
-			d.timer.Stop()
-		}
-		d.mu.Unlock()
-	}
-}
-
-// InFlight is the number of this gateway's deliveries not yet answered.
-func (g *Inspect) InFlight() int {
-	g.dels.mu.Lock()
-	defer g.dels.mu.Unlock()
-	return len(g.dels.m)
-}
-
-// newID makes a delivery id: a random (version 4) UUID whose first four bytes
-// are this gateway's id, so any gateway can tell where to relay a reply.
-func (g *core) newID() string {
-	u := uuid.New()
-	copy(u[:4], g.idPfx)
-	return u.String()
-}
 
 // deliver turns a message JetStream handed over into a delivery: fresh id,
 // timer from the queue's current timeout.
@@ -178,27 +84,25 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 		return nil, err
 	}
 	now := time.Now()
-	d := &delivery{id: g.newID(), raw: r, client: clientOf(ctx), at: now, deadline: now.Add(timeout)}
-	out.ID, out.ref = d.id, d
+	d := inflight.NewEntry(inflight.NewID(g.idPfx), r, clientOf(ctx), now, now.Add(timeout))
+	out.ID, out.ref = d.ID, d
 	if r.PushedAt > 0 {
 		g.obs.Pulled(q.Name(), time.Since(time.Unix(0, r.PushedAt)))
 	}
 	if timeout <= 0 {
 		// Available again at once: the next pull gets it with one retry less,
 		// and this id is dead before the client sees it.
-		d.state = finished
+		d.Finish()
 		g.release(r, true)
 		return out, nil
 	}
 	// An in-flight message does not keep its body in memory (thousands may be
 	// in flight): a release reads it back from the stream.
 	r.Msg.Data, r.BodyGone = nil, true
-	g.dels.add(d)
-	d.mu.Lock()
+	g.dels.Add(d)
 	// The timer's goroutine counts itself, and does nothing once the gateway
 	// is closing (the delivery stays pending in JetStream, see Close).
-	d.timer = time.AfterFunc(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
-	d.mu.Unlock()
+	d.Arm(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
 	return out, nil
 }
 
@@ -215,26 +119,11 @@ func receives(r *dispatch.Raw) int {
 
 // take moves an active delivery to finished and out of the table; false if it
 // was not active (already answered, expired or being acked).
-func (g *core) take(d *delivery) bool {
-	if !g.finish(d) {
+func (g *core) take(d *inflight.Entry) bool {
+	if !d.Finish() {
 		return false
 	}
-	g.dels.del(d.id)
-	return true
-}
-
-// finish ends the delivery (a reply to it now finds it finished) but leaves
-// it in the table: see expire.
-func (g *core) finish(d *delivery) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.state != active {
-		return false
-	}
-	d.state = finished
-	if d.timer != nil {
-		d.timer.Stop()
-	}
+	g.dels.Del(d.ID)
 	return true
 }
 
@@ -244,13 +133,14 @@ func (g *core) finish(d *delivery) bool {
 // tells a watcher that the message is back in its queue; counted out
 // before, a release by a client just after could store its copy first and
 // put its message ahead of this one.
-func (g *core) expire(d *delivery) {
-	if !g.finish(d) {
+func (g *core) expire(d *inflight.Entry) {
+	// Finished (a reply to it now finds it so) but left in the table.
+	if !d.Finish() {
 		return
 	}
-	defer g.dels.del(d.id)
-	g.obs.TimedOut(d.raw.Queue().Name())
-	g.release(d.raw, true)
+	defer g.dels.Del(d.ID)
+	g.obs.TimedOut(d.Queue())
+	g.release(d.Raw, true)
 }
 
 // Abandon gives back a delivery the front end could not hand to its client (the
@@ -261,7 +151,7 @@ func (g *Messages) Abandon(_ context.Context, d *Delivery) {
 		return
 	}
 	if g.take(d.ref) {
-		g.release(d.ref.raw, false)
+		g.release(d.ref.Raw, false)
 	}
 }
 
@@ -412,41 +302,35 @@ func (g *Messages) Reply(ctx context.Context, queue, id string, kind ReplyKind) 
 	if err := validName(queue); err != nil {
 		return err
 	}
-	d := g.dels.get(id)
+	d := g.dels.Get(id)
 	if d == nil {
 		if g.acked.Has(id) {
 			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
 		}
 		return g.relayReply(ctx, queue, id, kind, 0)
 	}
-	if d.raw.Queue().Name() != queue {
+	if d.Queue() != queue {
 		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)
 	}
 	return g.replyLocal(ctx, d, kind)
 }
 
-func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
+func (g *core) replyLocal(ctx context.Context, d *inflight.Entry, kind ReplyKind) error {
 	// Made only when answered (every successful ack would pay for it).
-	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
-	q := d.raw.Queue()
+	notFound := func() error { return inflight.NotFound(d.ID) }
+	q := d.Raw.Queue()
 	switch kind {
 	case Ack:
-		d.mu.Lock()
-		if d.state != active || !time.Now().Before(d.deadline) {
-			d.mu.Unlock()
+		if !d.BeginAck(time.Now()) {
 			return notFound()
 		}
-		d.state = busy
-		d.mu.Unlock()
 		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
-		advanced, err := g.groupEnd(gctx, d.raw)
+		advanced, err := g.groupEnd(gctx, d.Raw)
 		gcancel()
 		if err != nil {
 			// (Its backlog message first: a head acked without it would
 			// be handed out again as the group's next, groups.go.)
-			d.mu.Lock()
-			d.state = active
-			d.mu.Unlock()
+			d.AbortAck(time.Now())
 			return store.Outcome("ack", err)
 		}
 		// The ack is bounded by its own deadline, not the client's: a client
@@ -454,32 +338,25 @@ func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) erro
 		// gets an answer within replyTimeout even when the NATS node under
 		// this gateway died with the request in flight. (A request with a
 		// timeout rather than a context: no context and timer made per ack.)
-		if err := g.store.AckWithin(&d.raw.Msg, replyTimeout); err != nil {
-			d.mu.Lock()
-			d.state = active
-			expired := !time.Now().Before(d.deadline)
-			d.mu.Unlock()
-			if expired {
+		if err := g.store.AckWithin(&d.Raw.Msg, replyTimeout); err != nil {
+			if d.AbortAck(time.Now()) {
 				g.expire(d)
 			}
 			return store.Outcome("ack", err)
 		}
-		d.mu.Lock()
-		d.state = finished
-		d.timer.Stop()
-		d.mu.Unlock()
-		g.dels.del(d.id)
-		g.acked.Add(d.id)
+		d.EndAck()
+		g.dels.Del(d.ID)
+		g.acked.Add(d.ID)
 		// DropBody runs on its own deadline, whatever ctx does.
-		g.store.DropBody(ctx, &d.raw.Msg)
+		g.store.DropBody(ctx, &d.Raw.Msg)
 		if !advanced {
-			g.groupNext(d.raw)
+			g.groupNext(d.Raw)
 		}
 	case Nack:
-		if !time.Now().Before(d.deadline) || !g.take(d) {
+		if d.Expired(time.Now()) || !g.take(d) {
 			return notFound()
 		}
-		g.nackRelease(d.raw)
+		g.nackRelease(d.Raw)
 	case Ext:
 		timeout := g.props.Effective(q.Name()).TimeoutDuration()
 		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
@@ -487,16 +364,11 @@ func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) erro
 		if err := g.disp.EnsureAckWait(ectx, q, timeout); err != nil {
 			return err
 		}
-		d.mu.Lock()
-		if d.state != active || !time.Now().Before(d.deadline) {
-			d.mu.Unlock()
+		if !d.Extend(time.Now(), timeout) {
 			return notFound()
 		}
-		d.deadline = time.Now().Add(timeout)
-		d.timer.Reset(timeout)
-		d.mu.Unlock()
 		// Restart JetStream's backstop clock as well.
-		if err := g.store.Progress(&d.raw.Msg); err != nil {
+		if err := g.store.Progress(&d.Raw.Msg); err != nil {
 			return jsErr("ext", err)
 		}
 	default:

@@ -122,7 +122,10 @@
 // moving on), gateway/redrive (a message moved into another queue),
 // gateway/meta (queue metadata, LMQ_META), gateway/leftover (what queues
 // deleted while the store was full left), gateway/waits (the waiting
-// pulls' bound and list, who a pull is for), gateway/buckets (the shared
+// pulls' bound and list, who a pull is for), gateway/inflight (the
+// delivery table and each delivery's states, the deliveries listed across
+// the gateways, replies relayed to the gateway holding their delivery, the
+// deliveries bound to a connection), gateway/buckets (the shared
 // buckets' followers), gateway/pushopt (the push options' one parser),
 // gateway/errkind (the one error classification), internal/kvfollow
 // (following a KV bucket, skipping echoes of own writes: the registry and
@@ -146,6 +149,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
@@ -234,7 +238,7 @@ type core struct {
 	disp   *dispatch.Dispatcher
 	groups *groups.Groups // the ordered groups (groups.go)
 	mover  *redrive.Mover // moves into other queues (redrive.go)
-	dels   *deliveryTable
+	dels   *inflight.Table
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -270,7 +274,7 @@ type core struct {
 }
 
 const (
-	controlPrefix = "lmq.gw."
+	controlPrefix = inflight.ControlPrefix
 	opTimeout     = 10 * time.Second
 )
 
@@ -325,7 +329,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
-	g.dels = newDeliveryTable()
+	g.dels = inflight.NewTable()
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.peers = peers.New(bus, idb, g.counted, g.closing)
@@ -393,7 +397,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 		// Last to stop: the delivery timers, then the work owner, once
 		// nothing else can start work (every subscription is gone).
 		lifecycle.Func(nil, func() {
-			g.dels.stopTimers()
+			g.dels.StopTimers()
 			g.work.Close()
 		}),
 		// The buckets opened later by OpenSharedBucket (auth's tokens).
