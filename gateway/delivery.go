@@ -8,7 +8,6 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -39,7 +38,7 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 		msg, err = decoded(g.store.Decode(ctx, &stripped))
 	}
 	if err != nil {
-		g.spawn(func(context.Context) { g.release(r, false) })
+		g.spawn(func(context.Context) { g.rel.Release(r, false) })
 		return nil, err
 	}
 	if r.Group != "" {
@@ -80,7 +79,7 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 	timeout := eff.TimeoutDuration()
 	out.releaseOnDisconnect = eff.ReleaseOnDisconnect // releaseconn.go
 	if err := g.disp.EnsureAckWait(ctx, q, timeout); err != nil {
-		g.spawn(func(context.Context) { g.release(r, false) })
+		g.spawn(func(context.Context) { g.rel.Release(r, false) })
 		return nil, err
 	}
 	now := time.Now()
@@ -93,7 +92,7 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 		// Available again at once: the next pull gets it with one retry less,
 		// and this id is dead before the client sees it.
 		d.Finish()
-		g.release(r, true)
+		g.rel.Release(r, true)
 		return out, nil
 	}
 	// An in-flight message does not keep its body in memory (thousands may be
@@ -140,7 +139,7 @@ func (g *core) expire(d *inflight.Entry) {
 	}
 	defer g.dels.Del(d.ID)
 	g.obs.TimedOut(d.Queue())
-	g.release(d.Raw, true)
+	g.rel.Release(d.Raw, true)
 }
 
 // Abandon gives back a delivery the front end could not hand to its client (the
@@ -151,142 +150,7 @@ func (g *Messages) Abandon(_ context.Context, d *Delivery) {
 		return
 	}
 	if g.take(d.ref) {
-		g.release(d.ref.Raw, false)
-	}
-}
-
-// release puts a message back at the tail of its queue: a copy carrying the
-// deliveries used so far is stored first, then the original is removed (a
-// crash in between duplicates the message; it never loses it). counted says
-// whether the delivery that ends here used up one of the message's retries.
-func (g *core) release(r *dispatch.Raw, counted bool) {
-	used := r.Used()
-	if !counted {
-		used--
-	}
-	if used >= r.Retry+1 {
-		g.discard(r)
-		return
-	}
-	ctx, cancel := g.opContext()
-	defer cancel()
-	// To the tail of its own priority's subject (dispatch/priority.go).
-	subj := r.Queue().Subject()
-	if r.Level > 0 {
-		subj = mapping.PrioritySubject(r.Queue().Name(), r.Level)
-	}
-	if r.Group != "" {
-		// Still its group's one head (groups.go): stored only while the
-		// original is the last message there.
-		subj = r.Msg.Subject
-	}
-	cp := store.NewMsg(subj)
-	copyOwnHeaders(cp, r.Msg.Header)
-	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if r.Receives > 0 {
-		// Handed out to a client (counted or not: a visibility of 0 is a
-		// receive that used no retry).
-		cp.Header.Set(mapping.HdrReceives, strconv.Itoa(r.Receives))
-		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
-	}
-	if r.Group != "" {
-		jsapi.SetExpectLastSubjectSeq(cp.Header, r.Seq)
-	}
-	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
-		// The copy must expire when the original would have.
-		left := time.Until(time.Unix(0, ns))
-		if left <= 0 {
-			g.drop(r)
-			return
-		}
-		if r.Group == "" {
-			// (A head is not removed by JetStream: its group would stay
-			// without one. The gateway drops it when pulled expired.)
-			setNatsTTL(cp, left)
-		}
-	}
-	var err error
-	if cp.Data, err = g.body(ctx, r); err != nil {
-		if store.NotStored(err) {
-			// Already gone: an ack whose answer was lost (ErrUnknown) did
-			// take effect, or JetStream's backstop redelivered the message
-			// and another client acked it. Nothing to put back.
-			g.log.Debug("released message no longer stored", "queue", r.Queue().Name(), "seq", r.Seq)
-			return
-		}
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if _, err := g.store.Publish(ctx, "release message", r.Queue().Name(), cp); store.WrongLast(err) {
-		// A newer copy of this head is stored already: this one just goes.
-		g.log.Debug("released group head replaced meanwhile", "queue", r.Queue().Name(), "group", r.Group)
-	} else if err != nil {
-		// Leave the original pending: JetStream's AckWait brings it back.
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.Queue().Name(), "err", err)
-	}
-	g.disp.NotifyLevel(r.Queue().Name(), r.Level)
-}
-
-// copyOwnHeaders copies the message's headers except JetStream's own
-// (Nats-*): a copy must not inherit a batch id, a message id (it would be
-// dropped as a duplicate), a TTL or schedule markers of the original.
-func copyOwnHeaders(dst *store.Msg, src store.Headers) { jsapi.CopyOwnHeaders(dst.Header, src) }
-
-// body returns the stored body of r, reading it from the stream when the
-// delivery let go of it.
-func (g *core) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
-	if !r.BodyGone {
-		return r.Msg.Data, nil
-	}
-	return g.store.ReadBack(ctx, r.Queue().Name(), r.Seq)
-}
-
-// discard ends a message whose retries are used up: it moves to the queue
-// its dead_letter_queue property names (redrive.go), else it becomes a dead
-// letter when the queue keeps them (the dead_letter property), else it is
-// dropped as LMQ did. A move that fails falls back to the others.
-func (g *core) discard(r *dispatch.Raw) {
-	if target := g.redriveTarget(r.Queue().Name()); target != "" {
-		if err := g.redrive(r, target); err == nil {
-			g.obs.Discarded(r.Queue().Name())
-			return
-		} else {
-			g.log.Warn("could not move message to its dead-letter queue; keeping it as a dead letter or dropping it",
-				"queue", r.Queue().Name(), "dead_letter_queue", target, "err", err)
-		}
-	}
-	if g.props.Effective(r.Queue().Name()).DeadLetter {
-		if err := g.bury(r); err == nil {
-			g.obs.Discarded(r.Queue().Name())
-			return
-		} else {
-			g.log.Warn("could not keep dead letter; dropping it", "queue", r.Queue().Name(), "err", err)
-		}
-	}
-	g.drop(r)
-	g.obs.Discarded(r.Queue().Name())
-}
-
-// drop removes a message (and its large body) for good.
-func (g *core) drop(r *dispatch.Raw) {
-	ctx, cancel := g.opContext()
-	defer cancel()
-	advanced, err := g.groupEnd(ctx, r)
-	if err != nil {
-		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	g.store.DropBody(ctx, &r.Msg)
-	if !advanced {
-		g.groupNext(r)
+		g.rel.Release(d.ref.Raw, false)
 	}
 }
 
@@ -391,9 +255,9 @@ func (g *core) nackRelease(r *dispatch.Raw) {
 	done := make(chan struct{})
 	if !g.spawn(func(context.Context) {
 		defer close(done)
-		g.release(r, true)
+		g.rel.Release(r, true)
 	}) {
-		g.release(r, true) // closing: no background work any more
+		g.rel.Release(r, true) // closing: no background work any more
 		return
 	}
 	t := time.NewTimer(replyTimeout)

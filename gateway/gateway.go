@@ -120,6 +120,9 @@
 // peeks, the oldest dead letter), gateway/waiting (a queue's waiting
 // messages by id: listed, deleted, moved), gateway/groups (ordered groups
 // moving on), gateway/redrive (a message moved into another queue),
+// gateway/release (what becomes of a pulled message no client acked:
+// released, moved on, kept as a dead letter or dropped; dead letters
+// respawned and deleted),
 // gateway/meta (queue metadata, LMQ_META), gateway/leftover (what queues
 // deleted while the store was full left), gateway/waits (the waiting
 // pulls' bound and list, who a pull is for), gateway/inflight (the
@@ -155,6 +158,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
+	"github.com/lmq-gateway/lmq-gateway/gateway/release"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
@@ -238,7 +242,9 @@ type core struct {
 	disp   *dispatch.Dispatcher
 	groups *groups.Groups // the ordered groups (groups.go)
 	mover  *redrive.Mover // moves into other queues (redrive.go)
-	dels   *inflight.Table
+	// rel releases and discards pulled messages (package release).
+	rel  *release.Releaser
+	dels *inflight.Table
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -363,15 +369,27 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 		ID:             idb,
 		RepollInterval: cfg.RepollInterval,
 		Rules: dispatch.Rules{
-			Release: func(r *dispatch.Raw) { g.release(r, false) },
-			Discard: g.discard,
-			Drop:    g.drop,
+			// (g.rel is made below, after the groups and the mover.)
+			Release: func(r *dispatch.Raw) { g.rel.Release(r, false) },
+			Discard: func(r *dispatch.Raw) { g.rel.Discard(r) },
+			Drop:    func(r *dispatch.Raw) { g.rel.Drop(r) },
 			Groups:  g.sweepGroups,
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)
 	g.groups = newGroups(g)
 	g.mover = newRedrive(g)
+	g.rel = release.New(release.Config{
+		Store:     g.store,
+		Disp:      g.disp,
+		Props:     g.props,
+		Groups:    g.groups,
+		Mover:     g.mover,
+		Obs:       g.obs,
+		OpContext: g.opContext,
+		OpTimeout: opTimeout,
+		Logger:    g.log,
+	})
 	g.meta = meta.New(meta.Config{
 		Store:   g.store,
 		Create:  g.openBucket,

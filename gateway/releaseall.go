@@ -17,7 +17,7 @@ func (g *Messages) ReleaseAll(ctx context.Context) int {
 			break
 		}
 		if g.take(d) {
-			g.release(d.Raw, false)
+			g.rel.Release(d.Raw, false)
 			n++
 		}
 	}

@@ -71,7 +71,7 @@ func (g *core) giveBack(d *inflight.Entry) bool {
 	done := false
 	g.within(func(context.Context) {
 		if g.take(d) {
-			g.release(d.Raw, false)
+			g.rel.Release(d.Raw, false)
 			done = true
 		}
 	})

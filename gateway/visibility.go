@@ -48,7 +48,7 @@ func (g *core) visibilityLocal(ctx context.Context, d *inflight.Entry, left time
 		if d.Expired(time.Now()) || !g.take(d) {
 			return inflight.NotFound(d.ID)
 		}
-		g.release(d.Raw, false)
+		g.rel.Release(d.Raw, false)
 		return nil
 	}
 	ectx, cancel := context.WithTimeout(ctx, replyTimeout)
