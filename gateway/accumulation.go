@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -50,7 +51,7 @@ func newEntry(queue string, rm *store.StoredMsg) *Entry {
 // large body goes to the Object Store now, once, however often StorePart is
 // tried. When no window takes the part, DropBody removes that body.
 func (g *Parts) EncodePart(ctx context.Context, queue string, msg Message, retry int) (*Entry, error) {
-	m, err := g.store.Encode(ctx, queue, mapping.PartSubject(queue), msg.content(), retry)
+	m, err := g.store.Encode(ctx, queue, mapping.PartSubject(queue), message.Content(msg), retry)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (g *Parts) StorePart(ctx context.Context, part *Entry, window string) error
 
 // PartContent reads back the content of a part (QueueLog.NextPart).
 func (g *Parts) PartContent(ctx context.Context, part *Entry) (Message, error) {
-	return decoded(g.store.Decode(ctx, part.msg))
+	return message.Decoded(g.store.Decode(ctx, part.msg))
 }
 
 // DropBody removes the Object Store body of an entry, if it has one: for a

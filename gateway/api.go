@@ -5,45 +5,17 @@ import (
 	"time"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// Header is one kept request header (the preserve-header hook); Name is
-// lowercase. An alias, so that a message's headers go to and from the
-// compound body format (mapping.Part) without a copy.
-type Header = mapping.Header
+// Header is one kept request header (message.Header).
+type Header = message.Header
 
-// Message is what a client pushes, and one part of a compound delivery.
-type Message struct {
-	// ContentType is the content-type given at push; "" when none was given
-	// (front ends report mapping.DefaultContentType then).
-	ContentType string
-	Body        []byte
-	// Kept are request headers kept by the preserve-header hook, in push order.
-	Kept []Header
-
-	// stored is set by PushStream: the body is in the Object Store already.
-	stored *storedBody
-}
-
-// content is msg as the store encodes it.
-func (m Message) content() store.Content {
-	c := store.Content{ContentType: m.ContentType, Body: m.Body, Kept: m.Kept}
-	if m.stored != nil {
-		c.Object = m.stored.name
-	}
-	return c
-}
-
-// decoded is the message the store read back (store.Decode's results).
-func decoded(c store.Content, err error) (Message, error) {
-	if err != nil {
-		return Message{}, err
-	}
-	return Message{ContentType: c.ContentType, Body: c.Body, Kept: c.Kept}, nil
-}
+// Message is what a client pushes, and one part of a compound delivery
+// (message.Message: its fields ContentType, Body and Kept).
+type Message = message.Message
 
 // AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".
 type AccumState string

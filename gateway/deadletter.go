@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 )
 
 // Dead letters (beyond LMQ) are kept, respawned and deleted by package
@@ -25,7 +27,7 @@ func (g *Inspect) DeadLetterHead(ctx context.Context, queue string) (*DeadLetter
 	if d == nil || err != nil {
 		return nil, err
 	}
-	msg, _ := decoded(d.Content, nil)
+	msg, _ := message.Decoded(d.Content, nil)
 	return &DeadLetter{Message: msg, Deliveries: d.Deliveries, DiedAt: d.DiedAt, seq: d.Seq}, nil
 }
 

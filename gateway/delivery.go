@@ -8,6 +8,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -21,7 +22,7 @@ const replyTimeout = 5 * time.Second
 // timer from the queue's current timeout.
 func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
 	q := r.Queue()
-	msg, err := decoded(g.store.Decode(ctx, &r.Msg))
+	msg, err := message.Decoded(g.store.Decode(ctx, &r.Msg))
 	if store.BodyLost(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
@@ -35,7 +36,7 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 				stripped.Header[k] = v
 			}
 		}
-		msg, err = decoded(g.store.Decode(ctx, &stripped))
+		msg, err = message.Decoded(g.store.Decode(ctx, &stripped))
 	}
 	if err != nil {
 		g.spawn(func(context.Context) { g.rel.Release(r, false) })

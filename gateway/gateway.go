@@ -130,7 +130,9 @@
 // the gateways, replies relayed to the gateway holding their delivery, the
 // deliveries bound to a connection), gateway/buckets (the shared
 // buckets' followers), gateway/pushopt (the push options' one parser),
-// gateway/errkind (the one error classification), internal/kvfollow
+// gateway/errkind (the one error classification), gateway/message (the
+// message's content, its headers' check, the compound body format, a
+// pushed body read against the limits), internal/kvfollow
 // (following a KV bucket, skipping echoes of own writes: the registry and
 // properties), internal/peers (the other gateways, by heartbeats),
 // internal/lifecycle (the services New starts in order and Close stops in

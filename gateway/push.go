@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/gateway/pushopt"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -96,7 +97,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil || opts.Group != "" {
 			return pushed{}, fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
 		}
-		if msg.stored != nil {
+		if message.Stored(msg) {
 			// PushStream saw a plain queue: its properties changed since.
 			return pushed{}, fmt.Errorf("%w: the queue started accumulating during the push; try again", ErrUnavailable)
 		}
@@ -108,7 +109,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		if err != nil {
 			return pushed{}, err
 		}
-		g.obs.Pushed(queue, msg.size())
+		g.obs.Pushed(queue, message.Size(msg))
 		return pushed{state: st}, nil
 	}
 	if ttl > 0 && opts.Delay >= ttl {
@@ -128,7 +129,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		}
 		prio = 0
 	}
-	m, err := g.store.Encode(ctx, queue, subject, msg.content(), eff.Retry)
+	m, err := g.store.Encode(ctx, queue, subject, message.Content(msg), eff.Retry)
 	if err != nil {
 		return pushed{}, err
 	}
@@ -173,7 +174,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		}
 		return pushed{}, err
 	}
-	g.obs.Pushed(queue, msg.size())
+	g.obs.Pushed(queue, message.Size(msg))
 	if opts.Group != "" {
 		// The group's head, unless it has one; a failure here leaves the
 		// stored message to the group sweep.
