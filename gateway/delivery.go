@@ -43,11 +43,11 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 		return nil, err
 	}
 	if r.Group != "" {
-		q.HeadServed() // its consumer reads the heads (groups.go)
+		q.HeadServed() // its consumer reads the heads (package groups)
 	}
-	if r.Group != "" && g.staleHead(ctx, r) {
-		// Done or replaced meanwhile (groups.go): not a message any more.
-		g.spawn(func(context.Context) { g.dropStale(r) })
+	if r.Group != "" && g.groups.Stale(ctx, r) {
+		// Done or replaced meanwhile (package groups): not a message any more.
+		g.spawn(func(context.Context) { g.groups.DropStale(r) })
 		return nil, nil
 	}
 	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group,
@@ -190,11 +190,11 @@ func (g *core) replyLocal(ctx context.Context, d *inflight.Entry, kind ReplyKind
 			return notFound()
 		}
 		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
-		advanced, err := g.groupEnd(gctx, d.Raw)
+		advanced, err := g.groups.End(gctx, d.Raw)
 		gcancel()
 		if err != nil {
 			// (Its backlog message first: a head acked without it would
-			// be handed out again as the group's next, groups.go.)
+			// be handed out again as the group's next, package groups.)
 			d.AbortAck(time.Now())
 			return store.Outcome("ack", err)
 		}
@@ -215,7 +215,7 @@ func (g *core) replyLocal(ctx context.Context, d *inflight.Entry, kind ReplyKind
 		// DropBody runs on its own deadline, whatever ctx does.
 		g.store.DropBody(ctx, &d.Raw.Msg)
 		if !advanced {
-			g.groupNext(d.Raw)
+			g.groups.Next(d.Raw)
 		}
 	case Nack:
 		if d.Expired(time.Now()) || !g.take(d) {

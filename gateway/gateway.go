@@ -130,7 +130,9 @@
 // the gateways, replies relayed to the gateway holding their delivery, the
 // deliveries bound to a connection), gateway/buckets (the shared
 // buckets' followers), gateway/pushopt (the push options' one parser),
-// gateway/errkind (the one error classification), gateway/message (the
+// gateway/errkind (the one error classification), gateway/qlog (a
+// queue's stream below deliveries: entries and the log the accumulator
+// and migrate read and trim), gateway/message (the
 // message's content, its headers' check, the compound body format, a
 // pushed body read against the limits), internal/kvfollow
 // (following a KV bucket, skipping echoes of own writes: the registry and
@@ -242,8 +244,8 @@ type core struct {
 	// and this gateway's per-queue state (package dispatch).
 	reg    *registry.Registry
 	disp   *dispatch.Dispatcher
-	groups *groups.Groups // the ordered groups (groups.go)
-	mover  *redrive.Mover // moves into other queues (redrive.go)
+	groups *groups.Groups // the ordered groups (package groups)
+	mover  *redrive.Mover // moves into other queues (package redrive)
 	// rel releases and discards pulled messages (package release).
 	rel  *release.Releaser
 	dels *inflight.Table
@@ -375,7 +377,7 @@ func New(ctx context.Context, bus *store.Bus, cfg Config) (*Gateway, error) {
 			Release: func(r *dispatch.Raw) { g.rel.Release(r, false) },
 			Discard: func(r *dispatch.Raw) { g.rel.Discard(r) },
 			Drop:    func(r *dispatch.Raw) { g.rel.Drop(r) },
-			Groups:  g.sweepGroups,
+			Groups:  func(queue string) bool { return g.groups.Sweep(queue) },
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)

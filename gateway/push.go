@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
 	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/gateway/pushopt"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
@@ -124,7 +125,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
 	if opts.Group != "" {
-		if subject, err = groupPushSubject(queue, opts); err != nil { // groups.go
+		if subject, err = groups.PushSubject(queue, opts); err != nil {
 			return pushed{}, err
 		}
 		prio = 0
@@ -179,7 +180,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		// The group's head, unless it has one; a failure here leaves the
 		// stored message to the group sweep.
 		g.disp.MarkGroups(queue)
-		if err := g.promoteGroup(ctx, queue, opts.Group); err != nil {
+		if err := g.groups.Promote(ctx, queue, opts.Group); err != nil {
 			g.log.Warn("could not hand out a group's next message; the group sweep will",
 				"queue", queue, "group", opts.Group, "err", err)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 )
 
-// visibilityKind is SetVisibility's reply kind between gateways (relay.go);
+// visibilityKind is SetVisibility's reply kind between gateways (inflight.Relay);
 // clients never send it.
 const visibilityKind ReplyKind = 100
 
