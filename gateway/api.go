@@ -4,45 +4,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
-	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
 
-// Header is one kept request header (the preserve-header hook); Name is
-// lowercase. An alias, so that a message's headers go to and from the
-// compound body format (mapping.Part) without a copy.
-type Header = mapping.Header
+// Header is one kept request header (message.Header).
+type Header = message.Header
 
-// Message is what a client pushes, and one part of a compound delivery.
-type Message struct {
-	// ContentType is the content-type given at push; "" when none was given
-	// (front ends report mapping.DefaultContentType then).
-	ContentType string
-	Body        []byte
-	// Kept are request headers kept by the preserve-header hook, in push order.
-	Kept []Header
-
-	// stored is set by PushStream: the body is in the Object Store already.
-	stored *storedBody
-}
-
-// content is msg as the store encodes it.
-func (m Message) content() store.Content {
-	c := store.Content{ContentType: m.ContentType, Body: m.Body, Kept: m.Kept}
-	if m.stored != nil {
-		c.Object = m.stored.name
-	}
-	return c
-}
-
-// decoded is the message the store read back (store.Decode's results).
-func decoded(c store.Content, err error) (Message, error) {
-	if err != nil {
-		return Message{}, err
-	}
-	return Message{ContentType: c.ContentType, Body: c.Body, Kept: c.Kept}, nil
-}
+// Message is what a client pushes, and one part of a compound delivery
+// (message.Message: its fields ContentType, Body and Kept).
+type Message = message.Message
 
 // AccumState is a push's answer about accumulation: LMQ's "no", "new", "yes".
 type AccumState string
@@ -84,7 +57,7 @@ type Delivery struct {
 	Parts []Message
 
 	// ref lets the core find the delivery again (Abandon).
-	ref *delivery
+	ref *inflight.Entry
 	// releaseOnDisconnect is the queue's property at the delivery
 	// (releaseconn.go).
 	releaseOnDisconnect bool
@@ -154,5 +127,5 @@ var (
 	// ErrAlreadyAcked: a reply to a delivery that this gateway saw acked
 	// (recently): the ack the client may be retrying took effect. It wraps
 	// ErrNotFound, so LMQ's answer (404) is kept; front ends may say more.
-	ErrAlreadyAcked = fmt.Errorf("already acknowledged: %w", ErrNotFound)
+	ErrAlreadyAcked = inflight.ErrAlreadyAcked
 )

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
@@ -52,7 +53,7 @@ func (g *Messages) PushBatch(ctx context.Context, queue string, msgs []Message) 
 			return fmt.Errorf("%w: message %d: %v", ErrInvalid, i+1, err)
 		}
 		// A batch takes the queue's priority property (dispatch/priority.go).
-		m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), msg.content(), eff.Retry)
+		m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, eff.Priority), message.Content(msg), eff.Retry)
 		if err != nil {
 			return err
 		}

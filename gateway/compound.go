@@ -1,28 +1,20 @@
 package gateway
 
-import "github.com/lmq-gateway/lmq-gateway/mapping"
+import "github.com/lmq-gateway/lmq-gateway/gateway/message"
 
 // EncodeCompound encodes parts as a compound message body
-// (mapping.EncodeCompound: the format is mapping's).
-func EncodeCompound(parts []Message) ([]byte, error) {
-	ps := make([]mapping.Part, len(parts))
-	for i, m := range parts {
-		ps[i] = mapping.Part{ContentType: m.ContentType, Body: m.Body, Kept: m.Kept}
-	}
-	return mapping.EncodeCompound(ps)
-}
+// (message.EncodeCompound).
+func EncodeCompound(parts []Message) ([]byte, error) { return message.EncodeCompound(parts) }
 
-// DecodeCompound decodes a compound message body (mapping.DecodeCompound:
+// DecodeCompound decodes a compound message body (message.DecodeCompound:
 // memory follows the bytes present; maxParts > 0 bounds the parts). Part
 // bodies share memory with body.
 func DecodeCompound(body []byte, maxParts int) ([]Message, error) {
-	ps, err := mapping.DecodeCompound(body, maxParts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Message, len(ps))
-	for i, p := range ps {
-		out[i] = Message{ContentType: p.ContentType, Body: p.Body, Kept: p.Kept}
-	}
-	return out, nil
+	return message.DecodeCompound(body, maxParts)
 }
+
+// CheckHeaders reports whether the headers msg would store (its content-type
+// and kept headers) fit mapping.MaxHeaderValue each and mapping.MaxStoredHeaders
+// together; the error wraps ErrHeaderTooLarge (message.CheckHeaders). Front
+// ends may call it before reading a body; Push calls it too.
+func CheckHeaders(msg Message) error { return message.CheckHeaders(msg) }

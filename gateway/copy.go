@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -66,7 +67,7 @@ func (g *Logs) StoreCopy(ctx context.Context, queue string, c Copy) (seq uint64,
 	if c.Parts != nil && prio == 0 {
 		prio = g.props.Effective(queue).Priority
 	}
-	m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, prio), content.content(), c.Retry)
+	m, err := g.store.Encode(ctx, queue, mapping.PrioritySubject(queue, prio), message.Content(content), c.Retry)
 	if err != nil {
 		return 0, err
 	}

@@ -4,120 +4,26 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
-	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 	"github.com/lmq-gateway/lmq-gateway/store/bus"
 )
-
-type deliveryState int
 
 // replyTimeout bounds the work on one reply (ack, nack, ext) of a client,
 // whatever NATS does meanwhile; an ack that runs out of it is answered
 // ErrUnknown.
 const replyTimeout = 5 * time.Second
 
-const (
-	active deliveryState = iota
-	busy                 // an ack is on its way to JetStream
-	finished
-)
-
-// delivery is one entry of the delivery table.
-type delivery struct {
-	id  string
-	raw *dispatch.Raw
-	// client is who it was handed to and at when (inflight.go).
-	client Client
-	at     time.Time
-
-	mu       sync.Mutex
-	state    deliveryState
-	deadline time.Time
-	timer    *time.Timer
-}
-
-// deliveryTable maps delivery ids to this gateway's in-flight deliveries.
-type deliveryTable struct {
-	mu sync.Mutex
-	m  map[string]*delivery
-}
-
-func newDeliveryTable() *deliveryTable { return &deliveryTable{m: make(map[string]*delivery)} }
-
-func (t *deliveryTable) add(d *delivery) {
-	t.mu.Lock()
-	t.m[d.id] = d
-	t.mu.Unlock()
-}
-
-func (t *deliveryTable) get(id string) *delivery {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[id]
-}
-
-func (t *deliveryTable) del(id string) {
-	t.mu.Lock()
-	delete(t.m, id)
-	t.mu.Unlock()
-}
-
-// dropQueue forgets the deliveries of a deleted queue.
-func (t *deliveryTable) dropQueue(queue string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, d := range t.m {
-		if d.raw.Queue().Name() == queue {
-			d.mu.Lock()
-			d.state = finished
-			if d.timer != nil {
-				d.timer.Stop()
-			}
-			d.mu.Unlock()
-			delete(t.m, id)
-		}
-	}
-}
-
-func (t *deliveryTable) stopTimers() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, d := range t.m {
-		d.mu.Lock()
-		if d.timer != nil {
-			d.timer.Stop()
-		}
-		d.mu.Unlock()
-	}
-}
-
-// InFlight is the number of this gateway's deliveries not yet answered.
-func (g *Inspect) InFlight() int {
-	g.dels.mu.Lock()
-	defer g.dels.mu.Unlock()
-	return len(g.dels.m)
-}
-
-// newID makes a delivery id: a random (version 4) UUID whose first four bytes
-// are this gateway's id, so any gateway can tell where to relay a reply.
-func (g *core) newID() string {
-	u := uuid.New()
-	copy(u[:4], g.idPfx)
-	return u.String()
-}
-
 // deliver turns a message JetStream handed over into a delivery: fresh id,
 // timer from the queue's current timeout.
 func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) {
 	q := r.Queue()
-	msg, err := decoded(g.store.Decode(ctx, &r.Msg))
+	msg, err := message.Decoded(g.store.Decode(ctx, &r.Msg))
 	if store.BodyLost(err) {
 		// The message names a large-message body that is not stored (or not
 		// readable): put back, it would fail every pull again. It is handed
@@ -131,18 +37,18 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 				stripped.Header[k] = v
 			}
 		}
-		msg, err = decoded(g.store.Decode(ctx, &stripped))
+		msg, err = message.Decoded(g.store.Decode(ctx, &stripped))
 	}
 	if err != nil {
-		g.spawn(func(context.Context) { g.release(r, false) })
+		g.spawn(func(context.Context) { g.rel.Release(r, false) })
 		return nil, err
 	}
 	if r.Group != "" {
-		q.HeadServed() // its consumer reads the heads (groups.go)
+		q.HeadServed() // its consumer reads the heads (package groups)
 	}
-	if r.Group != "" && g.staleHead(ctx, r) {
-		// Done or replaced meanwhile (groups.go): not a message any more.
-		g.spawn(func(context.Context) { g.dropStale(r) })
+	if r.Group != "" && g.groups.Stale(ctx, r) {
+		// Done or replaced meanwhile (package groups): not a message any more.
+		g.spawn(func(context.Context) { g.groups.DropStale(r) })
 		return nil, nil
 	}
 	out := &Delivery{Queue: q.Name(), RetryRemaining: r.Retry + 1 - r.Used(), Priority: r.Level, Group: r.Group,
@@ -175,31 +81,29 @@ func (g *core) deliver(ctx context.Context, r *dispatch.Raw) (*Delivery, error) 
 	timeout := eff.TimeoutDuration()
 	out.releaseOnDisconnect = eff.ReleaseOnDisconnect // releaseconn.go
 	if err := g.disp.EnsureAckWait(ctx, q, timeout); err != nil {
-		g.spawn(func(context.Context) { g.release(r, false) })
+		g.spawn(func(context.Context) { g.rel.Release(r, false) })
 		return nil, err
 	}
 	now := time.Now()
-	d := &delivery{id: g.newID(), raw: r, client: clientOf(ctx), at: now, deadline: now.Add(timeout)}
-	out.ID, out.ref = d.id, d
+	d := inflight.NewEntry(inflight.NewID(g.idPfx), r, clientOf(ctx), now, now.Add(timeout))
+	out.ID, out.ref = d.ID, d
 	if r.PushedAt > 0 {
 		g.obs.Pulled(q.Name(), time.Since(time.Unix(0, r.PushedAt)))
 	}
 	if timeout <= 0 {
 		// Available again at once: the next pull gets it with one retry less,
 		// and this id is dead before the client sees it.
-		d.state = finished
-		g.release(r, true)
+		d.Finish()
+		g.rel.Release(r, true)
 		return out, nil
 	}
 	// An in-flight message does not keep its body in memory (thousands may be
 	// in flight): a release reads it back from the stream.
 	r.Msg.Data, r.BodyGone = nil, true
-	g.dels.add(d)
-	d.mu.Lock()
+	g.dels.Add(d)
 	// The timer's goroutine counts itself, and does nothing once the gateway
 	// is closing (the delivery stays pending in JetStream, see Close).
-	d.timer = time.AfterFunc(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
-	d.mu.Unlock()
+	d.Arm(timeout, func() { g.within(func(context.Context) { g.expire(d) }) })
 	return out, nil
 }
 
@@ -216,26 +120,11 @@ func receives(r *dispatch.Raw) int {
 
 // take moves an active delivery to finished and out of the table; false if it
 // was not active (already answered, expired or being acked).
-func (g *core) take(d *delivery) bool {
-	if !g.finish(d) {
+func (g *core) take(d *inflight.Entry) bool {
+	if !d.Finish() {
 		return false
 	}
-	g.dels.del(d.id)
-	return true
-}
-
-// finish ends the delivery (a reply to it now finds it finished) but leaves
-// it in the table: see expire.
-func (g *core) finish(d *delivery) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.state != active {
-		return false
-	}
-	d.state = finished
-	if d.timer != nil {
-		d.timer.Stop()
-	}
+	g.dels.Del(d.ID)
 	return true
 }
 
@@ -245,13 +134,14 @@ func (g *core) finish(d *delivery) bool {
 // tells a watcher that the message is back in its queue; counted out
 // before, a release by a client just after could store its copy first and
 // put its message ahead of this one.
-func (g *core) expire(d *delivery) {
-	if !g.finish(d) {
+func (g *core) expire(d *inflight.Entry) {
+	// Finished (a reply to it now finds it so) but left in the table.
+	if !d.Finish() {
 		return
 	}
-	defer g.dels.del(d.id)
-	g.obs.TimedOut(d.raw.Queue().Name())
-	g.release(d.raw, true)
+	defer g.dels.Del(d.ID)
+	g.obs.TimedOut(d.Queue())
+	g.rel.Release(d.Raw, true)
 }
 
 // Abandon gives back a delivery the front end could not hand to its client (the
@@ -262,142 +152,7 @@ func (g *Messages) Abandon(_ context.Context, d *Delivery) {
 		return
 	}
 	if g.take(d.ref) {
-		g.release(d.ref.raw, false)
-	}
-}
-
-// release puts a message back at the tail of its queue: a copy carrying the
-// deliveries used so far is stored first, then the original is removed (a
-// crash in between duplicates the message; it never loses it). counted says
-// whether the delivery that ends here used up one of the message's retries.
-func (g *core) release(r *dispatch.Raw, counted bool) {
-	used := r.Used()
-	if !counted {
-		used--
-	}
-	if used >= r.Retry+1 {
-		g.discard(r)
-		return
-	}
-	ctx, cancel := g.opContext()
-	defer cancel()
-	// To the tail of its own priority's subject (dispatch/priority.go).
-	subj := r.Queue().Subject()
-	if r.Level > 0 {
-		subj = mapping.PrioritySubject(r.Queue().Name(), r.Level)
-	}
-	if r.Group != "" {
-		// Still its group's one head (groups.go): stored only while the
-		// original is the last message there.
-		subj = r.Msg.Subject
-	}
-	cp := bus.NewMsg(subj)
-	copyOwnHeaders(cp, r.Msg.Header)
-	cp.Header.Set(mapping.HdrDelivered, strconv.Itoa(used))
-	if r.Receives > 0 {
-		// Handed out to a client (counted or not: a visibility of 0 is a
-		// receive that used no retry).
-		cp.Header.Set(mapping.HdrReceives, strconv.Itoa(r.Receives))
-		cp.Header.Set(mapping.HdrFirstReceived, strconv.FormatInt(r.FirstReceived, 10))
-	}
-	if r.Group != "" {
-		jsapi.SetExpectLastSubjectSeq(cp.Header, r.Seq)
-	}
-	if ns := store.ReadStamps(r.Msg.Header).Expires; ns != 0 {
-		// The copy must expire when the original would have.
-		left := time.Until(time.Unix(0, ns))
-		if left <= 0 {
-			g.drop(r)
-			return
-		}
-		if r.Group == "" {
-			// (A head is not removed by JetStream: its group would stay
-			// without one. The gateway drops it when pulled expired.)
-			setNatsTTL(cp, left)
-		}
-	}
-	var err error
-	if cp.Data, err = g.body(ctx, r); err != nil {
-		if store.NotStored(err) {
-			// Already gone: an ack whose answer was lost (ErrUnknown) did
-			// take effect, or JetStream's backstop redelivered the message
-			// and another client acked it. Nothing to put back.
-			g.log.Debug("released message no longer stored", "queue", r.Queue().Name(), "seq", r.Seq)
-			return
-		}
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if _, err := g.store.Publish(ctx, "release message", r.Queue().Name(), cp); store.WrongLast(err) {
-		// A newer copy of this head is stored already: this one just goes.
-		g.log.Debug("released group head replaced meanwhile", "queue", r.Queue().Name(), "group", r.Group)
-	} else if err != nil {
-		// Leave the original pending: JetStream's AckWait brings it back.
-		g.log.Error("could not release message; it returns after the backstop timeout", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("released message not removed; it may be delivered twice", "queue", r.Queue().Name(), "err", err)
-	}
-	g.disp.NotifyLevel(r.Queue().Name(), r.Level)
-}
-
-// copyOwnHeaders copies the message's headers except JetStream's own
-// (Nats-*): a copy must not inherit a batch id, a message id (it would be
-// dropped as a duplicate), a TTL or schedule markers of the original.
-func copyOwnHeaders(dst *bus.Msg, src bus.Headers) { jsapi.CopyOwnHeaders(dst.Header, src) }
-
-// body returns the stored body of r, reading it from the stream when the
-// delivery let go of it.
-func (g *core) body(ctx context.Context, r *dispatch.Raw) ([]byte, error) {
-	if !r.BodyGone {
-		return r.Msg.Data, nil
-	}
-	return g.store.ReadBack(ctx, r.Queue().Name(), r.Seq)
-}
-
-// discard ends a message whose retries are used up: it moves to the queue
-// its dead_letter_queue property names (redrive.go), else it becomes a dead
-// letter when the queue keeps them (the dead_letter property), else it is
-// dropped as LMQ did. A move that fails falls back to the others.
-func (g *core) discard(r *dispatch.Raw) {
-	if target := g.redriveTarget(r.Queue().Name()); target != "" {
-		if err := g.redrive(r, target); err == nil {
-			g.obs.Discarded(r.Queue().Name())
-			return
-		} else {
-			g.log.Warn("could not move message to its dead-letter queue; keeping it as a dead letter or dropping it",
-				"queue", r.Queue().Name(), "dead_letter_queue", target, "err", err)
-		}
-	}
-	if g.props.Effective(r.Queue().Name()).DeadLetter {
-		if err := g.bury(r); err == nil {
-			g.obs.Discarded(r.Queue().Name())
-			return
-		} else {
-			g.log.Warn("could not keep dead letter; dropping it", "queue", r.Queue().Name(), "err", err)
-		}
-	}
-	g.drop(r)
-	g.obs.Discarded(r.Queue().Name())
-}
-
-// drop removes a message (and its large body) for good.
-func (g *core) drop(r *dispatch.Raw) {
-	ctx, cancel := g.opContext()
-	defer cancel()
-	advanced, err := g.groupEnd(ctx, r)
-	if err != nil {
-		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	if err := g.ackRemove(ctx, r); err != nil {
-		g.log.Warn("could not remove message", "queue", r.Queue().Name(), "err", err)
-		return
-	}
-	g.store.Bodies().DropBody(ctx, &r.Msg)
-	if !advanced {
-		g.groupNext(r)
+		g.rel.Release(d.ref.Raw, false)
 	}
 }
 
@@ -413,41 +168,35 @@ func (g *Messages) Reply(ctx context.Context, queue, id string, kind ReplyKind) 
 	if err := validName(queue); err != nil {
 		return err
 	}
-	d := g.dels.get(id)
+	d := g.dels.Get(id)
 	if d == nil {
 		if g.acked.Has(id) {
 			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
 		}
 		return g.relayReply(ctx, queue, id, kind, 0)
 	}
-	if d.raw.Queue().Name() != queue {
+	if d.Queue() != queue {
 		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)
 	}
 	return g.replyLocal(ctx, d, kind)
 }
 
-func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) error {
+func (g *core) replyLocal(ctx context.Context, d *inflight.Entry, kind ReplyKind) error {
 	// Made only when answered (every successful ack would pay for it).
-	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
-	q := d.raw.Queue()
+	notFound := func() error { return inflight.NotFound(d.ID) }
+	q := d.Raw.Queue()
 	switch kind {
 	case Ack:
-		d.mu.Lock()
-		if d.state != active || !time.Now().Before(d.deadline) {
-			d.mu.Unlock()
+		if !d.BeginAck(time.Now()) {
 			return notFound()
 		}
-		d.state = busy
-		d.mu.Unlock()
 		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), replyTimeout)
-		advanced, err := g.groupEnd(gctx, d.raw)
+		advanced, err := g.groups.End(gctx, d.Raw)
 		gcancel()
 		if err != nil {
 			// (Its backlog message first: a head acked without it would
-			// be handed out again as the group's next, groups.go.)
-			d.mu.Lock()
-			d.state = active
-			d.mu.Unlock()
+			// be handed out again as the group's next, package groups.)
+			d.AbortAck(time.Now())
 			return store.Outcome("ack", err)
 		}
 		// The ack is bounded by its own deadline, not the client's: a client
@@ -455,32 +204,25 @@ func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) erro
 		// gets an answer within replyTimeout even when the NATS node under
 		// this gateway died with the request in flight. (A request with a
 		// timeout rather than a context: no context and timer made per ack.)
-		if err := g.store.AckWithin(&d.raw.Msg, replyTimeout); err != nil {
-			d.mu.Lock()
-			d.state = active
-			expired := !time.Now().Before(d.deadline)
-			d.mu.Unlock()
-			if expired {
+		if err := g.store.AckWithin(&d.Raw.Msg, replyTimeout); err != nil {
+			if d.AbortAck(time.Now()) {
 				g.expire(d)
 			}
 			return store.Outcome("ack", err)
 		}
-		d.mu.Lock()
-		d.state = finished
-		d.timer.Stop()
-		d.mu.Unlock()
-		g.dels.del(d.id)
-		g.acked.Add(d.id)
+		d.EndAck()
+		g.dels.Del(d.ID)
+		g.acked.Add(d.ID)
 		// DropBody runs on its own deadline, whatever ctx does.
-		g.store.Bodies().DropBody(ctx, &d.raw.Msg)
+		g.store.Bodies().DropBody(ctx, &d.Raw.Msg)
 		if !advanced {
-			g.groupNext(d.raw)
+			g.groups.Next(d.Raw)
 		}
 	case Nack:
-		if !time.Now().Before(d.deadline) || !g.take(d) {
+		if d.Expired(time.Now()) || !g.take(d) {
 			return notFound()
 		}
-		g.nackRelease(d.raw)
+		g.nackRelease(d.Raw)
 	case Ext:
 		timeout := g.props.Effective(q.Name()).TimeoutDuration()
 		ectx, cancel := context.WithTimeout(ctx, replyTimeout)
@@ -488,16 +230,11 @@ func (g *core) replyLocal(ctx context.Context, d *delivery, kind ReplyKind) erro
 		if err := g.disp.EnsureAckWait(ectx, q, timeout); err != nil {
 			return err
 		}
-		d.mu.Lock()
-		if d.state != active || !time.Now().Before(d.deadline) {
-			d.mu.Unlock()
+		if !d.Extend(time.Now(), timeout) {
 			return notFound()
 		}
-		d.deadline = time.Now().Add(timeout)
-		d.timer.Reset(timeout)
-		d.mu.Unlock()
 		// Restart JetStream's backstop clock as well.
-		if err := g.store.Progress(&d.raw.Msg); err != nil {
+		if err := g.store.Progress(&d.Raw.Msg); err != nil {
 			return jsErr("ext", err)
 		}
 	default:
@@ -520,9 +257,9 @@ func (g *core) nackRelease(r *dispatch.Raw) {
 	done := make(chan struct{})
 	if !g.spawn(func(context.Context) {
 		defer close(done)
-		g.release(r, true)
+		g.rel.Release(r, true)
 	}) {
-		g.release(r, true) // closing: no background work any more
+		g.rel.Release(r, true) // closing: no background work any more
 		return
 	}
 	t := time.NewTimer(replyTimeout)

@@ -120,11 +120,21 @@
 // peeks, the oldest dead letter), gateway/waiting (a queue's waiting
 // messages by id: listed, deleted, moved), gateway/groups (ordered groups
 // moving on), gateway/redrive (a message moved into another queue),
+// gateway/release (what becomes of a pulled message no client acked:
+// released, moved on, kept as a dead letter or dropped; dead letters
+// respawned and deleted),
 // gateway/meta (queue metadata, LMQ_META), gateway/leftover (what queues
 // deleted while the store was full left), gateway/waits (the waiting
-// pulls' bound and list, who a pull is for), gateway/buckets (the shared
+// pulls' bound and list, who a pull is for), gateway/inflight (the
+// delivery table and each delivery's states, the deliveries listed across
+// the gateways, replies relayed to the gateway holding their delivery, the
+// deliveries bound to a connection), gateway/buckets (the shared
 // buckets' followers), gateway/pushopt (the push options' one parser),
-// gateway/errkind (the one error classification), internal/kvfollow
+// gateway/errkind (the one error classification), gateway/qlog (a
+// queue's stream below deliveries: entries and the log the accumulator
+// and migrate read and trim), gateway/message (the
+// message's content, its headers' check, the compound body format, a
+// pushed body read against the limits), internal/kvfollow
 // (following a KV bucket, skipping echoes of own writes: the registry and
 // properties), internal/peers (the other gateways, by heartbeats),
 // internal/lifecycle (the services New starts in order and Close stops in
@@ -146,11 +156,13 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/buckets"
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 	"github.com/lmq-gateway/lmq-gateway/gateway/leftover"
 	"github.com/lmq-gateway/lmq-gateway/gateway/meta"
 	"github.com/lmq-gateway/lmq-gateway/gateway/props"
 	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
 	"github.com/lmq-gateway/lmq-gateway/gateway/registry"
+	"github.com/lmq-gateway/lmq-gateway/gateway/release"
 	"github.com/lmq-gateway/lmq-gateway/gateway/view"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waits"
@@ -234,9 +246,11 @@ type core struct {
 	// and this gateway's per-queue state (package dispatch).
 	reg    *registry.Registry
 	disp   *dispatch.Dispatcher
-	groups *groups.Groups // the ordered groups (groups.go)
-	mover  *redrive.Mover // moves into other queues (redrive.go)
-	dels   *deliveryTable
+	groups *groups.Groups // the ordered groups (package groups)
+	mover  *redrive.Mover // moves into other queues (package redrive)
+	// rel releases and discards pulled messages (package release).
+	rel  *release.Releaser
+	dels *inflight.Table
 	// store is the one writer (and reader back) of queue data in JetStream.
 	store *store.Store
 	// acked are the delivery ids acked lately: LMQ answers any reply to a
@@ -272,7 +286,7 @@ type core struct {
 }
 
 const (
-	controlPrefix = "lmq.gw."
+	controlPrefix = inflight.ControlPrefix
 	opTimeout     = 10 * time.Second
 )
 
@@ -327,7 +341,7 @@ func New(ctx context.Context, bus *bus.Bus, cfg Config) (*Gateway, error) {
 	if g.obs == nil {
 		g.obs = nopObserver{}
 	}
-	g.dels = newDeliveryTable()
+	g.dels = inflight.NewTable()
 	g.acked = recent.NewIDs(1<<16, 10*time.Minute, nil)
 	g.noise = noise.NewLimiter(5*time.Second, nil)
 	g.peers = peers.New(bus, idb, g.counted, g.closing)
@@ -361,15 +375,27 @@ func New(ctx context.Context, bus *bus.Bus, cfg Config) (*Gateway, error) {
 		ID:             idb,
 		RepollInterval: cfg.RepollInterval,
 		Rules: dispatch.Rules{
-			Release: func(r *dispatch.Raw) { g.release(r, false) },
-			Discard: g.discard,
-			Drop:    g.drop,
-			Groups:  g.sweepGroups,
+			// (g.rel is made below, after the groups and the mover.)
+			Release: func(r *dispatch.Raw) { g.rel.Release(r, false) },
+			Discard: func(r *dispatch.Raw) { g.rel.Discard(r) },
+			Drop:    func(r *dispatch.Raw) { g.rel.Drop(r) },
+			Groups:  func(queue string) bool { return g.groups.Sweep(queue) },
 		},
 	})
 	g.props.OnChange(g.disp.PropsChanged)
 	g.groups = newGroups(g)
 	g.mover = newRedrive(g)
+	g.rel = release.New(release.Config{
+		Store:     g.store,
+		Disp:      g.disp,
+		Props:     g.props,
+		Groups:    g.groups,
+		Mover:     g.mover,
+		Obs:       g.obs,
+		OpContext: g.opContext,
+		OpTimeout: opTimeout,
+		Logger:    g.log,
+	})
 	g.meta = meta.New(meta.Config{
 		Store:   g.store,
 		Create:  g.openBucket,
@@ -395,7 +421,7 @@ func New(ctx context.Context, bus *bus.Bus, cfg Config) (*Gateway, error) {
 		// Last to stop: the delivery timers, then the work owner, once
 		// nothing else can start work (every subscription is gone).
 		lifecycle.Func(nil, func() {
-			g.dels.stopTimers()
+			g.dels.StopTimers()
 			g.work.Close()
 		}),
 		// The buckets opened later by OpenSharedBucket (auth's tokens).

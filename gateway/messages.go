@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/lmq-gateway/lmq-gateway/gateway/redrive"
 	"github.com/lmq-gateway/lmq-gateway/gateway/waiting"
 )
 
@@ -19,9 +20,9 @@ func newWaiting(g *core) *waiting.Editor {
 		Store:         g.store,
 		Shard:         g.queueShard,
 		Peek:          g.views.Peek,
-		GroupHeadGone: g.groupHeadGone,
+		GroupHeadGone: g.groups.HeadGone,
 		StoreMoved: func(ctx context.Context, source, target string, m waiting.Moved) (uint64, error) {
-			return g.storeMoved(ctx, source, target, moved{
+			return g.mover.Store(ctx, source, target, redrive.Moved{
 				Header: m.Header, Body: m.Body, PushedAt: m.PushedAt, Priority: m.Priority,
 				ID: moveID(source, target, m.Seq),
 			})
@@ -56,7 +57,7 @@ func (g *Inspect) MoveMessage(ctx context.Context, queue string, seq uint64, tar
 }
 
 // moveID is the Nats-Msg-Id of the copy MoveMessage stores of source's
-// message seq in target (not of idempotencyID's form, as redriveID).
+// message seq in target (not of idempotencyID's form, as redrive.ID).
 func moveID(source, target string, seq uint64) string {
-	return "move" + strings.TrimPrefix(redriveID(source, target, seq), "redrive")
+	return "move" + strings.TrimPrefix(redrive.ID(source, target, seq), "redrive")
 }

@@ -192,15 +192,7 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 
 // inFlightCount is the number of deliveries of queue this gateway has out.
 func (g *Gateway) inFlightCount(queue string) int {
-	n := 0
-	g.dels.mu.Lock()
-	for _, d := range g.dels.m {
-		if d.raw.Queue().Name() == queue {
-			n++
-		}
-	}
-	g.dels.mu.Unlock()
-	return n
+	return g.dels.ByQueue()[queue]
 }
 
 // TestPriorityDeadLetterRespawn: a dead letter keeps its priority, and a

@@ -36,7 +36,7 @@ func (g *Queues) UpdateProps(ctx context.Context, queue string, patch mapping.Pr
 		return err
 	}
 	if patch.DeadLetterQueue != nil && *patch.DeadLetterQueue == queue {
-		// (Through the default list it is taken as none: redrive.go.)
+		// (Through the default list it is taken as none: package redrive.)
 		return fmt.Errorf("%w: dead_letter_queue: a queue cannot be its own dead-letter queue", ErrInvalid)
 	}
 	// The properties are written before the queue is created, so that a new

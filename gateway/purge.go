@@ -58,15 +58,3 @@ func (g *Queues) Purge(ctx context.Context, queue string) error {
 // sweepTimeout bounds one sweep of a purged queue's large bodies: a list of
 // the bucket and a read of the queue's remaining messages.
 const sweepTimeout = time.Minute
-
-// InFlightByQueue is the number of this gateway's deliveries not yet
-// answered, per queue (queues with none are absent).
-func (g *Inspect) InFlightByQueue() map[string]int {
-	g.dels.mu.Lock()
-	defer g.dels.mu.Unlock()
-	out := make(map[string]int)
-	for _, d := range g.dels.m {
-		out[d.raw.Queue().Name()]++
-	}
-	return out
-}

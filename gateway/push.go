@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
+	"github.com/lmq-gateway/lmq-gateway/gateway/groups"
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 	"github.com/lmq-gateway/lmq-gateway/gateway/pushopt"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
@@ -97,7 +99,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		if opts.Delay > 0 || opts.TTL > 0 || opts.IdempotencyKey != "" || opts.Priority != nil || opts.Group != "" {
 			return pushed{}, fmt.Errorf("%w: delay, ttl, priority, groups and idempotency keys are not available on accumulating queues", ErrInvalid)
 		}
-		if msg.stored != nil {
+		if message.Stored(msg) {
 			// PushStream saw a plain queue: its properties changed since.
 			return pushed{}, fmt.Errorf("%w: the queue started accumulating during the push; try again", ErrUnavailable)
 		}
@@ -109,7 +111,7 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		if err != nil {
 			return pushed{}, err
 		}
-		g.obs.Pushed(queue, msg.size())
+		g.obs.Pushed(queue, message.Size(msg))
 		return pushed{state: st}, nil
 	}
 	if ttl > 0 && opts.Delay >= ttl {
@@ -124,12 +126,12 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		subject = mapping.ScheduleSubject(queue, uuid.NewString())
 	}
 	if opts.Group != "" {
-		if subject, err = groupPushSubject(queue, opts); err != nil { // groups.go
+		if subject, err = groups.PushSubject(queue, opts); err != nil {
 			return pushed{}, err
 		}
 		prio = 0
 	}
-	m, err := g.store.Encode(ctx, queue, subject, msg.content(), eff.Retry)
+	m, err := g.store.Encode(ctx, queue, subject, message.Content(msg), eff.Retry)
 	if err != nil {
 		return pushed{}, err
 	}
@@ -174,12 +176,12 @@ func (g *core) push(ctx context.Context, queue string, msg Message, opts PushOpt
 		}
 		return pushed{}, err
 	}
-	g.obs.Pushed(queue, msg.size())
+	g.obs.Pushed(queue, message.Size(msg))
 	if opts.Group != "" {
 		// The group's head, unless it has one; a failure here leaves the
 		// stored message to the group sweep.
 		g.disp.MarkGroups(queue)
-		if err := g.promoteGroup(ctx, queue, opts.Group); err != nil {
+		if err := g.groups.Promote(ctx, queue, opts.Group); err != nil {
 			g.log.Warn("could not hand out a group's next message; the group sweep will",
 				"queue", queue, "group", opts.Group, "err", err)
 		}

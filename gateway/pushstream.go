@@ -3,28 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/message"
 )
 
 // DefaultMaxBufferedBody is Config.MaxBufferedBody's default: four times the
 // embedded server's default NATS payload limit (8 MiB).
 const DefaultMaxBufferedBody = 32 << 20
-
-// storedBody is a body the push path already wrote to the Object Store: the
-// message carries only the reference (store.Content.Object).
-type storedBody struct {
-	name string
-	size int64
-}
-
-// size is the body's length, also when it is in the Object Store already.
-func (m Message) size() int {
-	if m.stored != nil {
-		return int(m.stored.size)
-	}
-	return len(m.Body)
-}
 
 // PushStream is PushWith for a body read from body (msg.Body is ignored): a
 // front end hands over the request body unread, so that the core's memory
@@ -45,18 +31,18 @@ func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, bo
 	if err := CheckHeaders(msg); err != nil {
 		return "", err
 	}
-	br := &bodyReader{r: body, max: g.cfg.MaxMessageSize}
+	br := message.NewBodyReader(body, g.cfg.MaxMessageSize)
 	limit := g.store.InlineLimit()
 	if _, err := g.disp.Ensure(ctx, queue); err != nil {
 		return "", err
 	}
 	if g.props.Effective(queue).Accum > 0 {
 		limit = min(g.cfg.MaxBufferedBody, g.cfg.MaxMessageSize)
-		br.max = limit
+		br.Max = limit
 	}
 	prefix, err := io.ReadAll(io.LimitReader(br, limit+1))
 	if err != nil {
-		return "", br.fail(err)
+		return "", br.Fail(err)
 	}
 	if int64(len(prefix)) <= limit {
 		msg.Body = prefix
@@ -65,12 +51,12 @@ func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, bo
 	name, size, err := g.store.Bodies().PutBody(ctx, queue, prefix, br)
 	prefix = nil
 	if err != nil {
-		if br.err != nil {
-			return "", br.fail(br.err)
+		if br.Err() != nil {
+			return "", br.Fail(br.Err())
 		}
 		return "", err
 	}
-	msg.Body, msg.stored = nil, &storedBody{name: name, size: size}
+	msg = message.InStore(msg, name, size)
 	st, err := g.PushWith(ctx, queue, msg, opts)
 	if err != nil {
 		// PushWith drops the object itself when the publish fails, but not
@@ -83,43 +69,4 @@ func (g *Messages) PushStream(ctx context.Context, queue string, msg Message, bo
 		return "", err
 	}
 	return st, nil
-}
-
-// errBodyTooLarge is bodyReader's error beyond its limit.
-var errBodyTooLarge = errors.New("body too large")
-
-// bodyReader reads a pushed body, counting it against max and remembering
-// the reader's own error (to tell it from JetStream's).
-type bodyReader struct {
-	r   io.Reader
-	max int64
-	n   int64
-	err error
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	if room := b.max + 1 - b.n; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := b.r.Read(p)
-	b.n += int64(n)
-	if b.n > b.max {
-		b.err = errBodyTooLarge
-		return n, b.err
-	}
-	if err != nil && err != io.EOF {
-		b.err = err
-	}
-	return n, err
-}
-
-// fail classifies an error met while reading the body.
-func (b *bodyReader) fail(err error) error {
-	if errors.Is(err, errBodyTooLarge) {
-		return fmt.Errorf("%w: the body is larger than %d bytes", ErrTooLarge, b.max)
-	}
-	return fmt.Errorf("%w: reading body: %w", ErrInvalid, err)
 }

@@ -43,7 +43,7 @@ func (g *Queues) DeleteQueue(ctx context.Context, queue string) error {
 			return fmt.Errorf("%w (the queue's messages were removed; its deletion needs room in the store: retry once other queues are purged or drained)", err)
 		}
 	}
-	g.dels.dropQueue(queue)
+	g.dels.DropQueue(queue)
 	if err := g.store.Consumers().DeleteQueue(ctx, queue); err != nil {
 		return err
 	}

@@ -11,19 +11,13 @@ import "context"
 // and could not answer may see it again. It returns the number released and
 // stops early when ctx ends.
 func (g *Messages) ReleaseAll(ctx context.Context) int {
-	g.dels.mu.Lock()
-	ds := make([]*delivery, 0, len(g.dels.m))
-	for _, d := range g.dels.m {
-		ds = append(ds, d)
-	}
-	g.dels.mu.Unlock()
 	n := 0
-	for _, d := range ds {
+	for _, d := range g.dels.All() {
 		if ctx.Err() != nil {
 			break
 		}
 		if g.take(d) {
-			g.release(d.raw, false)
+			g.rel.Release(d.Raw, false)
 			n++
 		}
 	}

@@ -2,7 +2,8 @@ package gateway
 
 import (
 	"context"
-	"sync"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 )
 
 // Deliveries bound to a connection (beyond LMQ). LMQ only gives a message
@@ -14,7 +15,8 @@ import (
 // records on a Bound what it handed out over one connection, and releases
 // what is still unanswered when that connection closes: at once and, as with
 // Abandon, without counting a retry. It is opt-in because an LMQ client may
-// reconnect and then answer a delivery it got on its old connection.
+// reconnect and then answer a delivery it got on its old connection. The
+// set itself is inflight.Bound.
 
 // ReleasesOnDisconnect reports whether deliveries of queue are bound to the
 // MessagePack-RPC connection that received them (its effective
@@ -28,113 +30,50 @@ func (g *Messages) ReleasesOnDisconnect(queue string) bool {
 // costs the front end nothing per delivery.
 func (d *Delivery) ReleasesOnDisconnect() bool { return d.releaseOnDisconnect }
 
-// minPrune is the size from which a Bound drops the deliveries answered
-// elsewhere (on another connection, or timed out) as it grows.
-const minPrune = 64
-
 // Bound is the set of deliveries handed out over one client connection and
 // not answered on it. It holds no message bodies. A Bound is safe for
 // concurrent use; create it with NewBound and call Release when the
 // connection closes.
-type Bound struct {
-	g        *core
-	mu       sync.Mutex
-	ds       map[string]*delivery
-	pruneAt  int
-	released bool
-}
+type Bound struct{ b *inflight.Bound }
 
 // NewBound returns an empty Bound of g.
 func (g *Messages) NewBound() *Bound {
-	return &Bound{g: g.core, ds: make(map[string]*delivery), pruneAt: minPrune}
+	return &Bound{inflight.NewBound(g.giveBack, g.log)}
 }
 
 // Add binds d to the connection. A delivery added after Release (a handler
 // that finished after its connection closed) is released at once. Deliveries
 // already answered (a timeout of 0) are ignored.
-func (b *Bound) Add(ctx context.Context, d *Delivery) {
-	if d == nil || d.ref == nil || d.ref.isFinished() {
-		return
+func (b *Bound) Add(_ context.Context, d *Delivery) {
+	if d != nil && d.ref != nil {
+		b.b.Add(d.ref)
 	}
-	b.mu.Lock()
-	if b.released {
-		b.mu.Unlock()
-		b.g.giveBack(ctx, d.ref)
-		return
-	}
-	b.ds[d.ID] = d.ref
-	if len(b.ds) >= b.pruneAt {
-		// A client may answer on another connection (LMQ clients that
-		// reconnect do): forget what is no longer in flight, so that the set
-		// follows the deliveries actually held, not those ever handed out.
-		for id, x := range b.ds {
-			if x.isFinished() {
-				delete(b.ds, id)
-			}
-		}
-		b.pruneAt = max(minPrune, 2*len(b.ds))
-	}
-	b.mu.Unlock()
 }
 
 // Done forgets the delivery id: the connection's client answered it (ack or
 // nack; an ext keeps it bound).
-func (b *Bound) Done(id string) {
-	b.mu.Lock()
-	delete(b.ds, id)
-	b.mu.Unlock()
-}
+func (b *Bound) Done(id string) { b.b.Done(id) }
 
 // Len is the number of deliveries bound (some may have been answered
 // elsewhere since).
-func (b *Bound) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.ds)
-}
+func (b *Bound) Len() int { return b.b.Len() }
 
 // Release gives back every bound delivery still unanswered, for the close of
 // the connection: each is available again at once and does not count as a
 // retry. Later Adds release at once. It returns the number given back and
 // stops early when ctx ends (the rest then return after their timeout).
-func (b *Bound) Release(ctx context.Context) int {
-	b.mu.Lock()
-	b.released = true
-	ds := b.ds
-	b.ds = nil
-	b.mu.Unlock()
-	n := 0
-	for _, d := range ds {
-		if ctx.Err() != nil {
-			break
-		}
-		if b.g.giveBack(ctx, d) {
-			n++
-		}
-	}
-	if n > 0 {
-		b.g.log.Debug("released deliveries of a closed connection", "count", n)
-	}
-	return n
-}
+func (b *Bound) Release(ctx context.Context) int { return b.b.Release(ctx) }
 
 // giveBack releases d without counting a retry, if it is still unanswered
 // and the gateway is not closing (then ReleaseAll or JetStream's backstop
 // brings it back).
-func (g *core) giveBack(_ context.Context, d *delivery) bool {
+func (g *core) giveBack(d *inflight.Entry) bool {
 	done := false
 	g.within(func(context.Context) {
 		if g.take(d) {
-			g.release(d.raw, false)
+			g.rel.Release(d.Raw, false)
 			done = true
 		}
 	})
 	return done
-}
-
-// isFinished reports whether d is no longer in flight.
-func (d *delivery) isFinished() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.state == finished
 }

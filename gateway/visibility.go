@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lmq-gateway/lmq-gateway/gateway/inflight"
 )
 
-// visibilityKind is SetVisibility's reply kind between gateways (relay.go);
+// visibilityKind is SetVisibility's reply kind between gateways (inflight.Relay);
 // clients never send it.
 const visibilityKind ReplyKind = 100
 
@@ -27,45 +29,38 @@ func (g *Messages) SetVisibility(ctx context.Context, queue, id string, d time.D
 	if d < 0 || d > MaxVisibility {
 		return fmt.Errorf("%w: visibility timeout must be from 0 to %v", ErrInvalid, MaxVisibility)
 	}
-	del := g.dels.get(id)
+	del := g.dels.Get(id)
 	if del == nil {
 		if g.acked.Has(id) {
 			return fmt.Errorf("delivery %s: %w", id, ErrAlreadyAcked)
 		}
 		return g.relayReply(ctx, queue, id, visibilityKind, d)
 	}
-	if del.raw.Queue().Name() != queue {
+	if del.Queue() != queue {
 		return fmt.Errorf("delivery %s in queue %q: %w", id, queue, ErrNotFound)
 	}
 	return g.visibilityLocal(ctx, del, d)
 }
 
 // visibilityLocal is SetVisibility of a delivery this gateway holds.
-func (g *core) visibilityLocal(ctx context.Context, d *delivery, left time.Duration) error {
-	notFound := func() error { return fmt.Errorf("delivery %s: %w", d.id, ErrNotFound) }
-	q := d.raw.Queue()
+func (g *core) visibilityLocal(ctx context.Context, d *inflight.Entry, left time.Duration) error {
 	if left == 0 {
-		if !time.Now().Before(d.deadline) || !g.take(d) {
-			return notFound()
+		if d.Expired(time.Now()) || !g.take(d) {
+			return inflight.NotFound(d.ID)
 		}
-		g.release(d.raw, false)
+		g.rel.Release(d.Raw, false)
 		return nil
 	}
 	ectx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
-	if err := g.disp.EnsureAckWait(ectx, q, left); err != nil {
+	if err := g.disp.EnsureAckWait(ectx, d.Raw.Queue(), left); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	if d.state != active || !time.Now().Before(d.deadline) {
-		d.mu.Unlock()
-		return notFound()
+	if !d.Extend(time.Now(), left) {
+		return inflight.NotFound(d.ID)
 	}
-	d.deadline = time.Now().Add(left)
-	d.timer.Reset(left)
-	d.mu.Unlock()
 	// JetStream's backstop clock restarts too (AckWait ≥ Backstop(left)).
-	if err := g.store.Progress(&d.raw.Msg); err != nil {
+	if err := g.store.Progress(&d.Raw.Msg); err != nil {
 		return jsErr("change visibility", err)
 	}
 	return nil
