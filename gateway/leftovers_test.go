@@ -15,6 +15,7 @@ import (
 // of room) stays while the store is full and is removed by the gateway's
 // worker once space is freed.
 func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
+	t.Parallel()
 	ns, err := embedded.Start(embedded.Options{DataDir: t.TempDir(), MaxStore: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
