@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/jsapi"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 )
@@ -47,6 +48,9 @@ type delivery struct {
 type deliveryTable struct {
 	mu sync.Mutex
 	m  map[string]*delivery
+	// testTimedOut fires when expire is done with a delivery
+	// (TestSignals.TimedOut).
+	testTimedOut testsignal.Signal[TimedOutDelivery]
 }
 
 func newDeliveryTable() *deliveryTable { return &deliveryTable{m: make(map[string]*delivery)} }
@@ -249,8 +253,11 @@ func (g *Gateway) expire(d *delivery) {
 	if !g.finish(d) {
 		return
 	}
+	q := d.raw.Queue().Name()
+	// Deferred first, so it fires last: once the delivery is out of InFlight.
+	defer g.dels.testTimedOut.Signal(TimedOutDelivery{Queue: q, ID: d.id})
 	defer g.dels.del(d.id)
-	g.obs.TimedOut(d.raw.Queue().Name())
+	g.obs.TimedOut(q)
 	g.release(d.raw, true)
 }
 
