@@ -155,11 +155,10 @@ func newBrowser(t *testing.T, base string) *browser {
 	if err := chromedp.Do(tctx); err != nil {
 		t.Fatalf("open a tab in chromium %s: %v", exe, err)
 	}
-	ctx := tctx
-	b := &browser{t: t, ctx: ctx, base: base}
+	b := &browser{t: t, ctx: tctx, base: base}
 	// Follow the tab's console: calls of console.error, uncaught exceptions
 	// and the browser's own error log (failed loads, refused content).
-	msgs := chromedp.Console(ctx)
+	msgs := chromedp.Console(tctx)
 	go func() {
 		for m, err := range msgs {
 			if err != nil {
