@@ -49,6 +49,74 @@ func chromiumPath() string {
 	return ""
 }
 
+// chromium is the package's one headless Chromium, which every console
+// test opens its tabs in: a browser started per test cost each test a
+// Chromium start (seconds of CPU on a loaded machine, with 8 tests at
+// once) and its own set of processes. TestMain stops it.
+var chromium sharedChromium
+
+type sharedChromium struct {
+	mu     sync.Mutex
+	ctx    context.Context // the browser's (its first tab's) chromedp context
+	cancel func()
+}
+
+// get returns the browser's context, starting Chromium (exe) on first use.
+func (c *sharedChromium) get(t *testing.T, exe string) context.Context {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx != nil && c.ctx.Err() == nil {
+		return c.ctx
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// On a loaded machine (the whole suite at once on 2 cores) Chromium
+		// may take longer than chromedp's default 20 s to come up.
+		chromedp.WSURLReadTimeout(90*time.Second),
+	)
+	for attempt := 1; ; attempt++ {
+		// A fresh profile each time: a Chromium that died may leave its
+		// lock. (Not t.TempDir: the browser outlives the test.)
+		dir, err := os.MkdirTemp("", "lmq-e2e-chromium-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, chromedp.UserDataDir(dir))...)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		stop := func() {
+			cancelBrowser()
+			cancelAlloc()
+			os.RemoveAll(dir)
+		}
+		// Start the browser and its first tab: on bctx itself, as the first
+		// Do binds the browser's life to its context (the start is bounded
+		// by WSURLReadTimeout).
+		if err = chromedp.Do(bctx); err == nil {
+			c.ctx, c.cancel = bctx, stop
+			return c.ctx
+		}
+		stop()
+		if attempt == 3 {
+			t.Fatalf("start chromium %s (%d attempts): %v", exe, attempt, err)
+		}
+		t.Logf("start chromium %s: %v; trying again", exe, err)
+	}
+}
+
+// stop ends the browser, if it was started.
+func (c *sharedChromium) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel()
+		c.ctx, c.cancel = nil, nil
+	}
+}
+
 // browser is one headless Chromium tab, recording the page's console errors
 // and uncaught exceptions.
 type browser struct {
@@ -75,45 +143,22 @@ func newBrowser(t *testing.T, base string) *browser {
 		}
 		t.Skip(missing + ": install Debian's chromium to run the console's browser tests (LMQ_REQUIRE_CHROMIUM=1 makes this a failure)")
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		// On a loaded machine (the whole suite at once on 2 cores) Chromium
-		// may take longer than chromedp's default 20 s to come up.
-		chromedp.WSURLReadTimeout(90*time.Second),
-	)
-	var ctx context.Context
-	for attempt := 1; ; attempt++ {
-		// A fresh profile each time: a Chromium that died may leave its lock.
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-			append(opts, chromedp.UserDataDir(t.TempDir()))...)
-		tctx, cancelTab := chromedp.NewContext(actx)
-		tctx, cancelTime := context.WithTimeout(tctx, browserTimeout)
-		// Start the browser and its tab.
-		err := chromedp.Do(tctx)
-		if err == nil {
-			ctx = tctx
-			t.Cleanup(func() {
-				cancelTime()
-				cancelTab()
-				cancelAlloc()
-			})
-			break
-		}
+	// A tab of the package's one Chromium, in a browser context of its own
+	// (its own storage, cookies and cache, like a fresh profile), disposed
+	// of with the tab when the test ends.
+	tctx, cancelTab := chromedp.NewContext(chromium.get(t, exe), chromedp.WithNewBrowserContext())
+	tctx, cancelTime := context.WithTimeout(tctx, browserTimeout)
+	t.Cleanup(func() {
 		cancelTime()
 		cancelTab()
-		cancelAlloc()
-		if attempt == 3 {
-			t.Fatalf("start chromium %s (%d attempts): %v", exe, attempt, err)
-		}
-		t.Logf("start chromium %s: %v; trying again", exe, err)
+	})
+	if err := chromedp.Do(tctx); err != nil {
+		t.Fatalf("open a tab in chromium %s: %v", exe, err)
 	}
-	b := &browser{t: t, ctx: ctx, base: base}
+	b := &browser{t: t, ctx: tctx, base: base}
 	// Follow the tab's console: calls of console.error, uncaught exceptions
 	// and the browser's own error log (failed loads, refused content).
-	msgs := chromedp.Console(ctx)
+	msgs := chromedp.Console(tctx)
 	go func() {
 		for m, err := range msgs {
 			if err != nil {

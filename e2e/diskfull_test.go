@@ -27,6 +27,7 @@ const diskFullPoll = 90 * time.Second
 // pushes back without a restart, and every message answered 200 is still
 // there.
 func TestDiskFullRecovers(t *testing.T) {
+	t.Parallel()
 	dir := smallTmpfs(t, "64m")
 	_, c := StartClient(t, "--data-dir", dir)
 	const q = "diskfull"

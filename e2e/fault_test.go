@@ -118,6 +118,23 @@ func faultLoad(t *testing.T, queue string, targets ...string) *MixedLoad {
 	})
 }
 
+// faultSlot is held by the fault test that runs: one at a time, as each
+// drives a cluster (or the single binary) under load and two would only
+// slow each other's elections. They run beside the package's other
+// parallel tests, though, not before them as sequential tests do: their
+// phases are counted in messages, their waits fail only when nothing
+// progresses for loadStall, and no test of the package asserts a
+// duration, so sharing the cores makes them longer, not wrong.
+var faultSlot = make(chan struct{}, 1)
+
+// faultAlone makes t parallel and waits for faultSlot, held until t ends.
+func faultAlone(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	faultSlot <- struct{}{}
+	t.Cleanup(func() { <-faultSlot })
+}
+
 // prepareQueue sets the short timeout before the queue exists (the consumer's
 // AckWait is taken from it at creation) and creates the queue with one
 // pushed, pulled and acked message.
@@ -137,7 +154,18 @@ func prepareQueue(t *testing.T, c *Client, queue string) {
 		return true, ""
 	})
 	c.Push(queue, []byte("warm-up"), "")
-	r := c.MustPull(queue, "5", "warm-up")
+	// On a cluster that has just formed, and cores shared with the other
+	// tests, the first pull may wait out its 5 s while the consumer's
+	// leader is still being elected (204): the warm-up is pulled again
+	// until it comes. (The kill, not the warm-up, is what is under test.)
+	var r *Response
+	testwait.ForDetail(t, "the warm-up message pulled", func() (bool, string) {
+		if r = c.Pull(queue, "5"); r.Status == http.StatusNoContent {
+			return false, r.String()
+		}
+		ExpectMessage(t, r, queue, "warm-up")
+		return true, ""
+	})
 	c.ExpectReply(http.StatusNoContent, queue, r.ID(), "ack")
 }
 
@@ -223,6 +251,7 @@ func runFault(t *testing.T, name string, load *MixedLoad, js jetstream.JetStream
 // timeout.
 func TestFaultNATSNodeKill(t *testing.T) {
 	heavy(t, "a kill under load")
+	faultAlone(t)
 	nodes := StartEmbeddedCluster(t, 3, "--replicas", "3",
 		"--nats-listen-user", "lmq", "--nats-listen-password", faultNATSPassword)
 	const q = "fault-node"
@@ -294,6 +323,7 @@ func withNATSUser(t *testing.T, u, user, password string) string {
 //     within their bound) and go on as soon as it is there.
 func TestFaultExternalNodeKill(t *testing.T) {
 	heavy(t, "a kill under load")
+	faultAlone(t)
 	for _, tc := range []struct {
 		name string
 		// victim picks the node to kill: 0 and 1 are under gateways a and b.
@@ -339,6 +369,7 @@ func TestFaultExternalNodeKill(t *testing.T) {
 // messages come back after their timeout through the other gateway.
 func TestFaultGatewayKill(t *testing.T) {
 	heavy(t, "a kill under load")
+	faultAlone(t)
 	natsURL := NATSProcURLs(StartNATSProcs(t, 3))
 	a := StartWithNATS(t, natsURL, "--replicas", "3")
 	b := StartWithNATS(t, natsURL, "--replicas", "3")
@@ -354,6 +385,7 @@ func TestFaultGatewayKill(t *testing.T) {
 // errors while it is down, and nothing that was answered 200 is lost.
 func TestFaultRestartSingle(t *testing.T) {
 	heavy(t, "a kill under load")
+	faultAlone(t)
 	gw := rpcStart(t) // Start, with the data directory removed after the shutdown
 	const q = "fault-restart"
 	prepareQueue(t, gw.Client(t), q)

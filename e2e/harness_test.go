@@ -47,7 +47,9 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
-	os.Exit(run(m))
+	code := run(m)
+	chromium.stop()
+	os.Exit(code)
 }
 
 func run(m *testing.M) int {

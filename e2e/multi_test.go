@@ -244,7 +244,12 @@ func TestMultiNoneInvisible(t *testing.T) {
 // reasonable share from the start, not one queue after the other.
 func TestMultiFairness(t *testing.T) {
 	t.Parallel()
-	const perQueue = 1000
+	// Under -short, 200 per queue still tell a fair share (100 of the first
+	// 300 pulls each) from one queue served after another (200, 100, 0).
+	perQueue := 1000
+	if testing.Short() {
+		perQueue = 200
+	}
 	queues := []string{"fair/a", "fair/b", "fair/c"}
 	gw := rpcStart(t)
 	c := gw.Client(t)
@@ -290,8 +295,8 @@ func TestMultiFairness(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d pushes in %v; first %d pull-any+ack in %v: %v", len(queues)*perQueue, pushed, half, time.Since(start)-pushed, counts)
-	// A fair share is a third (500); a queue served only after another ran
-	// dry would get 0 here. Require at least 20% each.
+	// A fair share is a third (500; 100 under -short); a queue served only
+	// after another ran dry would get 0 here. Require at least 20% each.
 	for _, q := range queues {
 		if counts[q] < half/5 {
 			t.Errorf("queue %s got %d of the first %d pulls (%v), want at least %d", q, counts[q], half, counts, half/5)
@@ -300,13 +305,20 @@ func TestMultiFairness(t *testing.T) {
 }
 
 // TestMultiExactlyOnce: 20 concurrent pull-any clients over 10 queues of 500
-// messages each, pushed while they pull; with every delivery acked, each
+// messages each (100 under -short), pushed while they pull; with every delivery acked, each
 // message arrives exactly once. The run takes what the machine makes it
 // take: it is cut only when nothing was pushed or received for loadStall.
 func TestMultiExactlyOnce(t *testing.T) {
 	t.Parallel()
-	const nQueues, perQueue, clients = 10, 500, 20
-	const total = nQueues * perQueue
+	const nQueues, clients = 10, 20
+	// Under -short a fifth of the messages: the 20 clients still race for
+	// every queue while it is pushed to, which is what could duplicate or
+	// lose one; the full count only runs that race longer.
+	perQueue := 500
+	if testing.Short() {
+		perQueue = 100
+	}
+	total := nQueues * perQueue
 	gw := rpcStart(t)
 	c := gw.Client(t)
 	queues := make([]string, nQueues)
@@ -370,7 +382,7 @@ func TestMultiExactlyOnce(t *testing.T) {
 				mu.Lock()
 				seen[body]++
 				mu.Unlock()
-				if received.Add(1) == total {
+				if received.Add(1) == int64(total) {
 					close(allIn)
 				}
 			}

@@ -36,6 +36,9 @@ import (
 // 120 to 136 MiB (from 35 MiB before the flood); before listings were
 // admitted, 1,182 and 1,604 MiB (the issue saw 1,152 and 1,734).
 func TestRPCUnreadListAnswers(t *testing.T) {
+	// A flood and a peak RSS to read: the full run's. The bound itself is
+	// checked in the inner loop by rpc's TestUnreadListingsBounded.
+	heavy(t, "floods 8 RPC connections with unread listings")
 	const rpcAnswersRSSBound = 300 << 20
 	const (
 		conns    = 8

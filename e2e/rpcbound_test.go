@@ -109,6 +109,9 @@ func closedByServer(nc net.Conn) bool {
 // run by hundreds of MiB here): the bound is then on what it keeps. (Not
 // parallel: t.Setenv, and the limit must reach this gateway only.)
 func TestRPCUnreadAnswers(t *testing.T) {
+	// 125 MiB of bodies and a peak RSS to read: the full run's. The bound
+	// itself is checked in the inner loop by rpc's TestUnreadAnswersBounded.
+	heavy(t, "floods 8 RPC connections with 125 MiB of answers")
 	t.Setenv("GOMEMLIMIT", "192MiB")
 	// The bound: the answers waiting (8 × 4 MiB of --rpc-max-answer-bytes,
 	// and 8 × 16 pulls admitted at 256 KiB), each delivery's copies on its

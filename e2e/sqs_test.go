@@ -65,6 +65,7 @@ func must[T any](v T, err error) func(testing.TB) T {
 }
 
 func TestSQSQueuesAndMessages(t *testing.T) {
+	t.Parallel()
 	gw, c := startSQS(t)
 	ctx := context.Background()
 
@@ -226,6 +227,7 @@ func sqsHold(t *testing.T, c *sqs.Client, url string, bodies []string) map[strin
 }
 
 func TestSQSBatchesAndVisibility(t *testing.T) {
+	t.Parallel()
 	_, c := startSQS(t)
 	ctx := context.Background()
 	url := aws.ToString(must(c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("b"),
@@ -304,6 +306,7 @@ func TestSQSBatchesAndVisibility(t *testing.T) {
 }
 
 func TestSQSFIFO(t *testing.T) {
+	t.Parallel()
 	_, c := startSQS(t)
 	ctx := context.Background()
 	_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("f.fifo")})
@@ -352,6 +355,7 @@ func TestSQSFIFO(t *testing.T) {
 // TestSQSCrossProtocol: a message sent over SQS pulled over LMQ HTTP with
 // its attributes as headers, and the reverse.
 func TestSQSCrossProtocol(t *testing.T) {
+	t.Parallel()
 	gw, c := startSQS(t)
 	hc := gw.Client(t)
 	ctx := context.Background()
@@ -411,6 +415,7 @@ func TestSQSCrossProtocol(t *testing.T) {
 // TestSQSQueryProtocol speaks the query protocol by hand: form posts, XML
 // answers and errors.
 func TestSQSQueryProtocol(t *testing.T) {
+	t.Parallel()
 	gw, _ := startSQS(t)
 	base := "http://" + gw.Bound.SQS + "/"
 	post := func(v url.Values) (int, string) {

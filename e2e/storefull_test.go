@@ -21,6 +21,7 @@ import (
 // deleting the full queue answers 204 and frees its space, and pushes are
 // answered 200 again.
 func TestStoreFullRestartDeletes(t *testing.T) {
+	t.Parallel()
 	dir := smallTmpfs(t, "64m")
 	g, c := StartClient(t, "--data-dir", dir)
 	free := func() int64 {

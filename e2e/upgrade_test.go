@@ -114,15 +114,16 @@ func TestUpgradeLayoutV1(t *testing.T) {
 // (the test hook stops it after a few messages) and starts it again: the
 // upgrade finishes and nothing is lost or stored twice.
 func TestUpgradeInterrupted(t *testing.T) {
-	// Not parallel: the hook is an environment variable of the process.
+	t.Parallel()
+	// The hook is an environment variable of the paused process only (not
+	// t.Setenv, which would reach every gateway the parallel tests start).
 	for _, after := range []string{"1", "7", "15"} {
 		t.Run("after"+after, func(t *testing.T) {
+			t.Parallel()
 			gw := onDataDir(t, unpackFixture(t, layoutV1Archive))
-			t.Setenv(upgrade.PauseEnv, after)
-			launchGateway(gw, nil)
+			launchGateway(gw, append(os.Environ(), upgrade.PauseEnv+"="+after))
 			waitOutput(t, gw, "upgrade paused by the test hook")
 			gw.Kill()
-			t.Setenv(upgrade.PauseEnv, "")
 			gw.start()
 			checkLayoutV1(t, gw)
 		})

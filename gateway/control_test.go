@@ -74,6 +74,7 @@ func TestPauseHoldsPullsAndResumeWakesThem(t *testing.T) {
 // over two gateways never hold more than two deliveries at once, and every
 // message is handed out.
 func TestMaxInflightAcrossGateways(t *testing.T) {
+	t.Parallel()
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)

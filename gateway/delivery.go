@@ -139,8 +139,11 @@ func (g *core) expire(d *inflight.Entry) {
 	if !d.Finish() {
 		return
 	}
+	q := d.Queue()
+	// Deferred first, so it fires last: once the delivery is out of InFlight.
+	defer g.testTimedOut.Signal(TimedOutDelivery{Queue: q, ID: d.ID})
 	defer g.dels.Del(d.ID)
-	g.obs.TimedOut(d.Queue())
+	g.obs.TimedOut(q)
 	g.rel.Release(d.Raw, true)
 }
 

@@ -170,6 +170,7 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/internal/noise"
 	"github.com/lmq-gateway/lmq-gateway/internal/peers"
 	"github.com/lmq-gateway/lmq-gateway/internal/recent"
+	"github.com/lmq-gateway/lmq-gateway/internal/testsignal"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 	"github.com/lmq-gateway/lmq-gateway/store"
 	"github.com/lmq-gateway/lmq-gateway/store/bus"
@@ -283,6 +284,8 @@ type core struct {
 	// Close in reverse (New's list); stopped is set once they stop.
 	life    *lifecycle.Group
 	stopped atomic.Bool
+	// testTimedOut fires when expire is done with a delivery (TestSignals.TimedOut).
+	testTimedOut testsignal.Signal[TimedOutDelivery]
 }
 
 const (

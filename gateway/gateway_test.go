@@ -16,7 +16,6 @@ import (
 	"github.com/lmq-gateway/lmq-gateway/gateway/dispatch"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testcore"
 	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testnats"
-	"github.com/lmq-gateway/lmq-gateway/internal/lmqtest/testwait"
 	"github.com/lmq-gateway/lmq-gateway/mapping"
 )
 
@@ -172,10 +171,15 @@ func TestTimeoutOrderAndStaleID(t *testing.T) {
 	g := newCore(t)
 	ctx := ctxT(t)
 	timeoutProps(t, g, "o", 1)
+	timedOut := gateway.Signals(g).TimedOut
+	timedOut.Init(t)
 	mustPush(t, g, "o", "a")
 	da := mustPull(t, g, "o", time.Second) // a times out after 1s
 	mustPush(t, g, "o", "b")               // b available before a returns
-	testwait.For(t, "g.InFlight() == 0", func() bool { return g.Inspect().InFlight() == 0 })
+	timedOut.WaitFor("a's delivery timed out", func(d gateway.TimedOutDelivery) bool { return d.ID == da.ID })
+	if n := g.Inspect().InFlight(); n != 0 {
+		t.Fatalf("%d in flight once a's delivery timed out", n)
+	}
 	if err := g.Messages().Reply(ctx, "o", da.ID, gateway.Ack); !errors.Is(err, gateway.ErrNotFound) {
 		t.Fatalf("ack after timeout: %v", err)
 	}

@@ -74,6 +74,7 @@ func (l *groupLog) let(group string, k int, acked bool) {
 // come strictly in push order, one at a time, while the groups progress in
 // parallel; ungrouped messages are not held up by a busy group.
 func TestGroupsOrderedOneAtATime(t *testing.T) {
+	t.Parallel()
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)
@@ -300,6 +301,7 @@ func TestGroupsAfterPlainUse(t *testing.T) {
 // hand), which the consumer then looked past, is stored again behind it by
 // the group sweep and handed out.
 func TestHeadStoredWithoutHeadSubjects(t *testing.T) {
+	t.Parallel()
 	ns := testnats.Start(t)
 	g := gatewayOn(t, ns, "core")
 	js := testnats.JetStream(t, testnats.Connect(t, ns, "program"))

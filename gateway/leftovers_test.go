@@ -17,6 +17,7 @@ import (
 // of room) stays while the store is full and is removed by the gateway's
 // worker once space is freed.
 func TestLeftoversRemovedOnceThereIsRoom(t *testing.T) {
+	t.Parallel()
 	ns := testnats.StartWith(t, embedded.Options{MaxStore: 4 << 20})
 	g, err := New(context.Background(), bus.New(testnats.Connect(t, ns, "test")), Config{StoreHealth: ns.StoreError})
 	if err != nil {

@@ -163,6 +163,8 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	if err := g.Messages().Reply(prioCtx(t), "pn", d.ID, Nack); err != nil {
 		t.Fatal(err)
 	}
+	timedOut := Signals(g).TimedOut
+	timedOut.Init(t)
 	d = pullP(t, g, "pn") // p4-2: left to time out
 	if string(d.Message.Body) != "p4-2" {
 		t.Fatalf("second %s", d.Message.Body)
@@ -180,13 +182,10 @@ func TestPriorityNackAndTimeout(t *testing.T) {
 	}
 	// Wait for the timeout: the message is available again (at the tail of
 	// priority 4, behind p4-3 and the nacked p4-1).
-	testwait.For(t, "the message available again after its timeout", func() bool {
-		qi, err := g.Inspect().Queue(prioCtx(t), "pn")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return qi.Size == 5 && g.inFlightCount("pn") == 0
-	})
+	timedOut.WaitFor("p4-2's delivery timed out", func(x TimedOutDelivery) bool { return x.ID == d.ID })
+	if qi, err := g.Inspect().Queue(prioCtx(t), "pn"); err != nil || qi.Size != 5 || g.inFlightCount("pn") != 0 {
+		t.Fatalf("after the timeout: %+v, %d in flight, %v; want 5 waiting, none in flight", qi, g.inFlightCount("pn"), err)
+	}
 	wantOrder(t, g, "pn", "p4-3 p4-1 p4-2 p2-1 p0-1")
 }
 

@@ -21,6 +21,17 @@ type TestSignals struct {
 	// of the queue registry's bucket, applied by its follower here (a
 	// change made through any gateway).
 	PropsApplied, QueuesApplied *testsignal.Signal[kv.Entry]
+	// TimedOut: a delivery of this core whose timeout fired, done with:
+	// its message given back to its queue (or dead-lettered or dropped,
+	// its retries used up) and the delivery out of InFlight. A delivery
+	// answered, abandoned or released before its timeout never fires it.
+	TimedOut *testsignal.Signal[TimedOutDelivery]
+}
+
+// TimedOutDelivery is the value of TestSignals.TimedOut: the delivery's
+// queue and id.
+type TimedOutDelivery struct {
+	Queue, ID string
 }
 
 // Signals is g's TestSignals.
@@ -30,5 +41,6 @@ func Signals(g *Gateway) TestSignals {
 		PeerHeard:     &g.peers.TestHeard,
 		PropsApplied:  g.props.TestApplied(),
 		QueuesApplied: g.reg.TestApplied(),
+		TimedOut:      &g.testTimedOut,
 	}
 }

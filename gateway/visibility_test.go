@@ -12,6 +12,7 @@ import (
 // another: 0 gives the message back at once without using a retry; a
 // longer time keeps it past the queue's timeout; an unknown id is not found.
 func TestSetVisibility(t *testing.T) {
+	t.Parallel()
 	ns := testnats.Start(t)
 	a, b := gatewayOn(t, ns, "a"), gatewayOn(t, ns, "b")
 	ctx := prioCtx(t)

@@ -307,6 +307,8 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			timedOut := gateway.Signals(src.core).TimedOut
+			timedOut.Init(t)
 			var out bytes.Buffer
 			opts := Options{From: "http://" + addr, NATS: dst.nc, MinSourceTimeout: -1, Linger: 5 * time.Second, Progress: -1}
 			n := 0
@@ -322,7 +324,7 @@ func TestJournalSettlesInterruptedMessages(t *testing.T) {
 			if late {
 				// The source's delivery times out (1 s): its gateway, in
 				// this process, then holds none.
-				testwait.For(t, "the source's delivery timed out", func() bool { return src.core.Inspect().InFlight() == 0 })
+				timedOut.WaitUntil("the source's deliveries timed out", func() bool { return src.core.Inspect().InFlight() == 0 })
 			}
 			opts.beforeAck = nil
 			rep, err := Migrate(ctx, opts, &out)

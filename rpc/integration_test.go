@@ -136,11 +136,13 @@ func TestIntegrationMethods(t *testing.T) {
 	// Properties: timeout via update_props; without props back to defaults.
 	c.ok("ok", "update_props", "short", map[string]any{"timeout": 0.2, "retry": 0})
 	c.ok("ok", "push", "short", "t")
+	timedOut := gateway.Signals(g).TimedOut
+	timedOut.Init(t)
 	d = c.call("pull", "short", 5).delivery(t)
 	if d.Retry != 0 {
 		t.Fatalf("retry 0 queue: first delivery says %d", d.Retry)
 	}
-	testwait.For(t, "the delivery timed out", func() bool { return g.Inspect().InFlight() == 0 })
+	timedOut.WaitFor("the delivery timed out", func(x gateway.TimedOutDelivery) bool { return x.ID == d.ID })
 	if e := c.fails("done", "short", d.ID); e != "not_found" {
 		t.Fatalf("done after timeout: %q", e)
 	}

@@ -20,6 +20,7 @@ import (
 // means a wedged workload, not a slow one (go test's -timeout is the last
 // net).
 func TestGroupsWorkload(t *testing.T) {
+	t.Parallel()
 	s := startNATS(t)
 	httpAddr, rpcAddr := startGateway(t, s)
 	args := []string{

@@ -83,6 +83,7 @@ func startGateway(t *testing.T, s *embedded.Server) (httpAddr, rpcAddr string) {
 // checks that messages were counted and the tables printed, and asserts
 // nothing about speed.
 func TestSmoke(t *testing.T) {
+	t.Parallel()
 	_, lookErr := lookBeanstalkd(os.Getenv("PATH"))
 	haveBS := lookErr == nil
 	s := startNATS(t)

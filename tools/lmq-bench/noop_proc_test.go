@@ -79,6 +79,7 @@ func TestNoopProc(t *testing.T) {
 // TestNoopInProcess runs the ceilings inside the bench (--noop-in-process)
 // and checks that the report says where they ran.
 func TestNoopInProcess(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{
 		"--targets", "noop-http,noop-rpc", "--workloads", "push,pull",
