@@ -61,7 +61,10 @@ func (u *upgrader) lock(ctx context.Context) (context.Context, func(), error) {
 			rev, err = u.kv.Create(ctx, lockKey, mine())
 		case err == nil:
 			var v lockValue
-			if json.Unmarshal(e.Value, &v) != nil || time.Now().UnixNano() > v.Expires || !u.holderAlive(ctx, v.Owner) {
+			// v.Owner == id: an earlier attempt of this gateway left it (one
+			// that failed before its unlock took effect); it answers as alive
+			// on this very subscription, so waiting would last the lease.
+			if json.Unmarshal(e.Value, &v) != nil || v.Owner == id || time.Now().UnixNano() > v.Expires || !u.holderAlive(ctx, v.Owner) {
 				rev, err = u.kv.Update(ctx, lockKey, mine(), e.Revision)
 			} else if !waiting {
 				waiting = true

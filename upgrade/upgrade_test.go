@@ -420,3 +420,50 @@ func TestRunIgnoresDeadline(t *testing.T) {
 		t.Fatalf("pull: %+v %v", d, err)
 	}
 }
+
+// TestRunTakesItsOwnLeftLock: a lock left by an earlier attempt of the same
+// gateway (one that failed before its unlock took effect) is taken at once.
+// It answers as alive on this gateway's own liveness subject, so waiting for
+// it would last the whole lease (a start under load failed that way).
+func TestRunTakesItsOwnLeftLock(t *testing.T) {
+	t.Parallel()
+	logs := &logbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	ns, nc, g := startCore(t, gateway.Config{Logger: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ojs := testnats.JetStream(t, testnats.Connect(t, ns, "old"))
+	o := &oldLayout{t: t, js: ojs, ctx: ctx}
+	o.queue("q")
+	o.msg(mapping.LegacyQueueSubject("q"), "m")
+	pkv, err := ojs.KeyValue(ctx, mapping.PropsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := json.Marshal(lockValue{Owner: g.ID(), Expires: time.Now().Add(time.Hour).UnixNano()})
+	if _, err := pkv.Put(ctx, lockKey, left); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Deps{NATS: bus.New(nc), Core: Core{Gateway: g, Logs: g.Logs()}, Logger: log}) }()
+	var runErr error
+	finished := false
+	testwait.For(t, "Run returns, or waits for its own lock", func() bool {
+		select {
+		case runErr = <-done:
+			finished = true
+			return true
+		default:
+			return strings.Contains(logs.String(), "waiting for another gateway")
+		}
+	})
+	if !finished {
+		t.Fatalf("Run waits for the lock its own gateway left:\n%s", logs)
+	}
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if _, err := ojs.Stream(ctx, mapping.LegacyStreamName("q")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("old stream: %v", err)
+	}
+}
