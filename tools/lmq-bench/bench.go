@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +31,11 @@ type bench struct {
 	natsURL  string
 	gwPID    int
 	natsPID  int
+	// clusterNodes: the three-node cluster of --cluster 3 (nil: none); the
+	// bench stops them at the end. clusterDir holds the gateway binary
+	// built for them ("" when --gateway-bin was given).
+	clusterNodes []*gatewayProc
+	clusterDir   string
 
 	targets []target
 	// beanstalkd is the beanstalkd the bench started (nil when not
@@ -80,6 +86,7 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) (err error) {
 			}
 		}
 		b.gw.stop()
+		b.stopCluster()
 		b.noop.stop()
 	}()
 
@@ -123,7 +130,18 @@ func (b *bench) openTargets(ctx context.Context) error {
 	maxConc = max(maxConc, cfg.maxRateConc, cfg.memConc, cfg.setupConc)
 	needGW := slices.ContainsFunc(cfg.targets, servedByGateway)
 	if cfg.spawn && needGW {
-		g, err := spawnGateway(ctx, cfg, b.log)
+		var ext *extNATS
+		if cfg.cluster > 0 {
+			var err error
+			if ext, err = b.startCluster(ctx); err != nil {
+				return err
+			}
+			cfg.gatewayBin = b.cfg.gatewayBin // the cluster's build
+			// The gateway under test is a client of the cluster, as the
+			// jetstream target is: both reach NATS over loopback TCP.
+			cfg.gatewayArgs = append(slices.Clone(cfg.gatewayArgs), "--replicas", strconv.Itoa(cfg.cluster))
+		}
+		g, err := spawnGateway(ctx, cfg, ext, b.log)
 		if err != nil {
 			return err
 		}
@@ -184,7 +202,11 @@ func (b *bench) openTargets(ctx context.Context) error {
 			b.beanstalkd = p
 			t = newBeanstalkdTarget(p)
 		case tJS:
-			t, err = newJSTarget(b.natsURL, cfg.jsConns)
+			replicas := 1
+			if cfg.cluster > 0 {
+				replicas = cfg.cluster
+			}
+			t, err = newJSTarget(b.natsURL, cfg.jsConns, replicas)
 		case tHTTP:
 			t = newGatewayHTTPTarget(b.httpAddr, maxConc)
 		case tRPC:
@@ -201,6 +223,51 @@ func (b *bench) openTargets(ctx context.Context) error {
 		return errors.New("no target can run (give --http/--rpc/--sqs/--nats, or spawn)")
 	}
 	return nil
+}
+
+// startCluster starts the three-node cluster of --cluster 3 (building the
+// gateway binary first unless --gateway-bin names one, so that the gateway
+// under test is the same build) and returns how to reach its nodes.
+func (b *bench) startCluster(ctx context.Context) (*extNATS, error) {
+	bin := b.cfg.gatewayBin
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "lmq-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("temp dir: %w", err)
+		}
+		b.clusterDir = dir
+		if bin, err = buildGateway(ctx, dir, b.log); err != nil {
+			return nil, err
+		}
+		b.cfg.gatewayBin = bin
+	}
+	nodes, err := spawnClusterRetry(ctx, b.cfg, bin, b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.clusterNodes = nodes
+	// spawnCluster gives every node the same user and password.
+	ext := &extNATS{user: "lmq", pass: nodes[0].natsPass}
+	hosts := make([]string, len(nodes))
+	urls := make([]string, len(nodes))
+	for i, g := range nodes {
+		hosts[i] = "nats://" + g.natsAddr
+		urls[i] = g.natsURL
+	}
+	ext.hosts, ext.url = strings.Join(hosts, ","), strings.Join(urls, ",")
+	b.log.Info("cluster ready", "nodes", ext.hosts)
+	return ext, nil
+}
+
+func (b *bench) stopCluster() {
+	for _, g := range b.clusterNodes {
+		g.stop()
+	}
+	if b.clusterDir != "" && !b.cfg.keep {
+		if err := os.RemoveAll(b.clusterDir); err != nil {
+			b.log.Warn("removing temp dir", "dir", b.clusterDir, "err", err)
+		}
+	}
 }
 
 // servedByGateway says whether target name measures the gateway or its NATS

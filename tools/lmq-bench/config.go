@@ -64,6 +64,9 @@ type config struct {
 	natsURL     string
 	gatewayPID  int
 	natsPID     int
+	// cluster: 3 runs the jetstream and gateway targets on a three-node
+	// cluster the bench starts (R3); 0: on the spawned gateway's single node.
+	cluster int
 
 	// Target tuning.
 	noopInProcess bool // the ceilings inside the bench, not in a child process
@@ -162,6 +165,17 @@ Targets (--targets):
               a second polled every 2 ms) then delete; a tube per queue. Push, pull, mixed, e2e and maxrate; not memory
               or groups. Server CPU and RSS are beanstalkd's
 
+Replicated cluster (--cluster 3): the bench starts a three-node JetStream
+cluster on loopback (three gateway processes whose embedded nats-servers form
+it, --replicas 3; they serve nothing to the bench) and runs jetstream, http,
+rpc and sqs on it instead of the single node: jetstream makes its streams and
+consumers R3 and connects to the three nodes' URLs; http, rpc and sqs measure
+one more spawned gateway started with --nats-url (the three nodes) and
+--replicas 3, so that both reach NATS over TCP. Their rows' "vs jetstream"
+ratios then read gateway R3 against raw JetStream R3. The ceilings and
+beanstalkd stay as they are. Workloads push, pull, mixed, e2e and maxrate
+(memory and groups restart the gateway, and are left out).
+
 Push, pull and mixed tables give each row's ratio to jetstream; http and rpc
 rows also to their ceiling (vs noop-http, vs noop-rpc), to the sum of parts
 1/(1/ceiling + 1/jetstream) and to beanstalkd in the same cell.
@@ -219,6 +233,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.rpcAddr, "rpc", "", "MessagePack-RPC address of a running gateway (host:port)")
 	fs.StringVar(&cfg.sqsAddr, "sqs", "", "Amazon SQS API address of a running gateway (host:port; its --sqs-listen), without authentication")
 	fs.StringVar(&cfg.sqsAccount, "sqs-account", sqsDefaultAccount, "account id in the SQS target's queue URLs (the gateway's --sqs-account)")
+	fs.IntVar(&cfg.cluster, "cluster", 0, "3: run the jetstream, http, rpc and sqs targets on a three-node loopback cluster the bench starts, R3 (see above); 0: on one node. Needs spawn mode; leaves out the memory workload by default")
 	fs.StringVar(&cfg.natsURL, "nats", "", "NATS URL for the jetstream target against a running deployment")
 	fs.IntVar(&cfg.gatewayPID, "gateway-pid", 0, "PID of the running gateway, for RSS and CPU figures (spawn mode knows it)")
 	fs.IntVar(&cfg.natsPID, "nats-pid", 0, "PID of a separate nats-server, for RSS and CPU figures")
@@ -361,6 +376,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.profileDir != "" && !cfg.spawn {
 		return cfg, errors.New("--profile needs the bench to spawn the gateway (no --http/--rpc/--nats)")
 	}
+	if err := checkCluster(&cfg); err != nil {
+		return cfg, err
+	}
 	cfg.logLevel = slog.LevelInfo
 	if cfg.verbose {
 		cfg.logLevel = slog.LevelDebug
@@ -438,3 +456,30 @@ func parseSize(s string) (int, error) {
 }
 
 func (c config) has(workload string) bool { return slices.Contains(c.workloads, workload) }
+
+// checkCluster validates --cluster and, when it is on, drops the memory
+// workload from the default selection: memory (and groups) restart the
+// gateway with an empty data dir, which does not empty a cluster it only
+// connects to.
+func checkCluster(cfg *config) error {
+	switch cfg.cluster {
+	case 0:
+		return nil
+	case 3:
+	default:
+		return fmt.Errorf("--cluster %d: want 0 (one node) or 3", cfg.cluster)
+	}
+	if !cfg.spawn {
+		return errors.New("--cluster starts a cluster and gateways of its own: it does not go with --http/--rpc/--sqs/--nats")
+	}
+	for _, w := range []string{wMemory, wGroups, wQueues} {
+		if !cfg.has(w) {
+			continue
+		}
+		if cfg.explicitlySet["workloads"] {
+			return fmt.Errorf("--cluster: the %s workload does not run on the cluster", w)
+		}
+		cfg.workloads = slices.DeleteFunc(cfg.workloads, func(s string) bool { return s == w })
+	}
+	return nil
+}

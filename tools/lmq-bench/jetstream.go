@@ -14,13 +14,16 @@ import (
 )
 
 // jsTarget is raw JetStream, the engine under the gateway, used the way a
-// queue needs it: per queue one WorkQueue stream (file storage, R1) and one
+// queue needs it: per queue one WorkQueue stream (file storage, R1; R3 on
+// the cluster of --cluster 3, its consumer too) and one
 // durable pull consumer; push = sync Publish; pull = Fetch(1) + DoubleAck.
 // Its streams are named BENCH_<queue>, so they never meet the gateway's.
 type jsTarget struct {
 	conns []*nats.Conn
 	jss   []jetstream.JetStream
 	next  atomic.Uint32 // round-robin over conns for new clients
+	// replicas of the streams it creates (their consumers inherit it).
+	replicas int
 
 	mu        sync.RWMutex
 	consumers map[string]jetstream.Consumer
@@ -28,8 +31,8 @@ type jsTarget struct {
 
 const jsConsumerName = "bench"
 
-func newJSTarget(url string, conns int) (*jsTarget, error) {
-	t := &jsTarget{consumers: make(map[string]jetstream.Consumer)}
+func newJSTarget(url string, conns, replicas int) (*jsTarget, error) {
+	t := &jsTarget{consumers: make(map[string]jetstream.Consumer), replicas: max(replicas, 1)}
 	for i := range conns {
 		nc, err := nats.Connect(url, nats.Name(fmt.Sprintf("lmq-bench-%d", i)),
 			// The memory workload restarts a spawned gateway: come back fast.
@@ -85,7 +88,7 @@ func (t *jsTarget) setup(ctx context.Context, queue string) error {
 		Subjects:  []string{subject(queue)},
 		Retention: jetstream.WorkQueuePolicy,
 		Storage:   jetstream.FileStorage,
-		Replicas:  1,
+		Replicas:  t.replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("create stream for %s: %w", queue, err)

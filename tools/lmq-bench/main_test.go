@@ -228,3 +228,77 @@ func TestMedians(t *testing.T) {
 		t.Errorf("e2e median: %+v", m)
 	}
 }
+
+// TestCluster runs push and pull+ack briefly on the replicated cluster of
+// --cluster 3: raw JetStream R3 and the gateway's HTTP and RPC front ends on
+// a gateway spawned with --nats-url and --replicas 3. It checks that every
+// cell delivered messages without errors and that the report names the
+// cluster; it asserts nothing about speed.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		// Builds the gateway binary and starts four gateway processes, three
+		// of them forming a JetStream cluster: tens of seconds on two cores.
+		t.Skip("builds and starts the gateway binary four times")
+	}
+	args := []string{
+		"--cluster", "3", "--targets", "jetstream,http,rpc", "--workloads", "push,pull",
+		"--conc", "2", "--sizes", "256", "--queues", "1", "--duration", "200ms", "--setup-conc", "2",
+	}
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	b, err := newBench(cfg, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := b.run(ctx, &out); err != nil {
+		t.Fatalf("run: %v\nlogs:\n%s", err, logs.String())
+	}
+	report := out.String()
+	if want := 2 * 3; len(b.cells) != want {
+		t.Errorf("got %d cells, want %d (push and pull of jetstream, http, rpc)", len(b.cells), want)
+	}
+	for _, c := range b.cells {
+		if c.msgs <= 0 || c.errors > 0 {
+			t.Errorf("cell %s %s: %d msgs, %d errors (%s)", c.workload, c.target, c.msgs, c.errors, c.firstErr)
+		}
+	}
+	for _, want := range []string{
+		"- deployment: replicated cluster (--cluster 3): 3 nodes",
+		"| jetstream | 2 | 256 B | 1 |", "| http | 2 | 256 B | 1 |", "| rpc | 2 | 256 B | 1 |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if len(b.clusterNodes) != 3 {
+		t.Fatalf("%d cluster nodes, want 3", len(b.clusterNodes))
+	}
+	if pass := b.clusterNodes[0].natsPass; strings.Contains(report, pass) {
+		t.Errorf("report shows the cluster's NATS password:\n%s", report)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("report:\n%s\nlogs:\n%s", report, logs.String())
+	}
+}
+
+func TestClusterFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--cluster", "2"},
+		{"--cluster", "3", "--http", "127.0.0.1:1"},
+		{"--cluster", "3", "--workloads", "push,memory"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--cluster") {
+			t.Errorf("%q: %v, want an error naming --cluster", args, err)
+		}
+	}
+	cfg, err := parseFlags([]string{"--cluster", "3"}, io.Discard)
+	if err != nil || cfg.cluster != 3 || cfg.has(wMemory) || !cfg.has(wPush) || !cfg.has(wMaxRate) {
+		t.Errorf("--cluster 3 defaults: workloads %v, %v", cfg.workloads, err)
+	}
+}

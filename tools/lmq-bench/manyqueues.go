@@ -79,7 +79,7 @@ func (b *bench) manyQueues(ctx context.Context) error {
 	if !cfg.spawn {
 		return errors.New("--workloads queues restarts the gateway: it needs spawn mode (no --http/--rpc/--nats)")
 	}
-	g, err := spawnGateway(ctx, cfg, b.log)
+	g, err := spawnGateway(ctx, cfg, nil, b.log)
 	if err != nil {
 		return err
 	}
@@ -891,24 +891,15 @@ func cpuMicros(c cellResult) int64 {
 // counts again.
 func (b *bench) mqCluster(ctx context.Context) error {
 	cfg := b.cfg
-	nodes, err := spawnCluster(ctx, cfg, b.gw.bin, b.log)
-	for try := 1; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
-		// The nodes' ports are picked free and released before the nodes
-		// bind them (the routes must name them first): another process may
-		// take one meanwhile. Pick again.
-		for _, g := range nodes {
-			g.stop()
-		}
-		nodes, err = spawnCluster(ctx, cfg, b.gw.bin, b.log)
+	nodes, err := spawnClusterRetry(ctx, cfg, b.gw.bin, b.log)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		for _, g := range nodes {
 			g.stop()
 		}
 	}()
-	if err != nil {
-		return err
-	}
 	var urls []string
 	for _, g := range nodes {
 		urls = append(urls, g.natsURL)
@@ -1018,6 +1009,27 @@ func raftGroups(ctx context.Context, js jetstream.JetStream) (int, string, error
 		}
 	}
 	return 1 + streams + consumers, fmt.Sprintf("meta + %d streams + %d consumers (replicated; %d R1 assets besides)", streams, consumers, r1), nil
+}
+
+// spawnClusterRetry is spawnCluster, tried again (up to three times) when a
+// port was taken: the nodes' ports are picked free and released before the
+// nodes bind them (the routes must name them first), so another process may
+// take one meanwhile. On failure it has stopped the nodes it started.
+func spawnClusterRetry(ctx context.Context, cfg config, bin string, log *slog.Logger) ([]*gatewayProc, error) {
+	nodes, err := spawnCluster(ctx, cfg, bin, log)
+	for try := 1; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
+		for _, g := range nodes {
+			g.stop()
+		}
+		nodes, err = spawnCluster(ctx, cfg, bin, log)
+	}
+	if err != nil {
+		for _, g := range nodes {
+			g.stop()
+		}
+		return nil, err
+	}
+	return nodes, nil
 }
 
 // spawnCluster starts three gateways whose embedded servers form one

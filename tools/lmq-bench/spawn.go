@@ -47,11 +47,15 @@ type gatewayProc struct {
 	// data directory where it would otherwise generate a new one.
 	natsURL  string
 	natsPass string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	waitErr  error // valid once exited is closed
-	keep     bool
-	log      *slog.Logger
+	// natsEnv is the variable that hands the gateway its NATS password
+	// (LMQ_NATS_LISTEN_PASSWORD of its embedded server, or LMQ_NATS_PASSWORD
+	// of --nats-url); "": the former, from natsPass.
+	natsEnv string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error // valid once exited is closed
+	keep    bool
+	log     *slog.Logger
 }
 
 // moduleRoot finds the lmq-gateway module the bench runs in, to build the
@@ -77,7 +81,35 @@ func freeLoopbackPort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProc, error) {
+// extNATS is a NATS deployment a spawned gateway connects to (--nats-url)
+// instead of running its own.
+type extNATS struct {
+	hosts string // nats:// URLs without credentials, comma-separated
+	user  string
+	pass  string
+	url   string // hosts with the credentials, for the bench's own clients
+}
+
+// buildGateway builds ./cmd/lmq-gateway of the module the bench runs in
+// into dir and returns the binary's path.
+func buildGateway(ctx context.Context, dir string, log *slog.Logger) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "lmq-gateway")
+	log.Info("building gateway", "module", root, "out", bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lmq-gateway")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/lmq-gateway: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// spawnGateway starts a gateway with its embedded NATS server; or, with
+// ext, a gateway that is a client of the NATS servers ext names.
+func spawnGateway(ctx context.Context, cfg config, ext *extNATS, log *slog.Logger) (*gatewayProc, error) {
 	dir, err := os.MkdirTemp("", "lmq-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -90,16 +122,8 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 
 	g.bin = cfg.gatewayBin
 	if g.bin == "" {
-		root, err := moduleRoot(ctx)
-		if err != nil {
+		if g.bin, err = buildGateway(ctx, dir, log); err != nil {
 			return fail(err)
-		}
-		g.bin = filepath.Join(dir, "lmq-gateway")
-		log.Info("building gateway", "module", root, "out", g.bin)
-		build := exec.CommandContext(ctx, "go", "build", "-o", g.bin, "./cmd/lmq-gateway")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			return fail(fmt.Errorf("go build ./cmd/lmq-gateway: %w\n%s", err, out))
 		}
 	}
 
@@ -111,20 +135,26 @@ func spawnGateway(ctx context.Context, cfg config, log *slog.Logger) (*gatewayPr
 	}
 	g.httpAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	g.rpcAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
-	g.natsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
-	pw := make([]byte, 16)
-	if _, err := rand.Read(pw); err != nil {
-		return fail(fmt.Errorf("nats password: %w", err))
-	}
-	g.natsPass = hex.EncodeToString(pw)
-	g.natsURL = (&url.URL{Scheme: "nats", User: url.UserPassword("lmq", g.natsPass), Host: g.natsAddr}).String()
-
 	g.dataDir = filepath.Join(dir, "data")
 	g.args = []string{
 		"--http-listen", g.httpAddr,
 		"--rpc-listen", g.rpcAddr,
 		"--data-dir", g.dataDir,
-		"--nats-listen", g.natsAddr,
+	}
+	if ext != nil {
+		// The password goes by the environment (launch), off the command line.
+		g.natsURL, g.natsEnv = ext.url, "LMQ_NATS_PASSWORD="+ext.pass
+		g.args = append(g.args, "--nats-url", ext.hosts, "--nats-user", ext.user)
+	} else {
+		g.natsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2])
+		pw := make([]byte, 16)
+		if _, err := rand.Read(pw); err != nil {
+			return fail(fmt.Errorf("nats password: %w", err))
+		}
+		g.natsPass = hex.EncodeToString(pw)
+		g.natsURL = (&url.URL{Scheme: "nats", User: url.UserPassword("lmq", g.natsPass), Host: g.natsAddr}).String()
+		g.natsEnv = "LMQ_NATS_LISTEN_PASSWORD=" + g.natsPass
+		g.args = append(g.args, "--nats-listen", g.natsAddr)
 	}
 	// Access logging costs the gateway per request; turn it off where the
 	// binary has the flag (older builds do not, and reject unknown flags).
@@ -205,7 +235,11 @@ func (g *gatewayProc) launch() error {
 	// Not a flag: the password stays out of ps and the log of the args.
 	// Builds from before client port authentication ignore it, and accept
 	// the URL's credentials on their open port.
-	cmd.Env = append(serverEnv(g.procs), "LMQ_NATS_LISTEN_PASSWORD="+g.natsPass)
+	env := g.natsEnv
+	if env == "" {
+		env = "LMQ_NATS_LISTEN_PASSWORD=" + g.natsPass
+	}
+	cmd.Env = append(serverEnv(g.procs), env)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	g.log.Info("starting gateway", "bin", g.bin, "args", strings.Join(g.args, " "))
@@ -259,6 +293,9 @@ func (g *gatewayProc) waitReady(ctx context.Context, limit time.Duration) error 
 func (g *gatewayProc) readyOnce(ctx context.Context, hc *http.Client) bool {
 	var d net.Dialer
 	for _, a := range []string{g.httpAddr, g.natsAddr} {
+		if a == "" {
+			continue // a client of external NATS (--nats-url) listens for none
+		}
 		c, err := d.DialContext(ctx, "tcp", a)
 		if err != nil {
 			return false
@@ -427,6 +464,14 @@ func procCPU(pid int) (time.Duration, error) {
 
 // redactURL hides the password of a URL for logs and reports.
 func redactURL(s string) string {
+	// A cluster's URLs come as a comma-separated list.
+	if strings.Contains(s, ",") {
+		parts := strings.Split(s, ",")
+		for i, p := range parts {
+			parts[i] = redactURL(p)
+		}
+		return strings.Join(parts, ",")
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return s
