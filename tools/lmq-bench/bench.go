@@ -259,6 +259,17 @@ func (b *bench) startCluster(ctx context.Context) (*extNATS, error) {
 	return ext, nil
 }
 
+// clusterPIDs are the processes of the --cluster nodes (none without).
+func (b *bench) clusterPIDs() []int {
+	var pids []int
+	for _, g := range b.clusterNodes {
+		if pid := g.pid(); pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func (b *bench) stopCluster() {
 	for _, g := range b.clusterNodes {
 		g.stop()
@@ -614,6 +625,7 @@ func (b *bench) serverRSS() int64 {
 	if b.natsPID != b.gwPID {
 		pids = append(pids, b.natsPID)
 	}
+	pids = append(pids, b.clusterPIDs()...)
 	var total int64
 	for _, pid := range pids {
 		if pid <= 0 {
@@ -629,6 +641,15 @@ func (b *bench) serverRSS() int64 {
 func (b *bench) serverPIDs(t target) []int {
 	if bt, ok := t.(*beanstalkdTarget); ok {
 		return []int{bt.proc.pid()}
+	}
+	if len(b.clusterNodes) > 0 {
+		// The nodes do JetStream's work for every target; the gateway
+		// under test is a cost of its own rows only.
+		pids := b.clusterPIDs()
+		if t.name() != tJS && b.gwPID > 0 {
+			pids = append(pids, b.gwPID)
+		}
+		return pids
 	}
 	separateNATS := b.natsPID > 0 && b.natsPID != b.gwPID
 	var pids []int

@@ -172,7 +172,8 @@ rpc and sqs on it instead of the single node: jetstream makes its streams and
 consumers R3 and connects to the three nodes' URLs; http, rpc and sqs measure
 one more spawned gateway started with --nats-url (the three nodes) and
 --replicas 3, so that both reach NATS over TCP. Their rows' "vs jetstream"
-ratios then read gateway R3 against raw JetStream R3. The ceilings and
+ratios then read gateway R3 against raw JetStream R3; srv CPU and RSS are
+the nodes' processes, with the gateway under test on its rows. The ceilings and
 beanstalkd stay as they are. Workloads push, pull, mixed, e2e and maxrate
 (memory and groups restart the gateway, and are left out).
 

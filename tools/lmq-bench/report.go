@@ -129,7 +129,7 @@ func (b *bench) report() string {
 		for i, g := range b.clusterNodes {
 			pids[i] = strconv.Itoa(g.pid())
 		}
-		w("- deployment: replicated cluster (--cluster %d): %d nodes on loopback, the embedded nats-servers of spawned gateways (pids %s, --replicas 3, idle); jetstream's streams and consumers R3 over NATS %s; the gateway under test spawned `%s` (pid %d) with --nats-url (the nodes) --replicas 3, HTTP %s, RPC %s, SQS %s; srv CPU and RSS are its own, not the nodes'; client and servers share the machine\n",
+		w("- deployment: replicated cluster (--cluster %d): %d nodes on loopback, the embedded nats-servers of spawned gateways (pids %s, --replicas 3, idle); jetstream's streams and consumers R3 over NATS %s; the gateway under test spawned `%s` (pid %d) with --nats-url (the nodes) --replicas 3, HTTP %s, RPC %s, SQS %s; srv CPU and RSS are the three nodes' processes together, with the gateway under test on its rows; client and servers share the machine\n",
 			b.cfg.cluster, len(b.clusterNodes), strings.Join(pids, ", "), redactURL(b.natsURL), b.gw.bin, b.gwPID, orDash(b.httpAddr), orDash(b.rpcAddr), orDash(b.sqsAddr))
 	case b.gw != nil:
 		w("- deployment: spawned `%s` (pid %d, embedded NATS), HTTP %s, RPC %s, SQS %s, NATS %s; client and server share the machine\n",
