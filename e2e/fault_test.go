@@ -153,7 +153,18 @@ func prepareQueue(t *testing.T, c *Client, queue string) {
 		}
 		return true, ""
 	})
-	c.Push(queue, []byte("warm-up"), "")
+	// The same for the first push, whose stream's leader may not be
+	// elected yet: 503 (not stored) is retried, anything but 200 else fails.
+	testwait.ForDetail(t, "the warm-up message pushed", func() (bool, string) {
+		r := c.Do(http.MethodPost, "/messages/"+Q(queue), []byte("warm-up"))
+		if r.Status == http.StatusServiceUnavailable {
+			return false, r.String()
+		}
+		if r.Status != http.StatusOK {
+			t.Fatalf("POST /messages/%s: %v, want 200", queue, r)
+		}
+		return true, ""
+	})
 	// On a cluster that has just formed, and cores shared with the other
 	// tests, the first pull may wait out its 5 s while the consumer's
 	// leader is still being elected (204): the warm-up is pulled again

@@ -27,7 +27,7 @@
 // NATS message live in the Object Store bucket LMQ_OBJ and the queued
 // message carries a reference. Queue metadata for front ends that say
 // more than LMQ (SQS: times, tags, attributes) lives in the KV bucket
-// LMQ_META, read on request (queuemeta.go).
+// LMQ_META, read on request (package gateway/meta).
 //
 // Why (measured, docs/benchmarks-history.md "Many queues: candidate layouts"): a stream and a consumer per
 // queue cost ~110 KB each and restart in 144 s at 10,000 queues, and in a
