@@ -101,22 +101,7 @@ func TestSmoke(t *testing.T) {
 		"--mem-msgs", "300", "--mem-samples", "3", "--mem-conc", "4", "--mem-idle", "10ms",
 		"--setup-conc", "4",
 	}
-	cfg, err := parseFlags(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	b, err := newBench(cfg, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	if err := b.run(ctx, &out); err != nil {
-		t.Fatalf("run: %v\nlogs:\n%s", err, logs.String())
-	}
-	report := out.String()
+	b, report, logs := runBench(t, args, 60*time.Second)
 
 	// push, pull, mixed for each of the five targets (six with beanstalkd);
 	// e2e and maxrate on those that keep messages.
@@ -171,7 +156,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	if t.Failed() || testing.Verbose() {
-		t.Logf("report:\n%s\nlogs:\n%s", report, logs.String())
+		t.Logf("report:\n%s\nlogs:\n%s", report, logs)
 	}
 }
 
@@ -244,22 +229,7 @@ func TestCluster(t *testing.T) {
 		"--cluster", "3", "--targets", "jetstream,http,rpc", "--workloads", "push,pull",
 		"--conc", "2", "--sizes", "256", "--queues", "1", "--duration", "200ms", "--setup-conc", "2",
 	}
-	cfg, err := parseFlags(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	b, err := newBench(cfg, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	if err := b.run(ctx, &out); err != nil {
-		t.Fatalf("run: %v\nlogs:\n%s", err, logs.String())
-	}
-	report := out.String()
+	b, report, logs := runBench(t, args, 5*time.Minute)
 	if want := 2 * 3; len(b.cells) != want {
 		t.Errorf("got %d cells, want %d (push and pull of jetstream, http, rpc)", len(b.cells), want)
 	}
@@ -283,7 +253,7 @@ func TestCluster(t *testing.T) {
 		t.Errorf("report shows the cluster's NATS password:\n%s", report)
 	}
 	if t.Failed() || testing.Verbose() {
-		t.Logf("report:\n%s\nlogs:\n%s", report, logs.String())
+		t.Logf("report:\n%s\nlogs:\n%s", report, logs)
 	}
 }
 
@@ -301,4 +271,26 @@ func TestClusterFlags(t *testing.T) {
 	if err != nil || cfg.cluster != 3 || cfg.has(wMemory) || !cfg.has(wPush) || !cfg.has(wMaxRate) {
 		t.Errorf("--cluster 3 defaults: workloads %v, %v", cfg.workloads, err)
 	}
+}
+
+// runBench runs the bench with args (bounded by within, a safety net) and
+// returns it with its report and its log; a failed run fails t with the log.
+func runBench(t *testing.T, args []string, within time.Duration) (b *bench, report, logs string) {
+	t.Helper()
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	b, err = newBench(cfg, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var out bytes.Buffer
+	if err := b.run(ctx, &out); err != nil {
+		t.Fatalf("run: %v\nlogs:\n%s", err, log.String())
+	}
+	return b, out.String(), log.String()
 }
